@@ -1,0 +1,33 @@
+#!/bin/sh
+# Installs the Debian packages HCOps builds and tests against, so that a fresh
+# Debian 12 machine needs only `make demo` / `make check`. As root it runs
+# apt-get; otherwise it tries sudo without a password; failing both it prints
+# the command for the user to run and stops.
+set -eu
+
+packages="build-essential autoconf automake libtool pkg-config binutils
+libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
+libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin
+python3-torch python3-numpy"
+
+missing=
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "hcops: missing Debian packages:$missing"
+if [ "$(id -u)" = 0 ]; then
+  run=
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  run="sudo -n"
+else
+  echo "hcops: run this as root, then try again:"
+  echo "  apt-get update && apt-get install -y$missing"
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$run apt-get update -q
+# shellcheck disable=SC2086
+$run apt-get install -y -q --no-install-recommends $missing

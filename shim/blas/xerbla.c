@@ -1,0 +1,35 @@
+/* Error reporting and character comparison of the reference BLAS. Kept in a
+ * file of their own and called through the PLT, so an application's own
+ * xerbla_ takes precedence, as with reference BLAS. */
+#include <stdio.h>
+#include <string.h>
+
+#include "blas_abi.h"
+
+/* The message of the reference xerbla. Unlike reference BLAS (STOP), it
+ * returns, as OpenBLAS and MKL do: a preloaded library must not end a
+ * process that only passed one bad argument; the routine does nothing. */
+void xerbla_(const char *srname, const int *info, size_t srname_len) {
+  /* C callers often pass no length: trust it only when plausible. */
+  size_t n = (srname_len > 0 && srname_len <= 32) ? srname_len : strnlen(srname, 32);
+  while (n > 0 && (srname[n - 1] == ' ' || srname[n - 1] == '\0')) --n;
+  fprintf(stderr, " ** On entry to %.*s parameter number %2d had an illegal value\n", (int)n, srname, *info);
+}
+
+void xerbla_array_(const char *srname_array, const int *srname_len, const int *info, size_t unused) {
+  char name[33];
+  int n = *srname_len < 0 ? 0 : (*srname_len > 32 ? 32 : *srname_len);
+  (void)unused;
+  memcpy(name, srname_array, (size_t)n);
+  name[n] = '\0';
+  xerbla_(name, info, (size_t)n);
+}
+
+int lsame_(const char *ca, const char *cb, size_t la, size_t lb) {
+  unsigned char a = (unsigned char)*ca, b = (unsigned char)*cb;
+  (void)la;
+  (void)lb;
+  if (a >= 'a' && a <= 'z') a = (unsigned char)(a - 'a' + 'A');
+  if (b >= 'a' && b <= 'z') b = (unsigned char)(b - 'a' + 'A');
+  return a == b;
+}

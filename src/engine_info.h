@@ -1,0 +1,12 @@
+// The engine's description of itself, for hcops-info.
+#pragma once
+
+#include <string>
+
+namespace hcops {
+
+// CPU features and kernels, topology, blocking, threads, and the plan that an
+// m x n x k SGEMM would get (omitted when a size is <= 0).
+std::string engine_info(long m, long n, long k);
+
+}  // namespace hcops

@@ -1,0 +1,82 @@
+// Portable register-blocked microkernel in GCC vector extensions. The build
+// compiles this file once per ISA family (HCOPS_KERNEL_ISA = generic, avx2,
+// avx512, each with its -m flags), so the same source becomes SSE2, AVX2+FMA
+// and AVX-512 code; hand-tuned intrinsics kernels can replace it per family.
+#include <cstring>
+
+#include "../kernel.h"
+
+#ifndef HCOPS_KERNEL_ISA
+#error "HCOPS_KERNEL_ISA must name the ISA family this object is compiled for"
+#endif
+
+namespace hcops {
+namespace kernels {
+namespace HCOPS_KERNEL_ISA {
+namespace {
+
+// Register file: 32 vector registers with AVX-512, 16 below it. Two vectors of
+// A per k step and NR broadcast columns of B keep 2*NR accumulators live.
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64, kNr = 12;
+#elif defined(__AVX__)
+constexpr int kVectorBytes = 32, kNr = 6;
+#else
+constexpr int kVectorBytes = 16, kNr = 4;
+#endif
+
+template <typename T>
+struct Shape {
+  static constexpr int vl = kVectorBytes / sizeof(T);
+  static constexpr int mr = 2 * vl;
+  static constexpr int nr = kNr;
+};
+
+template <typename T>
+void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T beta,
+             T *__restrict c, long ldc) {
+  constexpr int VL = Shape<T>::vl, MR = Shape<T>::mr, NR = Shape<T>::nr;
+  typedef T V __attribute__((vector_size(kVectorBytes)));
+  typedef T U __attribute__((vector_size(kVectorBytes), aligned(alignof(T))));  // unaligned C
+
+  V acc0[NR], acc1[NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) acc0[j] = acc1[j] = V{};
+
+  a = static_cast<const T *>(__builtin_assume_aligned(a, 64));
+  for (long p = 0; p < kc; ++p, a += MR, b += NR) {
+    const V a0 = *reinterpret_cast<const V *>(a);
+    const V a1 = *reinterpret_cast<const V *>(a + VL);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const T bj = b[j];
+      acc0[j] += a0 * bj;
+      acc1[j] += a1 * bj;
+    }
+  }
+
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) {
+    U *c0 = reinterpret_cast<U *>(c + j * ldc);
+    U *c1 = reinterpret_cast<U *>(c + j * ldc + VL);
+    if (beta == T(0)) {
+      *c0 = alpha * acc0[j];
+      *c1 = alpha * acc1[j];
+    } else {
+      *c0 = alpha * acc0[j] + beta * *c0;
+      *c1 = alpha * acc1[j] + beta * *c1;
+    }
+  }
+}
+
+}  // namespace
+
+extern const KernelSet set = {
+    Isa::HCOPS_KERNEL_ISA,
+    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>},
+    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>},
+};
+
+}  // namespace HCOPS_KERNEL_ISA
+}  // namespace kernels
+}  // namespace hcops

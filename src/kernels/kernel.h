@@ -1,0 +1,39 @@
+// The contract between the GEMM driver and a microkernel family.
+#pragma once
+
+#include "../cpu_features.h"
+
+namespace hcops {
+
+// C[0:mr, 0:nr] = alpha * A~ * B~ + beta * C, C column-major with leading
+// dimension ldc. A~ is a packed mr x kc panel (mr values per k step), B~ a
+// packed kc x nr panel (nr values per k step), both aligned to 64 bytes.
+// beta == 0 never reads C, so NaN there does not propagate.
+template <typename T>
+using MicroKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc);
+
+template <typename T>
+struct KernelInfo {
+  int mr, nr;
+  MicroKernel<T> ukernel;
+};
+
+struct KernelSet {
+  Isa isa;
+  KernelInfo<float> s;
+  KernelInfo<double> d;
+  template <typename T> const KernelInfo<T> &get() const;
+};
+template <> inline const KernelInfo<float> &KernelSet::get<float>() const { return s; }
+template <> inline const KernelInfo<double> &KernelSet::get<double>() const { return d; }
+
+// The family for `isa`; the caller guarantees the CPU can execute it.
+const KernelSet &kernels_for(Isa isa);
+
+namespace kernels {
+namespace generic { extern const KernelSet set; }
+namespace avx2 { extern const KernelSet set; }
+namespace avx512 { extern const KernelSet set; }
+}  // namespace kernels
+
+}  // namespace hcops

@@ -1,0 +1,59 @@
+#include "log.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "env.h"
+
+namespace hcops {
+
+int verbose_level() {
+  static const int level = static_cast<int>(env_long("HCOPS_VERBOSE", 0, 0, 2));
+  return level;
+}
+
+static void vwrite_line(const char *prefix, const char *fmt, va_list ap) {
+  char buf[1024];
+  int n = std::snprintf(buf, sizeof buf, "%s", prefix);
+  int m = std::vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+  size_t len = std::min(sizeof buf - 2, static_cast<size_t>(n + (m > 0 ? m : 0)));
+  buf[len++] = '\n';
+  ssize_t ignored = ::write(STDERR_FILENO, buf, len);
+  (void)ignored;
+}
+
+void error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vwrite_line("hcops: ", fmt, ap);
+  va_end(ap);
+}
+
+void warn_once(const char *key, const char *fmt, ...) {
+  static std::mutex lock;
+  static std::set<std::string> *seen = new std::set<std::string>;  // never destroyed: used at exit
+  {
+    std::lock_guard<std::mutex> g(lock);
+    if (!seen->insert(key).second) return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vwrite_line("hcops: warning: ", fmt, ap);
+  va_end(ap);
+}
+
+void print_line(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vwrite_line("", fmt, ap);
+  va_end(ap);
+}
+
+}  // namespace hcops

@@ -1,0 +1,19 @@
+// Diagnostics of a library that lives in someone else's process: silent unless
+// HCOPS_VERBOSE asks, errors on stderr prefixed "hcops:", each warning once.
+#pragma once
+
+namespace hcops {
+
+// HCOPS_VERBOSE: 0 silent, 1 one line per native GEMM, 2 also a summary at exit.
+int verbose_level();
+
+// "hcops: <message>\n" on stderr, unconditionally (errors).
+void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Like error(), but only the first time `key` is seen in this process.
+void warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// A single write(2) of a formatted line, so lines from threads never interleave.
+void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace hcops
