@@ -19,22 +19,34 @@ namespace hcops {
 
 namespace {
 
-// [begin, end) of piece `idx` when `len` is cut into `parts` pieces whose
-// boundaries fall on multiples of `align`.
-inline void chunk(long len, int parts, int idx, long align, long &begin, long &end) {
-  const long units = (len + align - 1) / align;
-  const long per = units / parts, extra = units % parts;
-  const long u0 = idx * per + std::min<long>(idx, extra);
-  const long u1 = u0 + per + (idx < extra ? 1 : 0);
-  begin = std::min(len, u0 * align);
-  end = std::min(len, u1 * align);
-}
-
 template <typename T>
 void scale_c(T beta, T *c, long ldc, long m, long n) {
   if (beta == T(1)) return;
   for (long j = 0; j < n; ++j)
     for (long i = 0; i < m; ++i) c[i + j * ldc] = beta == T(0) ? T(0) : beta * c[i + j * ldc];
+}
+
+// Last resort when packing memory cannot be had: right, slow, allocates nothing.
+template <typename T>
+void unpacked_gemm(const GemmArgs<T> &g) {
+  for (long j = 0; j < g.n; ++j)
+    for (long i = 0; i < g.m; ++i) {
+      T sum = 0;
+      for (long p = 0; p < g.k; ++p)
+        sum += (g.ta == Trans::N ? g.a[i + p * g.lda] : g.a[p + i * g.lda]) *
+               (g.tb == Trans::N ? g.b[p + j * g.ldb] : g.b[j + p * g.ldb]);
+      T &c = g.c[i + j * g.ldc];
+      c = g.alpha * sum + (g.beta == T(0) ? T(0) : g.beta * c);
+    }
+}
+
+// KC and NC of one domain part, evened out over its k and its columns.
+struct PartBlocks {
+  long kc, nc;
+};
+template <typename T>
+PartBlocks part_blocks(const GemmArgs<T> &g, const DomainPart &part, const Blocking &blk, int nr) {
+  return {balanced_block(g.k, blk.kc, 8), balanced_block(part.n1 - part.n0, blk.nc, nr)};
 }
 
 template <typename T>
@@ -59,34 +71,31 @@ void run_thread(const Job<T> &job, int t) {
 
   const int r = t - part.first_thread, mr = job.kern.mr, nr = job.kern.nr;
   const int im = r % part.grid_m, in = r / part.grid_m;
-  const long mpart = part.m1 - part.m0, npart = part.n1 - part.n0;
-  const long kc_max = balanced_block(g.k, job.blk.kc, 8);
-  const long nc_max = balanced_block(npart, job.blk.nc, nr);
+  const PartBlocks pb = part_blocks(g, part, job.blk, nr);
   DomainBarrier &barrier = job.ws.barriers[pi];
-
-  T *bp = static_cast<T *>(job.ws.b_panels[pi]->ensure(sizeof(T) * kc_max * (nc_max + nr), part.mem_node));
-  T *ap = static_cast<T *>(job.ws.a_blocks[t]->ensure(sizeof(T) * kc_max * (job.blk.mc + mr), part.mem_node));
+  T *bp = static_cast<T *>(job.ws.b_panels[pi]->data());
+  T *ap = static_cast<T *>(job.ws.a_blocks[t]->data());
   alignas(64) T edge[64 * 16];  // mr x nr scratch for partial tiles
 
   long i0, i1;
-  chunk(mpart, part.grid_m, im, mr, i0, i1);
+  tile_range(part.m1 - part.m0, part.grid_m, im, mr, i0, i1);
   i0 += part.m0;
   i1 += part.m0;
   bool first = true;
-  for (long jc = part.n0; jc < part.n1; jc += nc_max) {
-    const long nc = std::min(nc_max, part.n1 - jc);
-    for (long pc = 0; pc < g.k; pc += kc_max) {
-      const long kc = std::min(kc_max, g.k - pc);
+  for (long jc = part.n0; jc < part.n1; jc += pb.nc) {
+    const long nc = std::min(pb.nc, part.n1 - jc);
+    for (long pc = 0; pc < g.k; pc += pb.kc) {
+      const long kc = std::min(pb.kc, g.k - pc);
       const T beta = pc == 0 ? g.beta : T(1);
       if (!first) barrier.wait();  // nobody still reads the previous panel
       first = false;
       long jb0, jb1;
-      chunk(nc, part.threads, r, nr, jb0, jb1);
+      tile_range(nc, part.threads, r, nr, jb0, jb1);
       if (jb1 > jb0) pack_b(bp + jb0 * kc, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0, nr);
       barrier.wait();
 
       long j0, j1;
-      chunk(nc, part.grid_n, in, nr, j0, j1);
+      tile_range(nc, part.grid_n, in, nr, j0, j1);
       for (long ic = i0; ic < i1; ic += job.blk.mc) {
         const long mc = std::min(job.blk.mc, i1 - ic);
         pack_a(ap, g.a, g.lda, g.ta, ic, mc, pc, kc, mr);
@@ -115,8 +124,23 @@ template <typename T>
 void execute(const GemmArgs<T> &g, const Plan &plan, const KernelInfo<T> &kern) {
   WorkspaceLease ws;
   ws->shape(plan.parts.size(), plan.threads);
-  for (size_t i = 0; i < plan.parts.size(); ++i) ws->barriers[i].reset(plan.parts[i].threads);
-  const Job<T> job{g, plan, kern, blocking_for(topology(), kern), *ws};
+  const Blocking blk = blocking_for(topology(), kern);
+  // Every buffer is sized here, before the team starts: a buffer that grows
+  // is remapped, which must never happen under a thread still reading it.
+  for (size_t i = 0; i < plan.parts.size(); ++i) {
+    const DomainPart &part = plan.parts[i];
+    const PartBlocks pb = part_blocks(g, part, blk, kern.nr);
+    ws->barriers[i].reset(part.threads);
+    bool ok = ws->b_panels[i]->ensure(sizeof(T) * pb.kc * (pb.nc + kern.nr), part.mem_node);
+    for (int t = part.first_thread; t < part.first_thread + part.threads; ++t)
+      ok = ok && ws->a_blocks[t]->ensure(sizeof(T) * pb.kc * (blk.mc + kern.mr), part.mem_node);
+    if (!ok) {
+      warn_once("oom", "no memory for GEMM packing buffers; computing without packing (slow)");
+      unpacked_gemm(g);
+      return;
+    }
+  }
+  const Job<T> job{g, plan, kern, blk, *ws};
   if (plan.threads == 1) {
     run_thread(job, 0);
     return;

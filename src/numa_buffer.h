@@ -15,6 +15,7 @@ class NumaBuffer {
   // At least `bytes`, 64-byte aligned, placed on `node` (-1: anywhere). Keeps
   // the current memory when it is big enough and on the same node.
   void *ensure(std::size_t bytes, int node);
+  void *data() const { return ptr_; }
   int node() const { return node_; }
 
  private:

@@ -35,6 +35,18 @@ struct PlanLimits {
   double min_flops_per_thread = 2e6;  // below this a thread costs more than it gives
 };
 
+// [begin, end) of piece `idx` when [0, len) is cut into `parts` nearly equal
+// pieces whose boundaries fall on multiples of `align` (whole tiles). How a
+// part's rows are dealt to its grid_m thread rows, and columns to grid_n.
+inline void tile_range(long len, int parts, int idx, long align, long &begin, long &end) {
+  const long units = (len + align - 1) / align;
+  const long per = units / parts, extra = units % parts;
+  const long u0 = idx * per + (idx < extra ? idx : extra);
+  const long u1 = u0 + per + (idx < extra ? 1 : 0);
+  begin = u0 * align < len ? u0 * align : len;
+  end = u1 * align < len ? u1 * align : len;
+}
+
 // threads: the most the caller allows (>= 1). The plan may use fewer.
 Plan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim);
 
