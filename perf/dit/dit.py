@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""DiT (Peebles & Xie, "Scalable Diffusion Models with Transformers") training benchmark.
+
+Plain torch.nn for torch 1.13: attention uses explicit matmuls so that every GEMM of
+a training step goes through BLAS (sgemm_), which is what LD_PRELOAD-ed BLAS
+libraries replace.  Follows facebookresearch/DiT models.py (adaLN-Zero blocks,
+learn_sigma output, class-dropout label embedding); the loss is the epsilon-prediction
+MSE only (the variational-bound term that trains the sigma half is left out).
+
+  $PYTHON dit.py --model S --batch 8 --steps 3 --warmup 1 --threads 2 --seed 0 --json
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+from torch import nn
+
+CONFIGS = {  # name: (hidden size, depth, heads)
+    "tiny": (64, 2, 2),
+    "S": (384, 12, 6),
+    "B": (768, 12, 12),
+}
+LATENT_CHANNELS = 4
+LATENT_SIZE = 32
+PATCH = 2
+NUM_CLASSES = 1000
+DIFFUSION_STEPS = 1000
+
+
+def modulate(x, shift, scale):
+    return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
+
+
+def sincos_1d(dim, pos):
+    omega = 1.0 / 10000 ** (torch.arange(dim // 2, dtype=torch.float64) / (dim / 2.0))
+    # Broadcast outer product rather than torch.outer/einsum: keeps init off BLAS.
+    out = pos.reshape(-1)[:, None] * omega[None, :]
+    return torch.cat([torch.sin(out), torch.cos(out)], dim=1)
+
+
+def sincos_2d(dim, grid_size):
+    coords = torch.arange(grid_size, dtype=torch.float64)
+    grid_w, grid_h = torch.meshgrid(coords, coords, indexing="xy")  # same order as DiT's numpy code
+    return torch.cat([sincos_1d(dim // 2, grid_w), sincos_1d(dim // 2, grid_h)], dim=1)
+
+
+class TimestepEmbedder(nn.Module):
+    def __init__(self, hidden, freq_dim=256):
+        super().__init__()
+        self.freq_dim = freq_dim
+        self.mlp = nn.Sequential(nn.Linear(freq_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden))
+
+    def forward(self, t):
+        half = self.freq_dim // 2
+        freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
+        args = t[:, None].float() * freqs[None]
+        return self.mlp(torch.cat([torch.cos(args), torch.sin(args)], dim=-1))
+
+
+class LabelEmbedder(nn.Module):
+    """Class embedding; the extra row is the 'null' class used for classifier-free guidance."""
+
+    def __init__(self, hidden, dropout_prob=0.1):
+        super().__init__()
+        self.table = nn.Embedding(NUM_CLASSES + 1, hidden)
+        self.dropout_prob = dropout_prob
+
+    def forward(self, labels):
+        if self.training:
+            drop = torch.rand(labels.shape[0]) < self.dropout_prob
+            labels = torch.where(drop, torch.full_like(labels, NUM_CLASSES), labels)
+        return self.table(labels)
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = (hidden // heads) ** -0.5
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.proj = nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        attn = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        out = torch.matmul(attn.softmax(dim=-1), v)
+        return self.proj(out.transpose(1, 2).reshape(b, n, c))
+
+
+class DiTBlock(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(hidden, elementwise_affine=False, eps=1e-6)
+        self.attn = Attention(hidden, heads)
+        self.norm2 = nn.LayerNorm(hidden, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(
+            nn.Linear(hidden, 4 * hidden), nn.GELU(approximate="tanh"), nn.Linear(4 * hidden, hidden)
+        )
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden, 6 * hidden))
+
+    def forward(self, x, c):
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.adaLN_modulation(c).chunk(6, dim=1)
+        x = x + gate_msa.unsqueeze(1) * self.attn(modulate(self.norm1(x), shift_msa, scale_msa))
+        return x + gate_mlp.unsqueeze(1) * self.mlp(modulate(self.norm2(x), shift_mlp, scale_mlp))
+
+
+class FinalLayer(nn.Module):
+    def __init__(self, hidden, out_channels):
+        super().__init__()
+        self.norm_final = nn.LayerNorm(hidden, elementwise_affine=False, eps=1e-6)
+        self.linear = nn.Linear(hidden, PATCH * PATCH * out_channels)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden, 2 * hidden))
+
+    def forward(self, x, c):
+        shift, scale = self.adaLN_modulation(c).chunk(2, dim=1)
+        return self.linear(modulate(self.norm_final(x), shift, scale))
+
+
+class DiT(nn.Module):
+    def __init__(self, hidden, depth, heads):
+        super().__init__()
+        self.out_channels = 2 * LATENT_CHANNELS  # learn_sigma=True, as in the paper
+        grid = LATENT_SIZE // PATCH
+        # A Linear over flattened patches is DiT's stride-2 Conv2d written as one GEMM.
+        self.x_embedder = nn.Linear(LATENT_CHANNELS * PATCH * PATCH, hidden)
+        self.t_embedder = TimestepEmbedder(hidden)
+        self.y_embedder = LabelEmbedder(hidden)
+        self.register_buffer("pos_embed", sincos_2d(hidden, grid).float().unsqueeze(0))
+        self.blocks = nn.ModuleList([DiTBlock(hidden, heads) for _ in range(depth)])
+        self.final_layer = FinalLayer(hidden, self.out_channels)
+        self.initialize_weights()
+
+    def initialize_weights(self):
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                nn.init.zeros_(m.bias)
+        nn.init.normal_(self.y_embedder.table.weight, std=0.02)
+        nn.init.normal_(self.t_embedder.mlp[0].weight, std=0.02)
+        nn.init.normal_(self.t_embedder.mlp[2].weight, std=0.02)
+        # adaLN-Zero: every block starts as the identity and the output as zero.
+        for layer in [b.adaLN_modulation[-1] for b in self.blocks] + [
+            self.final_layer.adaLN_modulation[-1],
+            self.final_layer.linear,
+        ]:
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def patchify(self, x):
+        b, c, h, w = x.shape
+        x = x.reshape(b, c, h // PATCH, PATCH, w // PATCH, PATCH).permute(0, 2, 4, 1, 3, 5)
+        return x.reshape(b, (h // PATCH) * (w // PATCH), c * PATCH * PATCH)
+
+    def unpatchify(self, x):
+        b, n, _ = x.shape
+        g = int(n**0.5)
+        x = x.reshape(b, g, g, PATCH, PATCH, self.out_channels).permute(0, 5, 1, 3, 2, 4)
+        return x.reshape(b, self.out_channels, g * PATCH, g * PATCH)
+
+    def forward(self, x, t, y):
+        x = self.x_embedder(self.patchify(x)) + self.pos_embed
+        c = self.t_embedder(t) + self.y_embedder(y)
+        for block in self.blocks:
+            x = block(x, c)
+        return self.unpatchify(self.final_layer(x, c))
+
+
+def alphas_cumprod():
+    betas = torch.linspace(1e-4, 0.02, DIFFUSION_STEPS, dtype=torch.float64)
+    return torch.cumprod(1.0 - betas, dim=0).float()
+
+
+def make_batch(gen, batch):
+    """Synthetic latents, labels, timesteps and noise, all from one seeded generator."""
+    shape = (batch, LATENT_CHANNELS, LATENT_SIZE, LATENT_SIZE)
+    x0 = torch.randn(shape, generator=gen)
+    y = torch.randint(0, NUM_CLASSES, (batch,), generator=gen)
+    t = torch.randint(0, DIFFUSION_STEPS, (batch,), generator=gen)
+    noise = torch.randn(shape, generator=gen)
+    return x0, y, t, noise
+
+
+def train_step(model, opt, abar, batch):
+    x0, y, t, noise = batch
+    a = abar[t].view(-1, 1, 1, 1)
+    x_t = a.sqrt() * x0 + (1 - a).sqrt() * noise
+    eps = model(x_t, t, y)[:, :LATENT_CHANNELS]
+    loss = torch.mean((eps - noise) ** 2)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def run(model_name, batch, steps, warmup, threads, seed):
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    model = DiT(*CONFIGS[model_name])
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
+    gen = torch.Generator().manual_seed(seed)
+    abar = alphas_cumprod()
+    step_times, losses = [], []
+    for i in range(warmup + steps):
+        data = make_batch(gen, batch)
+        start = time.perf_counter()
+        loss = train_step(model, opt, abar, data)
+        elapsed = time.perf_counter() - start
+        if i >= warmup:
+            step_times.append(elapsed)
+            losses.append(loss)
+    with torch.no_grad():
+        checksum = float(sum(p.double().sum() for p in model.parameters()))
+    return {
+        "model": model_name,
+        "batch": batch,
+        "threads": threads,
+        "step_times": step_times,
+        "median_s": statistics.median(step_times),
+        "losses": losses,
+        "param_checksum": checksum,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", choices=sorted(CONFIGS), default="S")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
+    args = ap.parse_args()
+    if args.steps < 1:
+        ap.error("--steps must be at least 1")
+    result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed)
+    if args.json:
+        print(json.dumps(result))
+        return
+    for i, (dt, loss) in enumerate(zip(result["step_times"], result["losses"])):
+        print(f"step {i}: {dt:.3f} s  loss {loss:.6f}")
+    print(f"DiT-{args.model} batch {args.batch}, {args.threads} threads: median {result['median_s']:.3f} s/step")
+
+
+if __name__ == "__main__":
+    main()

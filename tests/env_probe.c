@@ -1,0 +1,36 @@
+/* Drives libhcops the way an application would for test_env.sh: two native
+ * GEMMs and one forwarded routine, each checked, so a bad environment must
+ * still give right answers. Exit 0 when every result is right. */
+#include <math.h>
+#include <stdio.h>
+
+void sgemm_(const char *, const char *, const int *, const int *, const int *, const float *, const float *,
+            const int *, const float *, const int *, const float *, float *, const int *);
+float sdot_(const int *, const float *, const int *, const float *, const int *);
+
+static int gemm_ok(int n) {
+  static float a[200 * 200], b[200 * 200], c[200 * 200];
+  const float one = 1, zero = 0;
+  for (int i = 0; i < n * n; ++i) {
+    a[i] = (float)(i % 7) - 3;
+    b[i] = (float)(i % 5) - 2;
+    c[i] = NAN;
+  }
+  sgemm_("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      double ref = 0;
+      for (int p = 0; p < n; ++p) ref += (double)a[i + p * n] * b[p + j * n];
+      if (fabs(c[i + j * n] - ref) > 1e-3) return 0;
+    }
+  return 1;
+}
+
+int main(void) {
+  const int n = 5, inc = 1;
+  const float x[5] = {1, 2, 3, 4, 5};
+  int ok = gemm_ok(200) && gemm_ok(37);
+  ok = ok && sdot_(&n, x, &inc, x, &inc) == 55.0f;
+  printf("%s\n", ok ? "results ok" : "WRONG RESULTS");
+  return ok ? 0 : 1;
+}
