@@ -31,6 +31,8 @@ demo: deps $(BUILD)/Makefile
 check: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 	$(MAKE) -C $(BUILD) check || { cat $(BUILD)/tests/test-suite.log; exit 1; }
+	@awk '/^# PASS:/ {p = $$3} /^# SKIP:/ {s = $$3} /^# (FAIL|ERROR|XPASS):/ {f += $$3} \
+	  END {printf "check: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD)/tests/test-suite.log
 
 install uninstall: $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) $@
