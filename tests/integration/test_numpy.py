@@ -12,21 +12,17 @@ not tested: HCOps forwards gemv.
 
 Exit status: 0 all passed, 1 something failed, 77 numpy missing (skip), 99 no HCOPS_LIB.
 """
-import collections
-import json
-import os
-import subprocess
 import sys
+
+import harness
+from harness import emit
 
 try:
     import numpy as np
 except ImportError as e:  # the parent turns this into an automake skip
     np, NUMPY_IMPORT_ERROR = None, e
 
-PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 THREADS = 2
-CHILD_TIMEOUT_S = 120
-VERBOSE_FIELDS = 16  # hcops_verbose,exec,routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc,threads,ms,gflops
 
 
 # ---------------------------------------------------------------- child side
@@ -63,12 +59,11 @@ def operand(rng, rows, cols, dtype, how):
 
 def check(rng, m, k, n, dtype, layout="CC", op="dot"):
     name = f"{op} {m}x{k}x{n} {layout} {np.dtype(dtype).name}"
-    print(json.dumps({"start": name}), flush=True)
+    emit({"start": name})
     a, b = operand(rng, m, k, dtype, layout[0]), operand(rng, k, n, dtype, layout[1])
     got = np.dot(a, b) if op == "dot" else a @ b
     routine = "cblas_dgemm" if dtype == np.float64 else "cblas_sgemm"
-    print(json.dumps({"name": name, "routine": routine, "dims": [m, n, k], "err_ratio": err_ratio(got, a, b)}),
-          flush=True)
+    emit({"name": name, "routine": routine, "dims": [[m, n, k]], "err_ratio": err_ratio(got, a, b)})
 
 
 def child():
@@ -95,99 +90,17 @@ def child():
 
 # --------------------------------------------------------------- parent side
 
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, name, detail=""):
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if detail else ""))
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-
-    def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
-        return 0 if self.failed == 0 else 1
-
-
-def run_child(lib):
-    env = dict(os.environ, LD_PRELOAD=lib, HCOPS_VERBOSE="1", OMP_NUM_THREADS=str(THREADS))
-    try:
-        proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--child"], env=env,
-                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-        rc, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out, err = f"timeout after {CHILD_TIMEOUT_S} s", e.stdout or "", e.stderr or ""
-        out, err = [s.decode(errors="replace") if isinstance(s, bytes) else s for s in (out, err)]
-    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return {"rc": rc, "records": records, "stderr": err.splitlines()}
-
-
-def check_completed(report, res):
-    ok = res["rc"] == 0
-    detail = f"exit {res['rc']}"
-    if not ok:
-        started = [r["start"] for r in res["records"] if "start" in r]
-        finished = {r["name"] for r in res["records"] if "name" in r}
-        if started and started[-1] not in finished:
-            detail += f" during '{started[-1]}'"
-    report.check(ok, "preloaded child completed", detail)
-    if not ok:
-        for line in [s for s in res["stderr"] if not s.startswith("hcops")][-15:]:
-            print(f"    {line}")
-
-
-def verbose_gemms(stderr):
-    """Counter of (routine, min(m,n), max(m,n), k) over well-formed exec lines, and the malformed ones.
-
-    m and n are compared unordered: the library reports column-major arguments,
-    which swap them for numpy's row-major (CblasRowMajor) calls.
-    """
-    calls, malformed = collections.Counter(), []
-    for line in stderr:
-        if not line.startswith("hcops_verbose,exec,"):
-            continue
-        f = line.split(",")
-        try:
-            if len(f) != VERBOSE_FIELDS:
-                raise ValueError
-            m, n, k = int(f[5]), int(f[6]), int(f[7])
-        except ValueError:
-            malformed.append(line)
-            continue
-        calls[(f[2], min(m, n), max(m, n), k)] += 1
-    return calls, malformed
-
-
-def check_results(report, res):
-    calls, malformed = verbose_gemms(res["stderr"])
-    report.check(not malformed and sum(calls.values()) > 0,
-                 f"verbose exec lines present and well-formed ({sum(calls.values())} lines)",
-                 f"{len(malformed)} malformed, first: {malformed[0]!r}" if malformed else "")
-    for r in (r for r in res["records"] if "name" in r):
-        ratio = r["err_ratio"]
-        report.check(ratio <= 1.0, f"{r['name']}: matches float64 reference", f"err/tol = {ratio:.3g}")
-        m, n, k = r["dims"]
-        key = (r["routine"], min(m, n), max(m, n), k)
-        report.check(calls[key] > 0, f"{r['name']}: ran in HCOps ({r['routine']} verbose line)",
-                     "" if calls[key] else f"no {r['routine']} line with m,n={key[1]},{key[2]} k={k}")
-
-
 def main():
     if sys.argv[1:2] == ["--child"]:
         return child()
     if np is None:
         print(f"SKIP: numpy cannot be imported by {sys.executable}: {NUMPY_IMPORT_ERROR}")
         return 77
-    lib = os.environ.get("HCOPS_LIB")
-    if not lib or not os.path.isfile(lib):
-        print(f"ERROR: HCOPS_LIB must name the libhcops.so to test (got {lib!r})")
-        return 99
-    report = Report()
-    res = run_child(os.path.abspath(lib))
-    check_completed(report, res)
-    check_results(report, res)
+    lib = harness.library_or_exit()
+    report = harness.Report()
+    res = harness.run_child(__file__, [], lib, THREADS)
+    harness.check_completed(report, "preloaded", res)
+    harness.check_records(report, res)
     return report.finish()
 
 

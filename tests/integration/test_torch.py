@@ -12,27 +12,24 @@ training steps give the same losses as in a second child without the preload.
 
 Exit status: 0 all passed, 1 something failed, 77 torch missing (skip), 99 no HCOPS_LIB.
 """
-import collections
-import json
 import math
 import os
-import subprocess
 import sys
+
+import harness
+from harness import emit
 
 try:
     import torch
 except ImportError as e:  # the parent turns this into an automake skip
     torch, TORCH_IMPORT_ERROR = None, e
 
-PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "perf", "dit"))
 THREADS = 2
-CHILD_TIMEOUT_S = 120
 LOSS_RTOL = 1e-4
 # Zero-initialised DiT output makes the first steps' losses nearly GEMM-independent;
 # five steps give a bf16-rounding GEMM a visible loss difference.
 DIT_BATCH, DIT_STEPS = 2, 5
-VERBOSE_FIELDS = 16  # hcops_verbose,exec,routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc,threads,ms,gflops
 
 
 # ---------------------------------------------------------------- child side
@@ -61,10 +58,6 @@ def err_ratio(got, a, b, alpha=1.0, beta=0.0, c0=None):
     err = (got.double() - ref).abs()
     ratio = float((err / ((k + 2) * eps * bound + 1e-300)).max())
     return math.inf if math.isnan(ratio) else ratio  # callers take Python max(), which drops NaN
-
-
-def emit(record):
-    print(json.dumps(record), flush=True)
 
 
 def run_check(name, routine, dims, compute):
@@ -167,91 +160,6 @@ def child(mode):
 
 # --------------------------------------------------------------- parent side
 
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, name, detail=""):
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if detail else ""))
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-
-    def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
-        return 0 if self.failed == 0 else 1
-
-
-def run_child(mode, lib):
-    env = dict(os.environ)
-    for var in ("LD_PRELOAD", "HCOPS_VERBOSE"):
-        env.pop(var, None)
-    env["OMP_NUM_THREADS"] = str(THREADS)
-    if lib:
-        env.update(LD_PRELOAD=lib, HCOPS_VERBOSE="1")
-    try:
-        proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--child", mode], env=env,
-                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-        rc, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out, err = f"timeout after {CHILD_TIMEOUT_S} s", e.stdout or "", e.stderr or ""
-        out, err = [s.decode(errors="replace") if isinstance(s, bytes) else s for s in (out, err)]
-    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return {"rc": rc, "records": records, "stdout": out.splitlines(), "stderr": err.splitlines()}
-
-
-def check_completed(report, mode, res):
-    ok = res["rc"] == 0
-    detail = f"exit {res['rc']}"
-    if not ok:
-        started = [r["start"] for r in res["records"] if "start" in r]
-        finished = {r["name"] for r in res["records"] if "name" in r}
-        if started and started[-1] not in finished:
-            detail += f" during '{started[-1]}'"
-    report.check(ok, f"{mode} child completed", detail)
-    if not ok:
-        for line in [s for s in res["stderr"] if not s.startswith("hcops")][-15:]:
-            print(f"    {line}")
-
-
-def verbose_gemms(stderr):
-    """Counter of (routine, min(m,n), max(m,n), k) over well-formed exec lines, and the malformed ones.
-
-    m and n are compared unordered because the library reports column-major
-    arguments, which swap them relative to torch's row-major view.
-    """
-    calls, malformed = collections.Counter(), []
-    for line in stderr:
-        if not line.startswith("hcops_verbose,exec,"):
-            continue
-        f = line.split(",")
-        try:
-            if len(f) != VERBOSE_FIELDS:
-                raise ValueError
-            m, n, k = int(f[5]), int(f[6]), int(f[7])
-        except ValueError:
-            malformed.append(line)
-            continue
-        calls[(f[2], min(m, n), max(m, n), k)] += 1
-    return calls, malformed
-
-
-def check_numeric_and_native(report, res):
-    calls, malformed = verbose_gemms(res["stderr"])
-    report.check(not malformed and sum(calls.values()) > 0,
-                 f"verbose exec lines present and well-formed ({sum(calls.values())} lines)",
-                 f"{len(malformed)} malformed, first: {malformed[0]!r}" if malformed else "")
-    for r in (r for r in res["records"] if "name" in r):
-        ratio = r["err_ratio"]
-        report.check(ratio <= 1.0, f"{r['name']}: matches float64 reference", f"err/tol = {ratio:.3g}")
-        wanted = collections.Counter((r["routine"], min(m, n), max(m, n), k) for m, n, k in r["dims"])
-        missing = [f"{key[0]} m,n={key[1]},{key[2]} k={key[3]} x{cnt - calls[key]}"
-                   for key, cnt in wanted.items() if calls[key] < cnt]
-        report.check(not missing, f"{r['name']}: ran in HCOps ({r['routine']} verbose line)",
-                     "missing " + "; ".join(missing) if missing else "")
-
-
 def rel_diff(x, y):
     """Relative difference; infinite when either is NaN/inf, so a NaN loss can never agree."""
     if not (math.isfinite(x) and math.isfinite(y)):
@@ -263,7 +171,7 @@ def check_dit(report, pre, plain):
     from dit import CONFIGS, LATENT_SIZE, PATCH
     hidden, depth, _ = CONFIGS["tiny"]
     rows = DIT_BATCH * (LATENT_SIZE // PATCH) ** 2
-    calls, _ = verbose_gemms(pre["stderr"])
+    calls, _ = harness.verbose_gemms(pre["stderr"])
     qkv = ("sgemm_", min(rows, 3 * hidden), max(rows, 3 * hidden), hidden)
     wanted = DIT_STEPS * depth
     report.check(calls[qkv] >= wanted, "tiny DiT: attention qkv GEMMs ran in HCOps",
@@ -290,15 +198,13 @@ def main():
     if torch is None:
         print(f"SKIP: torch cannot be imported by {sys.executable}: {TORCH_IMPORT_ERROR}")
         return 77
-    lib = os.environ.get("HCOPS_LIB")
-    if not lib or not os.path.isfile(lib):
-        print(f"ERROR: HCOPS_LIB must name the libhcops.so to test (got {lib!r})")
-        return 99
-    report = Report()
-    pre, plain = run_child("preload", os.path.abspath(lib)), run_child("plain", None)
-    check_completed(report, "preloaded", pre)
-    check_completed(report, "non-preloaded", plain)
-    check_numeric_and_native(report, pre)
+    lib = harness.library_or_exit()
+    report = harness.Report()
+    pre, plain = (harness.run_child(__file__, [mode], preload, THREADS)
+                  for mode, preload in (("preload", lib), ("plain", None)))
+    harness.check_completed(report, "preloaded", pre)
+    harness.check_completed(report, "non-preloaded", plain)
+    harness.check_records(report, pre)
     check_dit(report, pre, plain)
     check_silent(report, plain)
     return report.finish()
