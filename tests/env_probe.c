@@ -1,6 +1,7 @@
-/* Drives libhcops the way an application would for test_env.sh: two native
- * GEMMs and one forwarded routine, each checked, so a bad environment must
- * still give right answers. Exit 0 when every result is right. */
+/* Drives libhcops the way an application would for the shell tests: two
+ * native GEMMs and two forwarded calls, each checked, so a bad environment
+ * must still give right answers. Prints "gemm: ok|WRONG" and
+ * "forwarded: ok|WRONG"; exit 0 when both are ok. */
 #include <math.h>
 #include <stdio.h>
 
@@ -29,8 +30,8 @@ static int gemm_ok(int n) {
 int main(void) {
   const int n = 5, inc = 1;
   const float x[5] = {1, 2, 3, 4, 5};
-  int ok = gemm_ok(200) && gemm_ok(37);
-  ok = ok && sdot_(&n, x, &inc, x, &inc) == 55.0f;
-  printf("%s\n", ok ? "results ok" : "WRONG RESULTS");
-  return ok ? 0 : 1;
+  const int gemm = gemm_ok(200) && gemm_ok(37);
+  const int forwarded = sdot_(&n, x, &inc, x, &inc) == 55.0f && sdot_(&n, x, &inc, x, &inc) == 55.0f;
+  printf("gemm: %s\nforwarded: %s\n", gemm ? "ok" : "WRONG", forwarded ? "ok" : "WRONG");
+  return gemm && forwarded ? 0 : 1;
 }

@@ -98,11 +98,13 @@ static void find_reference(void) {
   if ((reference = already_loaded())) return;
   static const char *const defaults[] = {HCOPS_DEFAULT_REFERENCE_BLAS, "libopenblas.so.0",
                                          "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"};
-  for (size_t i = 0; i < sizeof defaults / sizeof *defaults; ++i)
+  char tried[1024] = "";
+  for (size_t i = 0; i < sizeof defaults / sizeof *defaults; ++i) {
     if ((reference = open_candidate(defaults[i]))) return;
-  error("no reference BLAS found for the routines HCOps forwards (tried %s and libopenblas.so.0); "
-        "set HCOPS_REFERENCE_BLAS=/path/to/libopenblas.so.0%s",
-        HCOPS_DEFAULT_REFERENCE_BLAS, "");
+    snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", i ? ", " : "", defaults[i]);
+  }
+  error("no reference BLAS for the routines HCOps forwards (none already loaded; tried %s); "
+        "set HCOPS_REFERENCE_BLAS to a BLAS library such as libopenblas.so.0%s", tried, "");
 }
 
 void *hcops_forward_resolve(unsigned idx) {
