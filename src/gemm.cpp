@@ -9,7 +9,6 @@
 #include "gemm_verbose.h"
 #include "log.h"
 #include "kernels/kernel.h"
-#include "pack.h"
 #include "partition.h"
 #include "team.h"
 #include "topology.h"
@@ -91,14 +90,14 @@ void run_thread(const Job<T> &job, int t) {
       first = false;
       long jb0, jb1;
       tile_range(nc, part.threads, r, nr, jb0, jb1);
-      if (jb1 > jb0) pack_b(bp + jb0 * kc, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0, nr);
+      if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kc, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
       barrier.wait();
 
       long j0, j1;
       tile_range(nc, part.grid_n, in, nr, j0, j1);
       for (long ic = i0; ic < i1; ic += job.blk.mc) {
         const long mc = std::min(job.blk.mc, i1 - ic);
-        pack_a(ap, g.a, g.lda, g.ta, ic, mc, pc, kc, mr);
+        job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, mc, pc, kc);
         for (long jr = j0; jr < j1; jr += nr) {
           const long ncols = std::min<long>(nr, j1 - jr);
           const T *bpanel = bp + jr * kc;

@@ -1,5 +1,8 @@
 // Packing op(A) and op(B) blocks into the panel layouts of kernels/kernel.h,
-// zero-padding partial panels so the microkernel never sees an edge.
+// zero-padding partial panels so the microkernel never sees an edge. Included
+// by each kernel family's source and compiled with its ISA flags; the
+// anonymous namespace gives every family its own copy, so the linker can
+// never substitute an AVX-512 build of these templates on the generic path.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +10,7 @@
 #include "gemm.h"
 
 namespace hcops {
+namespace {
 
 // dst[p * width + r] = src[r * ld + p] for r < rows, zero for rows <= r < width:
 // `rows` contiguous vectors of length kc interleaved into a panel. Eight p at a
@@ -28,40 +32,53 @@ void interleave_rows(T *dst, const T *src, long ld, long kc, long rows, int widt
     for (long q = 0; q < kc; ++q) dst[q * width + r] = T(0);
 }
 
-// op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc/mr) panels of kc x mr.
-template <typename T>
-void pack_a(T *dst, const T *a, long lda, Trans ta, long i0, long mc, long p0, long kc, int mr) {
-  for (long ir = 0; ir < mc; ir += mr, dst += mr * kc) {
-    const long rows = std::min<long>(mr, mc - ir);
-    if (ta == Trans::N) {
-      const T *src = a + (i0 + ir) + p0 * lda;
-      for (long p = 0; p < kc; ++p, src += lda) {
-        long i = 0;
-        for (; i < rows; ++i) dst[p * mr + i] = src[i];
-        for (; i < mr; ++i) dst[p * mr + i] = T(0);
-      }
-    } else {
-      interleave_rows(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, mr);
+// op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc/MR) panels of kc x MR.
+template <typename T, int MR>
+void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i0, long mc, long p0, long kc) {
+  for (long ir = 0; ir < mc; ir += MR, dst += MR * kc) {
+    const long rows = std::min<long>(MR, mc - ir);
+    if (ta == Trans::T) {
+      interleave_rows(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
+      continue;
+    }
+    const T *src = a + (i0 + ir) + p0 * lda;
+    if (rows == MR) {  // a constant-length copy: whole vector moves
+      for (long p = 0; p < kc; ++p, src += lda)
+#pragma GCC unroll 64
+        for (int i = 0; i < MR; ++i) dst[p * MR + i] = src[i];
+      continue;
+    }
+    for (long p = 0; p < kc; ++p, src += lda) {
+      long i = 0;
+      for (; i < rows; ++i) dst[p * MR + i] = src[i];
+      for (; i < MR; ++i) dst[p * MR + i] = T(0);
     }
   }
 }
 
-// op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/nr) panels of kc x nr.
-template <typename T>
-void pack_b(T *dst, const T *b, long ldb, Trans tb, long p0, long kc, long j0, long nc, int nr) {
-  for (long jr = 0; jr < nc; jr += nr, dst += nr * kc) {
-    const long cols = std::min<long>(nr, nc - jr);
+// op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/NR) panels of kc x NR.
+template <typename T, int NR>
+void pack_b(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, long p0, long kc, long j0, long nc) {
+  for (long jr = 0; jr < nc; jr += NR, dst += NR * kc) {
+    const long cols = std::min<long>(NR, nc - jr);
     if (tb == Trans::N) {
-      interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, nr);
-    } else {
-      const T *src = b + (j0 + jr) + p0 * ldb;
-      for (long p = 0; p < kc; ++p, src += ldb) {
-        long j = 0;
-        for (; j < cols; ++j) dst[p * nr + j] = src[j];
-        for (; j < nr; ++j) dst[p * nr + j] = T(0);
-      }
+      interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
+      continue;
+    }
+    const T *src = b + (j0 + jr) + p0 * ldb;
+    if (cols == NR) {
+      for (long p = 0; p < kc; ++p, src += ldb)
+#pragma GCC unroll 16
+        for (int j = 0; j < NR; ++j) dst[p * NR + j] = src[j];
+      continue;
+    }
+    for (long p = 0; p < kc; ++p, src += ldb) {
+      long j = 0;
+      for (; j < cols; ++j) dst[p * NR + j] = src[j];
+      for (; j < NR; ++j) dst[p * NR + j] = T(0);
     }
   }
 }
 
+}  // namespace
 }  // namespace hcops

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "../cpu_features.h"
+#include "../gemm.h"
 
 namespace hcops {
 
@@ -12,10 +13,20 @@ namespace hcops {
 template <typename T>
 using MicroKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc);
 
+// Packing into the panel layouts above (see pack.h). Each family supplies its
+// own, compiled with its ISA flags: packing is plain copying, which the
+// compiler vectorises only when it may use the family's registers.
+template <typename T>
+using PackA = void (*)(T *dst, const T *a, long lda, Trans ta, long i0, long mc, long p0, long kc);
+template <typename T>
+using PackB = void (*)(T *dst, const T *b, long ldb, Trans tb, long p0, long kc, long j0, long nc);
+
 template <typename T>
 struct KernelInfo {
   int mr, nr;
   MicroKernel<T> ukernel;
+  PackA<T> pack_a;
+  PackB<T> pack_b;
 };
 
 struct KernelSet {

@@ -5,6 +5,7 @@
 // peak on L2-resident panels where the portable kernel reaches ~83%.
 #include <immintrin.h>
 
+#include "../../pack.h"
 #include "../kernel.h"
 
 namespace hcops {
@@ -94,8 +95,8 @@ void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T b
 
 extern const KernelSet set = {
     Isa::avx512,
-    {2 * Vec<float>::lanes, kNr, &ukernel<float>},
-    {2 * Vec<double>::lanes, kNr, &ukernel<double>},
+    {2 * Vec<float>::lanes, kNr, &ukernel<float>, &pack_a<float, 2 * Vec<float>::lanes>, &pack_b<float, kNr>},
+    {2 * Vec<double>::lanes, kNr, &ukernel<double>, &pack_a<double, 2 * Vec<double>::lanes>, &pack_b<double, kNr>},
 };
 
 }  // namespace avx512

@@ -4,6 +4,7 @@
 // and AVX-512 code; hand-tuned intrinsics kernels can replace it per family.
 #include <cstring>
 
+#include "../../pack.h"
 #include "../kernel.h"
 
 #ifndef HCOPS_KERNEL_ISA
@@ -73,8 +74,8 @@ void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T b
 
 extern const KernelSet set = {
     Isa::HCOPS_KERNEL_ISA,
-    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>},
-    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>},
+    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>, &pack_a<float, Shape<float>::mr>, &pack_b<float, Shape<float>::nr>},
+    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>, &pack_a<double, Shape<double>::mr>, &pack_b<double, Shape<double>::nr>},
 };
 
 }  // namespace HCOPS_KERNEL_ISA
