@@ -74,7 +74,6 @@ void run_thread(const Job<T> &job, int t) {
   DomainBarrier &barrier = job.ws.barriers[pi];
   T *bp = static_cast<T *>(job.ws.b_panels[pi]->data());
   T *ap = static_cast<T *>(job.ws.a_blocks[t]->data());
-  alignas(64) T edge[64 * 16];  // mr x nr scratch for partial tiles
 
   long i0, i1;
   tile_range(part.m1 - part.m0, part.grid_m, im, mr, i0, i1);
@@ -104,14 +103,10 @@ void run_thread(const Job<T> &job, int t) {
           for (long ir = 0; ir < mc; ir += mr) {
             const long nrows = std::min<long>(mr, mc - ir);
             T *c = g.c + (ic + ir) + (jc + jr) * g.ldc;
-            if (nrows == mr && ncols == nr) {
+            if (nrows == mr && ncols == nr)
               job.kern.ukernel(kc, g.alpha, ap + ir * kc, bpanel, beta, c, g.ldc);
-              continue;
-            }
-            job.kern.ukernel(kc, g.alpha, ap + ir * kc, bpanel, T(0), edge, mr);
-            for (long j = 0; j < ncols; ++j)
-              for (long i = 0; i < nrows; ++i)
-                c[i + j * g.ldc] = edge[i + j * mr] + (beta == T(0) ? T(0) : beta * c[i + j * g.ldc]);
+            else
+              job.kern.edge(kc, g.alpha, ap + ir * kc, bpanel, beta, c, g.ldc, int(nrows), int(ncols));
           }
         }
       }

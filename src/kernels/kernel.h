@@ -13,6 +13,11 @@ namespace hcops {
 template <typename T>
 using MicroKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc);
 
+// The same for a partial tile: only C[0:m, 0:n] (m <= mr, n <= nr) is read or
+// written; the packed panels are full size (zero-padded).
+template <typename T>
+using EdgeKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m, int n);
+
 // Packing into the panel layouts above (see pack.h). Each family supplies its
 // own, compiled with its ISA flags: packing is plain copying, which the
 // compiler vectorises only when it may use the family's registers.
@@ -25,6 +30,7 @@ template <typename T>
 struct KernelInfo {
   int mr, nr;
   MicroKernel<T> ukernel;
+  EdgeKernel<T> edge;
   PackA<T> pack_a;
   PackB<T> pack_b;
 };

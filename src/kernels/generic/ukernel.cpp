@@ -70,12 +70,23 @@ void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T b
   }
 }
 
+// A full tile into aligned scratch, then only the m x n corner to C.
+template <typename T>
+void edge(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m, int n) {
+  constexpr int MR = Shape<T>::mr;
+  alignas(64) T tile[MR * Shape<T>::nr];
+  ukernel<T>(kc, alpha, a, b, T(0), tile, MR);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i)
+      c[i + j * ldc] = tile[i + j * MR] + (beta == T(0) ? T(0) : beta * c[i + j * ldc]);
+}
+
 }  // namespace
 
 extern const KernelSet set = {
     Isa::HCOPS_KERNEL_ISA,
-    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>, &pack_a<float, Shape<float>::mr>, &pack_b<float, Shape<float>::nr>},
-    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>, &pack_a<double, Shape<double>::mr>, &pack_b<double, Shape<double>::nr>},
+    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>, &edge<float>, &pack_a<float, Shape<float>::mr>, &pack_b<float, Shape<float>::nr>},
+    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>, &edge<double>, &pack_a<double, Shape<double>::mr>, &pack_b<double, Shape<double>::nr>},
 };
 
 }  // namespace HCOPS_KERNEL_ISA
