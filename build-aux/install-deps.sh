@@ -5,10 +5,11 @@
 # the command for the user to run and stops.
 set -eu
 
+# python3-matplotlib only draws perf/gemm_sweep.py's plot.
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin
-python3-torch python3-numpy"
+python3-torch python3-numpy python3-matplotlib"
 
 missing=
 for p in $packages; do
