@@ -32,27 +32,31 @@ void interleave_rows(T *dst, const T *src, long ld, long kc, long rows, int widt
     for (long q = 0; q < kc; ++q) dst[q * width + r] = T(0);
 }
 
+// dst[p * W + r] = src[p * ld + r] for r < count, zero for count <= r < W:
+// kc vectors already in panel order, W wide. A full panel is a constant-length
+// copy the compiler turns into whole vector moves.
+template <typename T, int W>
+void copy_panel(T *__restrict dst, const T *__restrict src, long ld, long kc, long count) {
+  if (count == W) {
+    for (long p = 0; p < kc; ++p, src += ld)
+#pragma GCC unroll 64
+      for (int r = 0; r < W; ++r) dst[p * W + r] = src[r];
+    return;
+  }
+  for (long p = 0; p < kc; ++p, src += ld) {
+    long r = 0;
+    for (; r < count; ++r) dst[p * W + r] = src[r];
+    for (; r < W; ++r) dst[p * W + r] = T(0);
+  }
+}
+
 // op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc/MR) panels of kc x MR.
 template <typename T, int MR>
 void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i0, long mc, long p0, long kc) {
   for (long ir = 0; ir < mc; ir += MR, dst += MR * kc) {
     const long rows = std::min<long>(MR, mc - ir);
-    if (ta == Trans::T) {
-      interleave_rows(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
-      continue;
-    }
-    const T *src = a + (i0 + ir) + p0 * lda;
-    if (rows == MR) {  // a constant-length copy: whole vector moves
-      for (long p = 0; p < kc; ++p, src += lda)
-#pragma GCC unroll 64
-        for (int i = 0; i < MR; ++i) dst[p * MR + i] = src[i];
-      continue;
-    }
-    for (long p = 0; p < kc; ++p, src += lda) {
-      long i = 0;
-      for (; i < rows; ++i) dst[p * MR + i] = src[i];
-      for (; i < MR; ++i) dst[p * MR + i] = T(0);
-    }
+    if (ta == Trans::N) copy_panel<T, MR>(dst, a + (i0 + ir) + p0 * lda, lda, kc, rows);
+    else interleave_rows(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
   }
 }
 
@@ -61,22 +65,8 @@ template <typename T, int NR>
 void pack_b(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, long p0, long kc, long j0, long nc) {
   for (long jr = 0; jr < nc; jr += NR, dst += NR * kc) {
     const long cols = std::min<long>(NR, nc - jr);
-    if (tb == Trans::N) {
-      interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
-      continue;
-    }
-    const T *src = b + (j0 + jr) + p0 * ldb;
-    if (cols == NR) {
-      for (long p = 0; p < kc; ++p, src += ldb)
-#pragma GCC unroll 16
-        for (int j = 0; j < NR; ++j) dst[p * NR + j] = src[j];
-      continue;
-    }
-    for (long p = 0; p < kc; ++p, src += ldb) {
-      long j = 0;
-      for (; j < cols; ++j) dst[p * NR + j] = src[j];
-      for (; j < NR; ++j) dst[p * NR + j] = T(0);
-    }
+    if (tb == Trans::T) copy_panel<T, NR>(dst, b + (j0 + jr) + p0 * ldb, ldb, kc, cols);
+    else interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
   }
 }
 
