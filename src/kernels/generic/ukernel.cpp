@@ -1,7 +1,7 @@
-// Portable register-blocked microkernel in GCC vector extensions. The build
-// compiles this file once per ISA family (HCOPS_KERNEL_ISA = generic, avx2,
-// avx512, each with its -m flags), so the same source becomes SSE2, AVX2+FMA
-// and AVX-512 code; hand-tuned intrinsics kernels can replace it per family.
+// Portable register-blocked microkernel in GCC vector extensions: the
+// `generic` family (baseline x86-64, SSE2). The vector width follows the
+// compiler's target, so the same source serves a new ISA before it has
+// intrinsics kernels of its own (avx2 and avx512 do: simd_tile.h).
 #include <cstring>
 
 #include "../../pack.h"

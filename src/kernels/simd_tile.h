@@ -1,0 +1,105 @@
+// The register-blocked microkernel shared by the intrinsics families: 2 x NR
+// accumulator vectors, two A vectors per k step, the k loop unrolled by four
+// with A prefetched a few steps ahead and the C tile prefetched before the
+// loop, so its misses overlap the FMAs instead of following them. Partial
+// tiles use the same code: fewer columns are compile-time variants (no FMAs
+// on padding), fewer rows are masked loads and stores of C.
+//
+// W is a vector-traits type: V (vector), Mask, lanes, zero, load (aligned),
+// loadu/storeu (with and without Mask), set1, fmadd, mul, and
+// mask(rows) -> the Mask of the first `rows` lanes.
+#pragma once
+
+#include <xmmintrin.h>
+
+#include <array>
+#include <utility>
+
+namespace hcops {
+namespace kernels {
+
+template <typename W, typename T, int NR, int kPanelNr>
+inline void tile_step(const T *a, const T *b, typename W::V *c0, typename W::V *c1) {
+  const auto a0 = W::load(a), a1 = W::load(a + W::lanes);
+#pragma GCC unroll 12
+  for (int j = 0; j < NR; ++j) {
+    const auto bj = W::set1(b[j]);
+    c0[j] = W::fmadd(a0, bj, c0[j]);
+    c1[j] = W::fmadd(a1, bj, c1[j]);
+  }
+}
+
+// C[:, 0:NR] = alpha A~B~ + beta C; kMasked limits rows to masks m0 / m1.
+// The packed B panel keeps kPanelNr values per k whatever NR is.
+template <typename W, typename T, int NR, int kPanelNr, bool kMasked>
+inline void tile(long kc, T alpha, const T *__restrict a, const T *__restrict b, T beta, T *__restrict c, long ldc,
+                 typename W::Mask m0, typename W::Mask m1) {
+  constexpr int MR = 2 * W::lanes;
+  typename W::V c0[NR], c1[NR];
+#pragma GCC unroll 12
+  for (int j = 0; j < NR; ++j) {
+    c0[j] = c1[j] = W::zero();
+    _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc + MR - 1), _MM_HINT_T0);
+  }
+  long p = 0;
+  for (; p + 4 <= kc; p += 4, a += 4 * MR, b += 4 * kPanelNr) {
+    _mm_prefetch(reinterpret_cast<const char *>(a + 16 * MR), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(a + 16 * MR + 64 / sizeof(T)), _MM_HINT_T0);
+    tile_step<W, T, NR, kPanelNr>(a, b, c0, c1);
+    tile_step<W, T, NR, kPanelNr>(a + MR, b + kPanelNr, c0, c1);
+    tile_step<W, T, NR, kPanelNr>(a + 2 * MR, b + 2 * kPanelNr, c0, c1);
+    tile_step<W, T, NR, kPanelNr>(a + 3 * MR, b + 3 * kPanelNr, c0, c1);
+  }
+  for (; p < kc; ++p, a += MR, b += kPanelNr) tile_step<W, T, NR, kPanelNr>(a, b, c0, c1);
+
+  const auto va = W::set1(alpha), vb = W::set1(beta);
+#pragma GCC unroll 12
+  for (int j = 0; j < NR; ++j) {
+    T *cj = c + j * ldc;
+    auto r0 = W::mul(va, c0[j]), r1 = W::mul(va, c1[j]);
+    if (kMasked) {
+      if (beta != T(0)) {
+        r0 = W::fmadd(vb, W::loadu(cj, m0), r0);
+        r1 = W::fmadd(vb, W::loadu(cj + W::lanes, m1), r1);
+      }
+      W::storeu(cj, r0, m0);
+      W::storeu(cj + W::lanes, r1, m1);
+    } else {
+      if (beta != T(0)) {
+        r0 = W::fmadd(vb, W::loadu(cj), r0);
+        r1 = W::fmadd(vb, W::loadu(cj + W::lanes), r1);
+      }
+      W::storeu(cj, r0);
+      W::storeu(cj + W::lanes, r1);
+    }
+  }
+}
+
+// The KernelInfo entry points for traits W with an NR-wide tile.
+template <typename W, typename T, int NR>
+struct SimdKernel {
+  static void full(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc) {
+    tile<W, T, NR, NR, false>(kc, alpha, a, b, beta, c, ldc, W::mask(W::lanes), W::mask(W::lanes));
+  }
+
+  template <int N>
+  static void cols(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m) {
+    const int r0 = m < W::lanes ? m : W::lanes;
+    tile<W, T, N, NR, true>(kc, alpha, a, b, beta, c, ldc, W::mask(r0), W::mask(m - r0));
+  }
+
+  template <int... N>
+  static constexpr auto table(std::integer_sequence<int, N...>) {
+    using Fn = void (*)(long, T, const T *, const T *, T, T *, long, int);
+    return std::array<Fn, sizeof...(N)>{&cols<N + 1>...};
+  }
+
+  static void edge(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m, int n) {
+    static constexpr auto by_cols = table(std::make_integer_sequence<int, NR>{});
+    by_cols[n - 1](kc, alpha, a, b, beta, c, ldc, m);
+  }
+};
+
+}  // namespace kernels
+}  // namespace hcops
