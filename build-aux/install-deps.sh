@@ -5,10 +5,12 @@
 # the command for the user to run and stops.
 set -eu
 
-# python3-matplotlib only draws perf/gemm_sweep.py's plot.
+# libblis4-openmp is only a benchmark peer (its libblas.so.3 alternative ranks
+# below OpenBLAS's, so the system default is unchanged); python3-matplotlib
+# only draws perf/gemm_sweep.py's plot.
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
-libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin
+libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 python3-torch python3-numpy python3-matplotlib"
 
 missing=
