@@ -1,30 +1,17 @@
 // Portable register-blocked microkernel in GCC vector extensions: the
-// `generic` family (baseline x86-64, SSE2). The vector width follows the
-// compiler's target, so the same source serves a new ISA before it has
-// intrinsics kernels of its own (avx2 and avx512 do: simd_tile.h).
-#include <cstring>
-
+// `generic` family, baseline x86-64 (SSE2), for CPUs without AVX2+FMA. The
+// intrinsics families are in simd_tile.h.
 #include "../../pack.h"
 #include "../kernel.h"
 
-#ifndef HCOPS_KERNEL_ISA
-#error "HCOPS_KERNEL_ISA must name the ISA family this object is compiled for"
-#endif
-
 namespace hcops {
 namespace kernels {
-namespace HCOPS_KERNEL_ISA {
+namespace generic {
 namespace {
 
-// Register file: 32 vector registers with AVX-512, 16 below it. Two vectors of
-// A per k step and NR broadcast columns of B keep 2*NR accumulators live.
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64, kNr = 12;
-#elif defined(__AVX__)
-constexpr int kVectorBytes = 32, kNr = 6;
-#else
+// 16 xmm registers: two vectors of A per k step and 4 broadcast columns of B
+// keep 8 accumulators live.
 constexpr int kVectorBytes = 16, kNr = 4;
-#endif
 
 template <typename T>
 struct Shape {
@@ -84,11 +71,11 @@ void edge(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int 
 }  // namespace
 
 extern const KernelSet set = {
-    Isa::HCOPS_KERNEL_ISA,
+    Isa::generic,
     {Shape<float>::mr, Shape<float>::nr, &ukernel<float>, &edge<float>, &pack_a<float, Shape<float>::mr>, &pack_b<float, Shape<float>::nr>},
     {Shape<double>::mr, Shape<double>::nr, &ukernel<double>, &edge<double>, &pack_a<double, Shape<double>::mr>, &pack_b<double, Shape<double>::nr>},
 };
 
-}  // namespace HCOPS_KERNEL_ISA
+}  // namespace generic
 }  // namespace kernels
 }  // namespace hcops
