@@ -25,7 +25,7 @@ long env_long(const char *name, long def, long lo, long hi) {
   long x = std::strtol(v, &end, 10);
   while (end && *end == ' ') ++end;
   if (errno || end == v || *end || x < lo || x > hi) {
-    warn_once(name, "%s=\"%s\" is not an integer in [%ld, %ld]; using %ld", name, v, lo, hi, def);
+    warn_once(name, "%s=\"%s\" is not an integer in [%ld, %ld]; ignored", name, v, lo, hi);
     return def;
   }
   return x;
@@ -38,7 +38,7 @@ int env_choice(const char *name, const char *const *choices, int def) {
     if (strcasecmp(v, choices[i]) == 0) return i;
   std::string allowed;
   for (int i = 0; choices[i]; ++i) allowed += (i ? "|" : "") + std::string(choices[i]);
-  warn_once(name, "%s=\"%s\" is not one of %s; using %s", name, v, allowed.c_str(), choices[def]);
+  warn_once(name, "%s=\"%s\" is not one of %s; ignored", name, v, allowed.c_str());
   return def;
 }
 

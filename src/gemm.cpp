@@ -114,8 +114,9 @@ void run_thread(const Job<T> &job, int t) {
   }
 }
 
+// Returns the number of threads that actually computed.
 template <typename T>
-void execute(const GemmArgs<T> &g, const Plan &plan, const KernelInfo<T> &kern) {
+int execute(const GemmArgs<T> &g, const Plan &plan, const KernelInfo<T> &kern) {
   WorkspaceLease ws;
   ws->shape(plan.parts.size(), plan.threads);
   const Blocking blk = blocking_for(topology(), kern);
@@ -131,13 +132,13 @@ void execute(const GemmArgs<T> &g, const Plan &plan, const KernelInfo<T> &kern) 
     if (!ok) {
       warn_once("oom", "no memory for GEMM packing buffers; computing without packing (slow)");
       unpacked_gemm(g);
-      return;
+      return 1;
     }
   }
   const Job<T> job{g, plan, kern, blk, *ws};
   if (plan.threads == 1) {
     run_thread(job, 0);
-    return;
+    return 1;
   }
   bool short_team = false;
 #pragma omp parallel num_threads(plan.threads)
@@ -150,10 +151,9 @@ void execute(const GemmArgs<T> &g, const Plan &plan, const KernelInfo<T> &kern) 
       run_thread(job, omp_get_thread_num());
     }
   }
-  if (short_team) {
-    const Plan serial = plan_gemm(topology(), g.m, g.n, g.k, 1, PlanLimits{kern.mr, kern.nr});
-    execute(g, serial, kern);
-  }
+  if (!short_team) return plan.threads;
+  const Plan serial = plan_gemm(topology(), g.m, g.n, g.k, 1, PlanLimits{kern.mr, kern.nr});
+  return execute(g, serial, kern);
 }
 
 double now_seconds() {
@@ -175,8 +175,7 @@ void gemm(const GemmArgs<T> &g, const char *routine) {
   } else {
     const KernelInfo<T> &kern = kernels_for(selected_isa()).template get<T>();
     const Plan plan = plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr});
-    threads = plan.threads;
-    execute(g, plan, kern);
+    threads = execute(g, plan, kern);
   }
   if (verbose) report_gemm(routine, static_cast<char>(g.ta), static_cast<char>(g.tb), g.m, g.n, g.k,
                            double(g.alpha), g.lda, g.ldb, double(g.beta), g.ldc, threads, now_seconds() - t0);

@@ -46,18 +46,26 @@ __attribute__((constructor)) void register_fork_handlers() {
   pthread_atfork(before_fork, nullptr, in_child);
 }
 
+// The caller already parallelises: nest no team of ours inside it.
+bool in_parallel_region() { return omp_in_parallel() || omp_get_level() > 0; }
+
+// HCOPS_NUM_THREADS when set to a valid value, else 0.
+long configured_threads() {
+  static const long configured = env_long("HCOPS_NUM_THREADS", 0, 1, 4096);
+  return configured;
+}
+
 }  // namespace
 
 int max_threads() {
-  if (omp_in_parallel() || omp_get_level() > 0 || g_forked_serial) return 1;
-  static const long configured = env_long("HCOPS_NUM_THREADS", 0, 1, 4096);
-  return configured ? static_cast<int>(configured) : omp_get_max_threads();
+  if (in_parallel_region() || g_forked_serial) return 1;
+  return configured_threads() ? static_cast<int>(configured_threads()) : omp_get_max_threads();
 }
 
 const char *thread_policy() {
-  if (omp_in_parallel() || omp_get_level() > 0) return "serial: called inside an OpenMP parallel region";
+  if (in_parallel_region()) return "serial: called inside an OpenMP parallel region";
   if (g_forked_serial) return "serial: forked from a multi-threaded parent";
-  return env_raw("HCOPS_NUM_THREADS") ? "HCOPS_NUM_THREADS" : "omp_get_max_threads()";
+  return configured_threads() ? "HCOPS_NUM_THREADS" : "omp_get_max_threads()";
 }
 
 void bind_to_domain(const Topology &topo, const Domain &d) {
