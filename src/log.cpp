@@ -36,6 +36,13 @@ void error(const char *fmt, ...) {
   va_end(ap);
 }
 
+extern "C" void hcops_log_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vwrite_line("hcops: ", fmt, ap);
+  va_end(ap);
+}
+
 void warn_once(const char *key, const char *fmt, ...) {
   static std::mutex lock;
   static std::set<std::string> *seen = new std::set<std::string>;  // never destroyed: used at exit

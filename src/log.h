@@ -2,6 +2,15 @@
 // HCOPS_VERBOSE asks, errors on stderr prefixed "hcops:", each warning once.
 #pragma once
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+// error() for the C parts of the library (the reference resolver); hidden, so
+// it is not exported from libhcops.
+__attribute__((visibility("hidden"), format(printf, 1, 2))) void hcops_log_error(const char *fmt, ...);
+#ifdef __cplusplus
+}
+
 namespace hcops {
 
 // HCOPS_VERBOSE: 0 silent, 1 one line per native GEMM, 2 also a summary at exit.
@@ -17,3 +26,4 @@ void warn_once(const char *key, const char *fmt, ...) __attribute__((format(prin
 void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace hcops
+#endif

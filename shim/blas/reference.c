@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "log.h"
 
 static const char *const names[] = {
 #define HCOPS_FORWARD(idx, name) #name,
@@ -32,12 +33,6 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void *reference;              /* dlopen handle, NULL when none */
 static char reference_path[4096];
 static const char *const self_marker = "hcops_version";
-
-static void error(const char *fmt, const char *a, const char *b) {
-  fprintf(stderr, "hcops: ");
-  fprintf(stderr, fmt, a, b);
-  fputc('\n', stderr);
-}
 
 static int is_self(void *sym) {
   Dl_info here, there;
@@ -92,7 +87,7 @@ static void find_reference(void) {
   if (asked && *asked) {
     if ((reference = open_candidate(asked))) return;
     const char *why = dlerror();
-    error("cannot use HCOPS_REFERENCE_BLAS=%s (%s); looking for another reference BLAS", asked,
+    hcops_log_error("cannot use HCOPS_REFERENCE_BLAS=%s (%s); looking for another reference BLAS", asked,
           why ? why : "it has no BLAS symbols, or is libhcops itself");
   }
   if ((reference = already_loaded())) return;
@@ -103,8 +98,8 @@ static void find_reference(void) {
     if ((reference = open_candidate(defaults[i]))) return;
     snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", i ? ", " : "", defaults[i]);
   }
-  error("no reference BLAS for the routines HCOps forwards (none already loaded; tried %s); "
-        "set HCOPS_REFERENCE_BLAS to a BLAS library such as libopenblas.so.0%s", tried, "");
+  hcops_log_error("no reference BLAS for the routines HCOps forwards (none already loaded; tried %s); "
+        "set HCOPS_REFERENCE_BLAS to a BLAS library such as libopenblas.so.0", tried);
 }
 
 void *hcops_forward_resolve(unsigned idx) {
@@ -113,7 +108,7 @@ void *hcops_forward_resolve(unsigned idx) {
   if (target && is_self(target)) target = NULL;
   if (!target) {
     if (reference)
-      error("the reference BLAS %s has no %s; the call does nothing", reference_path, names[idx]);
+      hcops_log_error("the reference BLAS %s has no %s; the call does nothing", reference_path, names[idx]);
     target = (void *)&hcops_forward_missing;
   }
   __atomic_store_n(&hcops_forward_slots[idx], target, __ATOMIC_RELEASE);
