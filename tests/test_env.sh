@@ -43,8 +43,8 @@ run "HCOPS_VERBOSE=2" HCOPS_VERBOSE=2
 n=$(count '^hcops_verbose,summary,sgemm_,N,N,')
 [ "$n" = 2 ] && ok "HCOPS_VERBOSE=2 prints a summary per shape" || ko "HCOPS_VERBOSE=2 printed $n summary lines"
 
+best=$($info | sed -n 's/.*best for this CPU: \([a-z0-9]*\).*/\1/p')
 for isa in generic avx2 avx512; do
-  best=$($info | sed -n 's/.*best for this CPU: \([a-z0-9]*\).*/\1/p')
   case "$isa:$best" in avx512:avx2|avx512:generic|avx2:generic) continue ;; esac
   run "HCOPS_ISA=$isa" HCOPS_ISA=$isa
   HCOPS_ISA=$isa $info | grep -q "^kernel family: $isa " && ok "HCOPS_ISA=$isa selects $isa" || ko "HCOPS_ISA=$isa not selected"
