@@ -7,6 +7,7 @@
 #include "cpu_features.h"
 #include "env.h"
 #include "kernels/kernel.h"
+#include "pack_policy.h"
 #include "partition.h"
 #include "team.h"
 #include "topology.h"
@@ -28,7 +29,12 @@ std::string format(const char *fmt, ...) {
 template <typename T>
 std::string kernel_line(const char *name, const KernelInfo<T> &k, const Topology &topo) {
   const Blocking b = blocking_for(topo, k);
-  return format("  %s: microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld\n", name, k.mr, k.nr, b.mc, b.kc, b.nc);
+  const char *packing = !k.ukernel_direct                    ? "always packed (no in-place kernel)"
+                        : b_packing() == BPacking::always ? "always packed (HCOPS_PACK_B=always)"
+                        : b_packing() == BPacking::never  ? "read in place (HCOPS_PACK_B=never)"
+                                                          : "read in place when m <= 2 mc, else packed";
+  return format("  %s: microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s\n", name, k.mr, k.nr, b.mc, b.kc,
+                b.nc, packing);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "gemm_verbose.h"
 #include "log.h"
 #include "kernels/kernel.h"
+#include "pack_policy.h"
 #include "partition.h"
 #include "team.h"
 #include "topology.h"
@@ -55,6 +56,7 @@ struct Job {
   const KernelInfo<T> &kern;
   Blocking blk;
   Workspace &ws;
+  bool direct_b;  // the microkernel reads op(B) in place; no B panel, no barriers
 };
 
 // The work of team thread `t`: its domain's share of C, tile by tile.
@@ -85,12 +87,17 @@ void run_thread(const Job<T> &job, int t) {
     for (long pc = 0; pc < g.k; pc += pb.kc) {
       const long kc = std::min(pb.kc, g.k - pc);
       const T beta = pc == 0 ? g.beta : T(1);
-      if (!first) barrier.wait();  // nobody still reads the previous panel
-      first = false;
-      long jb0, jb1;
-      tile_range(nc, part.threads, r, nr, jb0, jb1);
-      if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kc, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
-      barrier.wait();
+      if (!job.direct_b) {
+        if (!first) barrier.wait();  // nobody still reads the previous panel
+        first = false;
+        long jb0, jb1;
+        tile_range(nc, part.threads, r, nr, jb0, jb1);
+        if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kc, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
+        barrier.wait();
+      }
+      // op(B)(pc + p, jc + j) in place is b_at[p * rsb + j * csb].
+      const long rsb = g.tb == Trans::N ? 1 : g.ldb, csb = g.tb == Trans::N ? g.ldb : 1;
+      const T *b_at = g.b + pc * rsb + jc * csb;
 
       long j0, j1;
       tile_range(nc, part.grid_n, in, nr, j0, j1);
@@ -99,19 +106,39 @@ void run_thread(const Job<T> &job, int t) {
         job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, mc, pc, kc);
         for (long jr = j0; jr < j1; jr += nr) {
           const long ncols = std::min<long>(nr, j1 - jr);
-          const T *bpanel = bp + jr * kc;
+          const T *bpanel = job.direct_b ? nullptr : bp + jr * kc, *bdirect = b_at + jr * csb;
           for (long ir = 0; ir < mc; ir += mr) {
             const long nrows = std::min<long>(mr, mc - ir);
             T *c = g.c + (ic + ir) + (jc + jr) * g.ldc;
-            if (nrows == mr && ncols == nr)
-              job.kern.ukernel(kc, g.alpha, ap + ir * kc, bpanel, beta, c, g.ldc);
+            const T *a = ap + ir * kc;
+            const bool full = nrows == mr && ncols == nr;
+            if (job.direct_b && full)
+              job.kern.ukernel_direct(kc, g.alpha, a, bdirect, rsb, csb, beta, c, g.ldc);
+            else if (job.direct_b)
+              job.kern.edge_direct(kc, g.alpha, a, bdirect, rsb, csb, beta, c, g.ldc, int(nrows), int(ncols));
+            else if (full)
+              job.kern.ukernel(kc, g.alpha, a, bpanel, beta, c, g.ldc);
             else
-              job.kern.edge(kc, g.alpha, ap + ir * kc, bpanel, beta, c, g.ldc, int(nrows), int(ncols));
+              job.kern.edge(kc, g.alpha, a, bpanel, beta, c, g.ldc, int(nrows), int(ncols));
           }
         }
       }
     }
   }
+}
+
+// Whether to skip packing B. Packing pays for itself when a B panel is reused
+// over many rows of A; with few rows, copying B costs more than the strided
+// reads it saves.
+template <typename T>
+bool read_b_in_place(const GemmArgs<T> &g, const KernelInfo<T> &kern, const Blocking &blk) {
+  if (!kern.ukernel_direct) return false;
+  switch (b_packing()) {
+    case BPacking::always: return false;
+    case BPacking::never: return true;
+    case BPacking::automatic: break;
+  }
+  return b_in_place_pays(g.m, blk.mc);
 }
 
 // Returns the number of threads that actually computed.
@@ -120,13 +147,14 @@ int execute(const GemmArgs<T> &g, const Plan &plan, const KernelInfo<T> &kern) {
   WorkspaceLease ws;
   ws->shape(plan.parts.size(), plan.threads);
   const Blocking blk = blocking_for(topology(), kern);
+  const bool direct_b = read_b_in_place(g, kern, blk);
   // Every buffer is sized here, before the team starts: a buffer that grows
   // is remapped, which must never happen under a thread still reading it.
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     const DomainPart &part = plan.parts[i];
     const PartBlocks pb = part_blocks(g, part, blk, kern.nr);
     ws->barriers[i].reset(part.threads);
-    bool ok = ws->b_panels[i]->ensure(sizeof(T) * pb.kc * (pb.nc + kern.nr), part.mem_node);
+    bool ok = direct_b || ws->b_panels[i]->ensure(sizeof(T) * pb.kc * (pb.nc + kern.nr), part.mem_node);
     for (int t = part.first_thread; t < part.first_thread + part.threads; ++t)
       ok = ok && ws->a_blocks[t]->ensure(sizeof(T) * pb.kc * (blk.mc + kern.mr), part.mem_node);
     if (!ok) {
@@ -135,7 +163,7 @@ int execute(const GemmArgs<T> &g, const Plan &plan, const KernelInfo<T> &kern) {
       return 1;
     }
   }
-  const Job<T> job{g, plan, kern, blk, *ws};
+  const Job<T> job{g, plan, kern, blk, *ws, direct_b};
   if (plan.threads == 1) {
     run_thread(job, 0);
     return 1;

@@ -18,6 +18,14 @@ using MicroKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T
 template <typename T>
 using EdgeKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m, int n);
 
+// The same two with B read in place: B(p, j) = b[p * rsb + j * csb], so op(B)
+// needs no packing (rsb = 1, csb = ldb for B; rsb = ldb, csb = 1 for B^T).
+template <typename T>
+using DirectKernel = void (*)(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc);
+template <typename T>
+using DirectEdgeKernel = void (*)(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c,
+                                  long ldc, int m, int n);
+
 // Packing into the panel layouts above (see pack.h). Each family supplies its
 // own, compiled with its ISA flags: packing is plain copying, which the
 // compiler vectorises only when it may use the family's registers.
@@ -33,6 +41,8 @@ struct KernelInfo {
   EdgeKernel<T> edge;
   PackA<T> pack_a;
   PackB<T> pack_b;
+  DirectKernel<T> ukernel_direct;  // null: the family always packs B
+  DirectEdgeKernel<T> edge_direct;
 };
 
 struct KernelSet {

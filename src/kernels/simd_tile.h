@@ -18,22 +18,23 @@
 namespace hcops {
 namespace kernels {
 
-template <typename W, typename T, int NR, int kPanelNr>
-inline void tile_step(const T *a, const T *b, typename W::V *c0, typename W::V *c1) {
+template <typename W, typename T, int NR>
+inline void tile_step(const T *a, const T *b, long csb, typename W::V *c0, typename W::V *c1) {
   const auto a0 = W::load(a), a1 = W::load(a + W::lanes);
 #pragma GCC unroll 12
   for (int j = 0; j < NR; ++j) {
-    const auto bj = W::set1(b[j]);
+    const auto bj = W::set1(b[j * csb]);
     c0[j] = W::fmadd(a0, bj, c0[j]);
     c1[j] = W::fmadd(a1, bj, c1[j]);
   }
 }
 
-// C[:, 0:NR] = alpha A~B~ + beta C; kMasked limits rows to masks m0 / m1.
-// The packed B panel keeps kPanelNr values per k whatever NR is.
-template <typename W, typename T, int NR, int kPanelNr, bool kMasked>
-inline void tile(long kc, T alpha, const T *__restrict a, const T *__restrict b, T beta, T *__restrict c, long ldc,
-                 typename W::Mask m0, typename W::Mask m1) {
+// C[:, 0:NR] = alpha A~B + beta C; kMasked limits rows to masks m0 / m1.
+// B(p, j) is b[p * rsb + j * csb]: a packed panel (rsb = its width, csb = 1,
+// both compile-time constants after inlining) or op(B) read in place.
+template <typename W, typename T, int NR, bool kMasked>
+inline void tile(long kc, T alpha, const T *__restrict a, const T *__restrict b, long rsb, long csb, T beta,
+                 T *__restrict c, long ldc, typename W::Mask m0, typename W::Mask m1) {
   constexpr int MR = 2 * W::lanes;
   typename W::V c0[NR], c1[NR];
 #pragma GCC unroll 12
@@ -43,15 +44,15 @@ inline void tile(long kc, T alpha, const T *__restrict a, const T *__restrict b,
     _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc + MR - 1), _MM_HINT_T0);
   }
   long p = 0;
-  for (; p + 4 <= kc; p += 4, a += 4 * MR, b += 4 * kPanelNr) {
+  for (; p + 4 <= kc; p += 4, a += 4 * MR, b += 4 * rsb) {
     _mm_prefetch(reinterpret_cast<const char *>(a + 16 * MR), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(a + 16 * MR + 64 / sizeof(T)), _MM_HINT_T0);
-    tile_step<W, T, NR, kPanelNr>(a, b, c0, c1);
-    tile_step<W, T, NR, kPanelNr>(a + MR, b + kPanelNr, c0, c1);
-    tile_step<W, T, NR, kPanelNr>(a + 2 * MR, b + 2 * kPanelNr, c0, c1);
-    tile_step<W, T, NR, kPanelNr>(a + 3 * MR, b + 3 * kPanelNr, c0, c1);
+    tile_step<W, T, NR>(a, b, csb, c0, c1);
+    tile_step<W, T, NR>(a + MR, b + rsb, csb, c0, c1);
+    tile_step<W, T, NR>(a + 2 * MR, b + 2 * rsb, csb, c0, c1);
+    tile_step<W, T, NR>(a + 3 * MR, b + 3 * rsb, csb, c0, c1);
   }
-  for (; p < kc; ++p, a += MR, b += kPanelNr) tile_step<W, T, NR, kPanelNr>(a, b, c0, c1);
+  for (; p < kc; ++p, a += MR, b += rsb) tile_step<W, T, NR>(a, b, csb, c0, c1);
 
   const auto va = W::set1(alpha), vb = W::set1(beta);
 #pragma GCC unroll 12
@@ -76,28 +77,42 @@ inline void tile(long kc, T alpha, const T *__restrict a, const T *__restrict b,
   }
 }
 
-// The KernelInfo entry points for traits W with an NR-wide tile.
+// The KernelInfo entry points for traits W with an NR-wide tile: packed B
+// (full, edge) and B in place (full_direct, edge_direct).
 template <typename W, typename T, int NR>
 struct SimdKernel {
   static void full(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc) {
-    tile<W, T, NR, NR, false>(kc, alpha, a, b, beta, c, ldc, W::mask(W::lanes), W::mask(W::lanes));
+    tile<W, T, NR, false>(kc, alpha, a, b, NR, 1, beta, c, ldc, W::mask(W::lanes), W::mask(W::lanes));
   }
 
-  template <int N>
-  static void cols(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m) {
+  static void full_direct(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc) {
+    tile<W, T, NR, false>(kc, alpha, a, b, rsb, csb, beta, c, ldc, W::mask(W::lanes), W::mask(W::lanes));
+  }
+
+  // Only the first N columns of B are read, so a B in place is never read
+  // past its last column. kDirect = false keeps the packed strides constant.
+  template <bool kDirect, int N>
+  static void cols(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc, int m) {
     const int r0 = m < W::lanes ? m : W::lanes;
-    tile<W, T, N, NR, true>(kc, alpha, a, b, beta, c, ldc, W::mask(r0), W::mask(m - r0));
+    tile<W, T, N, true>(kc, alpha, a, b, kDirect ? rsb : NR, kDirect ? csb : 1, beta, c, ldc, W::mask(r0),
+                        W::mask(m - r0));
   }
 
-  template <int... N>
+  template <bool kDirect, int... N>
   static constexpr auto table(std::integer_sequence<int, N...>) {
-    using Fn = void (*)(long, T, const T *, const T *, T, T *, long, int);
-    return std::array<Fn, sizeof...(N)>{&cols<N + 1>...};
+    using Fn = void (*)(long, T, const T *, const T *, long, long, T, T *, long, int);
+    return std::array<Fn, sizeof...(N)>{&cols<kDirect, N + 1>...};
+  }
+
+  static void edge_direct(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc,
+                          int m, int n) {
+    static constexpr auto by_cols = table<true>(std::make_integer_sequence<int, NR>{});
+    by_cols[n - 1](kc, alpha, a, b, rsb, csb, beta, c, ldc, m);
   }
 
   static void edge(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m, int n) {
-    static constexpr auto by_cols = table(std::make_integer_sequence<int, NR>{});
-    by_cols[n - 1](kc, alpha, a, b, beta, c, ldc, m);
+    static constexpr auto by_cols = table<false>(std::make_integer_sequence<int, NR>{});
+    by_cols[n - 1](kc, alpha, a, b, NR, 1, beta, c, ldc, m);
   }
 };
 

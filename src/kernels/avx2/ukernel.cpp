@@ -61,8 +61,8 @@ using D = SimdKernel<F64, double, kNr>;
 
 extern const KernelSet set = {
     Isa::avx2,
-    {2 * F32::lanes, kNr, &S::full, &S::edge, &pack_a<float, 2 * F32::lanes>, &pack_b<float, kNr>},
-    {2 * F64::lanes, kNr, &D::full, &D::edge, &pack_a<double, 2 * F64::lanes>, &pack_b<double, kNr>},
+    {2 * F32::lanes, kNr, &S::full, &S::edge, &pack_a<float, 2 * F32::lanes>, &pack_b<float, kNr>, &S::full_direct, &S::edge_direct},
+    {2 * F64::lanes, kNr, &D::full, &D::edge, &pack_a<double, 2 * F64::lanes>, &pack_b<double, kNr>, &D::full_direct, &D::edge_direct},
 };
 
 }  // namespace avx2

@@ -72,8 +72,8 @@ void edge(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int 
 
 extern const KernelSet set = {
     Isa::generic,
-    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>, &edge<float>, &pack_a<float, Shape<float>::mr>, &pack_b<float, Shape<float>::nr>},
-    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>, &edge<double>, &pack_a<double, Shape<double>::mr>, &pack_b<double, Shape<double>::nr>},
+    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>, &edge<float>, &pack_a<float, Shape<float>::mr>, &pack_b<float, Shape<float>::nr>, nullptr, nullptr},
+    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>, &edge<double>, &pack_a<double, Shape<double>::mr>, &pack_b<double, Shape<double>::nr>, nullptr, nullptr},
 };
 
 }  // namespace generic
