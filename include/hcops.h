@@ -20,6 +20,39 @@ void hcops_print_info(FILE *out, long m, long n, long k);
  * now if needed; NULL when none could be loaded. */
 const char *hcops_reference_blas(void);
 
+/* ---- libhcops_mem.so: memory placement (see doc/memory.md) ----
+ * These are exported by libhcops_mem.so, the allocation interposer; link it
+ * (-lhcops_mem) or find them with dlsym when it is preloaded. */
+#define HCOPS_MEM_THREAD 0  /* the calling thread only */
+#define HCOPS_MEM_PROCESS 1 /* every thread without a policy of its own */
+
+/* Pushes a placement policy, in the syntax of HCOPS_MEM_POLICY (e.g.
+ * "fast,thp" or "2M-:fast,thp;64K-2M:local"), for allocations made from now
+ * on. A thread's pushed policies come before the process's, which come before
+ * HCOPS_MEM_POLICY. 0, or -1 with errno EINVAL (the error is printed). */
+int hcops_mem_push(int scope, const char *policy);
+/* Drops the last policy pushed in that scope. 0, or -1 (EINVAL) if none. */
+int hcops_mem_pop(int scope);
+
+/* Migrates the pages of [addr, addr + len) to `target` ("fast", "ddr",
+ * "local", "interleave[:nodes]", "bind:nodes") and keeps that policy for the
+ * range. 0, or -1 with errno. */
+int hcops_mem_move(void *addr, size_t len, const char *target);
+/* The same on a helper thread pinned to HCOPS_MEM_HELPER_CORE (default: the
+ * last CPU of the process's affinity): returns a ticket > 0 for
+ * hcops_mem_wait(), or -1 with errno. */
+long hcops_mem_move_async(void *addr, size_t len, const char *target);
+/* Waits for an asynchronous move: its result, 0 or -1 with errno. */
+int hcops_mem_wait(long ticket);
+
+/* A counter by name: "live", "peak", "allocations", "frees", "fast_in_use",
+ * "fallback.hugetlb_to_thp", "fallback.fast_to_ddr", "fallback.to_glibc",
+ * "system_rule", "policy_refused", "threshold", "bytes.<thp|hugetlb|base>"
+ * and "bytes.<kind>.node<N>" (cumulative). (size_t)-1 for an unknown name. */
+size_t hcops_mem_stat(const char *name);
+/* Writes the configuration (threshold, policy, fast nodes) and statistics. */
+void hcops_mem_print_info(FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,67 @@
+// The large-allocation side of libhcops_mem, below the malloc ABI: the
+// configuration read at start-up, the policy stacks, allocation into the
+// arena and the statistics. shim/mem/ turns the C allocation calls into these.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+#include "arena.h"
+#include "policy.h"
+
+namespace hcops {
+namespace mem {
+
+// Sizes below this go to glibc untouched. SIZE_MAX until init() has run, so
+// allocations made before the constructor are glibc's.
+extern std::atomic<std::size_t> threshold;
+
+// Reads HCOPS_MEM_* and reserves the arena. Called once, from the
+// interposer's constructor; safe to call again.
+void init();
+
+// The rule for a `size`-byte allocation by the calling thread: its pushed
+// policies, then the process's, then HCOPS_MEM_POLICY, then the default.
+Rule rule_for(std::size_t size);
+
+// A new block of at least `size` bytes aligned to `align` (a power of two),
+// or nullptr when it should come from glibc instead (rule "system", arena
+// full, mapping refused). `zero`: the caller needs zeroes (calloc); fresh
+// mappings are zero already, blocks reused from the cache are cleared.
+void *allocate(std::size_t size, std::size_t align, bool zero);
+// Releases a block of the arena.
+void release(void *p);
+// Grows or shrinks a block in place when it can; false when the caller must
+// move it.
+bool resize_in_place(void *p, std::size_t size);
+std::size_t usable_size(const void *p);
+std::size_t requested_size(const void *p);
+
+// Policy stacks (hcops_mem_push/pop). Thread scope overrides process scope.
+enum class Scope { thread, process };
+bool push_policy(Scope s, const char *text, ParseError &err);
+bool pop_policy(Scope s);
+
+// Moves [addr, addr + len) to `target` (a placement: fast, ddr, local,
+// interleave[:n], bind:n); 0, or -1 with errno.
+int move(void *addr, std::size_t len, const char *target);
+// The same on the helper thread; returns a ticket > 0, or -1 with errno.
+long move_async(void *addr, std::size_t len, const char *target);
+// Waits for a ticket; its move's result (0, or -1 with errno set).
+int wait_move(long ticket);
+
+// Named counters for hcops_mem_stat(); SIZE_MAX for an unknown name.
+std::size_t stat(const char *name);
+// The HCOPS_MEM_STATS report, one line each.
+std::string stats_report();
+// What hcops-info shows: threshold, policy, tiers, arena.
+std::string describe_config();
+
+// pthread_atfork hooks for every lock of this module.
+void before_fork();
+void after_fork_parent();
+void after_fork_child();
+
+}  // namespace mem
+}  // namespace hcops

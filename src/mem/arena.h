@@ -1,0 +1,76 @@
+// The address range every large allocation of libhcops_mem lives in: one
+// PROT_NONE reservation made at start-up, carved into 2 MiB slots. Owning a
+// pointer is then one subtraction and compare, with no lock, which keeps free()
+// of glibc's pointers as cheap as without the interposer; and every
+// allocation starts on a huge-page boundary.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+#include <pthread.h>
+
+#include "policy.h"
+
+namespace hcops {
+namespace mem {
+
+constexpr std::size_t kSlot = std::size_t(2) << 20;
+
+// What the arena knows of one live allocation, kept at its first slot.
+struct Block {
+  std::size_t requested = 0;  // the size asked for (bytes valid for realloc's copy)
+  std::size_t mapped = 0;     // bytes mapped read-write from the start
+  uint32_t slots = 0;         // address space held, in slots
+  Pages pages = Pages::base;  // the kind obtained (after any fallback)
+  Place place = Place::local;
+  int16_t node = -1;          // the node aimed at, -1: none in particular
+  bool counted_fast = false;  // counted against HCOPS_MEM_FAST_LIMIT
+};
+
+class Arena {
+ public:
+  // Reserves up to `want` bytes (less when the address space is limited).
+  // Returns false when nothing could be reserved; the interposer then leaves
+  // everything to glibc.
+  bool reserve(std::size_t want);
+  // Lock-free and valid before reserve() (nothing is owned then).
+  static bool owns(const void *p) {
+    return reinterpret_cast<uintptr_t>(p) - base_.load(std::memory_order_relaxed) <
+           span_.load(std::memory_order_relaxed);
+  }
+  static std::size_t span() { return span_.load(std::memory_order_relaxed); }
+
+  // `slots` free slots whose start is a multiple of `align_slots`; nullptr when
+  // the arena is full. The memory stays PROT_NONE until mapped.
+  void *take(std::size_t slots, std::size_t align_slots);
+  // Extends the block at `p` from `have` to `want` slots if the slots after it
+  // are free.
+  bool extend(void *p, std::size_t have, std::size_t want);
+  // Returns slots [p, p + slots) to the free ranges (the caller unmapped them).
+  void give_back(void *p, std::size_t slots);
+
+  Block &block(const void *p) { return meta_[index(p)]; }
+
+  // For pthread_atfork: the slot lock is held across fork.
+  void lock();
+  void unlock();
+  void reinit_after_fork();
+
+ private:
+  std::size_t index(const void *p) const {
+    return (reinterpret_cast<uintptr_t>(p) - base_.load(std::memory_order_relaxed)) / kSlot;
+  }
+  static inline std::atomic<uintptr_t> base_{0};
+  static inline std::atomic<std::size_t> span_{0};
+  Block *meta_ = nullptr;  // one per slot, in a lazily backed mapping
+  std::map<std::size_t, std::size_t> free_;  // first slot -> length, coalesced
+  pthread_mutex_t lock_ = PTHREAD_MUTEX_INITIALIZER;
+};
+
+Arena &arena();
+
+}  // namespace mem
+}  // namespace hcops

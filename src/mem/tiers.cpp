@@ -1,0 +1,125 @@
+#include "tiers.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "../env.h"
+#include "../log.h"
+
+namespace hcops {
+namespace mem {
+
+namespace {
+
+bool is_hbm(hwloc_obj_t n) {
+  return n->subtype && (!std::strcmp(n->subtype, "HBM") || !std::strcmp(n->subtype, "MCDRAM"));
+}
+
+// Nodes whose cpuset covers the domain's, nearest (smallest cpuset) first.
+std::vector<hwloc_obj_t> covering_nodes(hwloc_topology_t hw, hwloc_const_bitmap_t cpuset) {
+  std::vector<hwloc_obj_t> out;
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, n));)
+    if (n->cpuset && hwloc_bitmap_isincluded(cpuset, n->cpuset)) out.push_back(n);
+  std::stable_sort(out.begin(), out.end(), [](hwloc_obj_t a, hwloc_obj_t b) {
+    return hwloc_bitmap_weight(a->cpuset) < hwloc_bitmap_weight(b->cpuset);
+  });
+  return out;
+}
+
+hwloc_uint64_t bandwidth(hwloc_topology_t hw, hwloc_obj_t node, hwloc_const_bitmap_t cpuset) {
+  hwloc_location loc;
+  loc.type = HWLOC_LOCATION_TYPE_CPUSET;
+  loc.location.cpuset = const_cast<hwloc_cpuset_t>(cpuset);  // hwloc reads it only
+  hwloc_uint64_t v = 0;
+  if (hwloc_memattr_get_value(hw, HWLOC_MEMATTR_ID_BANDWIDTH, node, &loc, 0, &v) != 0) return 0;
+  return v;
+}
+
+bool parse_node_list(const char *text, NodeSet &set) {
+  ParseError err;
+  Policy p;
+  // Reuse the policy grammar's node lists: "bind:<list>".
+  const std::string s = std::string("bind:") + text;
+  if (!parse_policy(s.c_str(), p, err) || p.rules.size() != 1) return false;
+  set = p.rules[0].nodes;
+  return true;
+}
+
+}  // namespace
+
+int Tiers::domain_of(int pu) const {
+  if (pu < 0 || pu >= static_cast<int>(domain_of_pu.size()) || domain_of_pu[pu] < 0) return 0;
+  return domain_of_pu[pu];
+}
+
+std::string Tiers::describe() const {
+  std::string s = "fast nodes: ";
+  if (!any_fast()) s += "none (fast means local DDR)";
+  for (int i = 0; i < kMaxNodes; ++i)
+    if (fast_nodes.test(i)) s += std::to_string(i) + " ";
+  s += " [" + source + "]";
+  return s;
+}
+
+Tiers build_tiers(const Topology &topo, const char *fast_env) {
+  Tiers t;
+  NodeSet listed;
+  const bool from_env = fast_env && *fast_env;
+  if (from_env && !parse_node_list(fast_env, listed)) {
+    warn_once("HCOPS_MEM_FAST_NODES", "HCOPS_MEM_FAST_NODES=\"%s\" is not a node list (e.g. 4-7 or 1,3); ignored",
+              fast_env);
+  }
+  const bool use_env = from_env && listed.any();
+  bool by_subtype = false, by_bandwidth = false;
+  hwloc_topology_t hw = topo.hw;
+  for (const Domain &d : topo.domains) {
+    DomainTier dt;
+    dt.ddr = d.mem_node;
+    if (hw && d.cpuset) {
+      const auto nodes = covering_nodes(hw, d.cpuset);
+      hwloc_obj_t ddr = nullptr;
+      for (hwloc_obj_t n : nodes) {
+        const int os = static_cast<int>(n->os_index);
+        const bool fast = use_env ? listed.test(os) : is_hbm(n);
+        if (fast) dt.fast.push_back(os);
+        else if (!ddr) ddr = n;
+      }
+      if (ddr) dt.ddr = static_cast<int>(ddr->os_index);
+      if (!use_env && dt.fast.empty() && ddr) {
+        const hwloc_uint64_t base = bandwidth(hw, ddr, d.cpuset);
+        for (hwloc_obj_t n : nodes)
+          if (n != ddr && base && bandwidth(hw, n, d.cpuset) * 2 >= base * 3) {
+            dt.fast.push_back(static_cast<int>(n->os_index));
+            by_bandwidth = true;
+          }
+      }
+      if (!use_env && !dt.fast.empty() && !by_bandwidth) by_subtype = true;
+      const int lastpu = hwloc_bitmap_last(d.cpuset);
+      if (lastpu >= static_cast<int>(t.domain_of_pu.size())) t.domain_of_pu.resize(lastpu + 1, -1);
+      for (int pu = hwloc_bitmap_first(d.cpuset); pu >= 0; pu = hwloc_bitmap_next(d.cpuset, pu))
+        t.domain_of_pu[pu] = d.index;
+    }
+    // Listed nodes local to no domain are still fast: the user said so.
+    if (use_env && dt.fast.empty())
+      for (int i = 0; i < kMaxNodes; ++i)
+        if (listed.test(i)) dt.fast.push_back(i);
+    for (int n : dt.fast) t.fast_nodes.set(n);
+    if (dt.ddr >= 0) t.ddr_nodes.set(dt.ddr);
+    t.domains.push_back(dt);
+  }
+  if (t.domains.empty()) t.domains.push_back(DomainTier{});
+  t.source = use_env ? "HCOPS_MEM_FAST_NODES"
+             : by_subtype && by_bandwidth ? "hwloc node subtype and bandwidth"
+             : by_subtype                 ? "hwloc node subtype HBM/MCDRAM"
+             : by_bandwidth               ? "hwloc bandwidth attributes"
+                                          : "hwloc: no high-bandwidth node";
+  return t;
+}
+
+const Tiers &tiers() {
+  static const Tiers *t = new Tiers(build_tiers(topology(), env_raw("HCOPS_MEM_FAST_NODES")));
+  return *t;
+}
+
+}  // namespace mem
+}  // namespace hcops

@@ -1,0 +1,41 @@
+// The memory tiers of the machine as the placement policies see them: for
+// each compute domain of topology.h, its high-bandwidth ("fast") nodes and its
+// DDR node. Fast nodes come from HCOPS_MEM_FAST_NODES when set, else from
+// hwloc: NUMA nodes of subtype HBM or MCDRAM, or nodes whose bandwidth to the
+// domain (hwloc memory attributes) is at least 1.5x that of its DDR node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../topology.h"
+#include "policy.h"
+
+namespace hcops {
+namespace mem {
+
+struct DomainTier {
+  std::vector<int> fast;  // OS indexes, nearest first; empty: no fast tier here
+  int ddr = -1;
+};
+
+struct Tiers {
+  std::vector<DomainTier> domains;  // parallel to Topology::domains
+  std::vector<int> domain_of_pu;    // PU OS index -> domain, -1 outside all
+  NodeSet fast_nodes, ddr_nodes;
+  std::string source;  // how the fast nodes were found
+  bool any_fast() const { return fast_nodes.any(); }
+  // The domain of PU `pu` (0 when unknown, so a policy always has a target).
+  int domain_of(int pu) const;
+  std::string describe() const;
+};
+
+// From a topology; `fast_nodes_env` is HCOPS_MEM_FAST_NODES (null: unset).
+// A malformed list warns once and is ignored.
+Tiers build_tiers(const Topology &topo, const char *fast_nodes_env);
+
+// The process-wide tiers, built on first use from topology().
+const Tiers &tiers();
+
+}  // namespace mem
+}  // namespace hcops
