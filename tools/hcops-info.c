@@ -1,10 +1,32 @@
 /* hcops-info: what HCOps detected and what it would do.
  *   hcops-info [M N K]   also show the partition of an M x N x K SGEMM */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hcops.h"
+
+/* libhcops_mem's view (threshold, policy, fast nodes): from the copy already
+ * preloaded, else the build tree's, else the installed one. dlopen'ed
+ * RTLD_LOCAL, its malloc interposes nothing here. */
+static void print_mem_info(void) {
+  typedef void (*info_fn)(FILE *);
+  info_fn info = (info_fn)dlsym(RTLD_DEFAULT, "hcops_mem_print_info");
+  const char *const candidates[] = {HCOPS_MEM_BUILD_LIB, HCOPS_MEM_INSTALLED_LIB, "libhcops_mem.so.0"};
+  for (size_t i = 0; !info && i < sizeof candidates / sizeof *candidates; ++i) {
+    void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) info = (info_fn)dlsym(h, "hcops_mem_print_info");
+  }
+  printf("memory placement (libhcops_mem):");
+  if (!info) {
+    printf(" libhcops_mem.so not found\n");
+    return;
+  }
+  printf("\n");
+  fflush(stdout);
+  info(stdout);
+}
 
 static long parse(const char *s) {
   char *end;
@@ -33,5 +55,6 @@ int main(int argc, char **argv) {
     return 2;
   }
   hcops_print_info(stdout, m, n, k);
+  print_mem_info();
   return 0;
 }

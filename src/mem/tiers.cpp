@@ -58,6 +58,12 @@ std::string Tiers::describe() const {
   for (int i = 0; i < kMaxNodes; ++i)
     if (fast_nodes.test(i)) s += std::to_string(i) + " ";
   s += " [" + source + "]";
+  for (std::size_t i = 0; i < domains.size(); ++i) {
+    s += "\n  domain " + std::to_string(i) + ": fast ";
+    if (domains[i].fast.empty()) s += "none";
+    for (std::size_t j = 0; j < domains[i].fast.size(); ++j) s += (j ? "," : "") + std::to_string(domains[i].fast[j]);
+    s += ", ddr " + std::to_string(domains[i].ddr);
+  }
   return s;
 }
 
