@@ -1,0 +1,1 @@
+"""HCOps from Python. `hcops.mem`: the phase API of libhcops_mem.so."""

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""python/hcops/mem.py against the preloaded libhcops_mem.so: a pushed policy
+reaches numpy's allocations (counted by the library), pop restores the
+default, moves succeed synchronously and on the helper thread, and a bad
+policy raises ValueError with nothing pushed. Re-runs itself as a child with
+LD_PRELOAD=$HCOPS_MEM_LIB and prints "N passed, M failed"."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from integration.harness import PYTHON, Report  # noqa: E402
+
+SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
+BIG = 4 << 20  # above the 1 MiB threshold
+
+
+def child():
+    sys.path.insert(0, SRC_PYTHON)
+    import numpy as np
+    from hcops import mem
+
+    r = Report()
+    r.check(mem.preloaded, "library found preloaded")
+    before = mem.stat("allocations")
+    a = np.ones(BIG, dtype=np.uint8)
+    r.check(mem.stat("allocations") == before + 1, "a 4 MiB array is a large block", mem.stat("allocations") - before)
+
+    sys_before, alloc_before = mem.stat("system_rule"), mem.stat("allocations")
+    with mem.policy("system"):
+        b = np.ones(BIG, dtype=np.uint8)
+    r.check(mem.stat("system_rule") == sys_before + 1 and mem.stat("allocations") == alloc_before,
+            "policy 'system' hands the array to glibc")
+    c = np.ones(BIG, dtype=np.uint8)
+    r.check(mem.stat("allocations") == alloc_before + 1, "after the block the default applies again")
+
+    mem.move(a.ctypes.data, a.nbytes, "ddr")
+    r.check(True, "move to ddr")
+    mem.wait(mem.move_async(a.ctypes.data, a.nbytes, "local"))
+    r.check(int(a.sum()) == BIG and int(b.sum()) == BIG and int(c.sum()) == BIG, "contents intact after moves")
+
+    try:
+        mem.push("fast,thq")
+        r.check(False, "bad policy raises ValueError")
+    except ValueError:
+        r.check(True, "bad policy raises ValueError")
+    try:
+        mem.pop()
+        r.check(False, "nothing left pushed after the bad policy")
+    except ValueError:
+        r.check(True, "nothing left pushed after the bad policy")
+    sys.exit(r.finish())
+
+
+def main():
+    lib = os.environ.get("HCOPS_MEM_LIB")
+    if not lib or not os.path.isfile(lib):
+        print(f"ERROR: HCOPS_MEM_LIB must name the libhcops_mem.so to test (got {lib!r})")
+        sys.exit(99)
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib))
+    proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--child"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    sys.stdout.write(proc.stdout)
+    # The bad policy's message is expected; anything else on stderr is not.
+    unexpected = [l for l in proc.stderr.splitlines() if "hcops_mem_push(\"fast,thq\")" not in l]
+    if unexpected:
+        print("FAIL: unexpected stderr:\n" + "\n".join(unexpected))
+        sys.exit(1)
+    sys.exit(proc.returncode)
+
+
+if __name__ == "__main__":
+    child() if "--child" in sys.argv else main()
