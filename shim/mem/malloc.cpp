@@ -87,7 +87,7 @@ __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
 __attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
   if (!p) return malloc(n);
   if (!mem::Arena::owns(p)) {
-    if (!large(n)) return __libc_realloc(p, n);
+    if (!large(n) || !glibc_usable_size) return __libc_realloc(p, n);
     void *q = large_alloc(n, 0);
     if (!q) return __libc_realloc(p, n);
     const size_t have = libc_usable(p);
@@ -104,7 +104,7 @@ __attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
   {
     Inside in;
     if (large(n) && mem::resize_in_place(p, n)) return p;
-    have = mem::requested_size(p);
+    have = mem::usable_size(p);  // the caller may have used all of it
   }
   q = large(n) ? large_alloc(n, 0) : nullptr;
   if (!q) q = __libc_malloc(n);
