@@ -1,0 +1,53 @@
+// The asynchronous progress engine of libhcops_mpi: collectives are started
+// by the application's thread (so every communicator keeps the application's
+// order on every rank) on a shadow duplicate of the communicator, then driven
+// to completion by progress threads pinned to dedicated cores, which call
+// PMPI_Testsome until done. Requests handed back to the application are MPI
+// generalized requests, completed by the progress thread, so every MPI
+// completion call works on them.
+#pragma once
+
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+
+namespace hcops {
+namespace mpi {
+
+// Called from the wrapped MPI_Init/MPI_Init_thread after PMPI_Init_thread
+// gave `provided`; returns false when the engine cannot run (then every call
+// passes through untouched).
+bool start(int provided);
+bool running();
+
+// MPI_Iallreduce offloaded: the request for the application, or false when
+// the call should pass through.
+bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                MPI_Request *request, int *rc);
+// MPI_Allreduce offloaded; the caller sleeps instead of spinning. False:
+// pass through (engine off, or smaller than HCOPS_MPI_OFFLOAD_MIN).
+bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+               int *rc);
+
+// Blocks (without spinning) until every request of `reqs` that is one of
+// ours has completed; `any`: until at least one has, if all active ones are
+// ours (else returns at once). The caller then calls the PMPI completion
+// function on the whole array.
+void await(int n, const MPI_Request *reqs, bool any);
+
+// Before PMPI_Comm_free: waits for the communicator's offloaded work and
+// frees its shadow.
+void forget_comm(MPI_Comm comm);
+// Before PMPI_Finalize: drains everything, stops the threads, frees shadows,
+// and prints HCOPS_MPI_VERBOSE statistics.
+void stop();
+
+// The application's requested thread level (MPI_Query_thread).
+extern int app_thread_level;
+
+std::string describe();
+
+}  // namespace mpi
+}  // namespace hcops
