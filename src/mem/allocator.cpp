@@ -88,7 +88,10 @@ struct MoveJob {
 pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t helper_wake = PTHREAD_COND_INITIALIZER, helper_done = PTHREAD_COND_INITIALIZER;
 std::deque<MoveJob> *helper_queue = nullptr;
-std::map<long, std::pair<int, int>> *helper_results = nullptr;  // ticket -> (rc, errno)
+// ticket -> (rc, errno) for every ticket issued and not yet waited for;
+// rc is kPending until the helper has run the move.
+std::map<long, std::pair<int, int>> *helper_results = nullptr;
+constexpr int kPending = 1;
 long helper_next_ticket = 1;
 bool helper_running = false;
 
@@ -212,6 +215,12 @@ Rule rule_for(std::size_t size) {
 }
 
 void *allocate(std::size_t size, std::size_t align, bool zero) {
+  // Beyond the arena (e.g. malloc(SIZE_MAX)): glibc answers, and the
+  // roundings below cannot overflow.
+  if (size > Arena::span() || align > Arena::span()) {
+    stats_.to_glibc.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   const Rule r = rule_for(size);
   if (r.place == Place::system) {
     stats_.system_rule.fetch_add(1, std::memory_order_relaxed);
@@ -225,6 +234,11 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
     if (void *p = reuse(r, t, len)) {
       Block &b = arena().block(p);
       b.requested = size;
+      // Counted as this request's target (whose policy the block has), not
+      // as first made: where fast and DDR share a node, or after a move,
+      // the two differ, and HCOPS_MEM_FAST_LIMIT must hold either way.
+      b.node = static_cast<int16_t>(t.node);
+      b.counted_fast = t.fast;
       stats_.cache_hits.fetch_add(1, std::memory_order_relaxed);
       stats_.cached.fetch_sub(b.mapped, std::memory_order_relaxed);
       if (t.fell_back) stats_.fast_to_ddr.fetch_add(1, std::memory_order_relaxed);
@@ -301,6 +315,7 @@ void release(void *p) {
 }
 
 bool resize_in_place(void *p, std::size_t size) {
+  if (size > Arena::span()) return false;  // the roundings below would overflow
   Block &b = arena().block(p);
   const std::size_t len = b.pages == Pages::hugetlb ? round_up(size ? size : 1, kSlot)
                                                      : round_up(size ? size : 1, page_size());
@@ -452,6 +467,7 @@ long move_async(void *addr, std::size_t len, const char *target) {
     helper_running = true;
   }
   const long ticket = helper_next_ticket++;
+  (*helper_results)[ticket] = {kPending, 0};
   helper_queue->push_back(MoveJob{ticket, addr, len, t});
   pthread_cond_signal(&helper_wake);
   pthread_mutex_unlock(&helper_lock);
@@ -460,14 +476,16 @@ long move_async(void *addr, std::size_t len, const char *target) {
 
 int wait_move(long ticket) {
   pthread_mutex_lock(&helper_lock);
-  if (ticket <= 0 || ticket >= helper_next_ticket) {
-    pthread_mutex_unlock(&helper_lock);
-    errno = EINVAL;
-    return -1;
-  }
   std::map<long, std::pair<int, int>>::iterator it;
-  while ((it = helper_results->find(ticket)) == helper_results->end()) {
+  // Never issued, or already waited for: waiting would never end.
+  while ((it = helper_results->find(ticket)) == helper_results->end() || it->second.first == kPending) {
+    if (it == helper_results->end()) {
+      pthread_mutex_unlock(&helper_lock);
+      errno = EINVAL;
+      return -1;
+    }
     if (!helper_running) {  // forked child: the helper is gone, and its jobs with it
+      helper_results->erase(it);
       pthread_mutex_unlock(&helper_lock);
       errno = ECHILD;
       return -1;

@@ -52,9 +52,11 @@ bool Arena::reserve(std::size_t want) {
 void *Arena::take(std::size_t slots, std::size_t align_slots) {
   if (!slots || align_slots == 0) return nullptr;
   Guard g(*this);
+  // The base is only slot-aligned: align the address, not the slot index.
+  const std::size_t b = base_.load(std::memory_order_relaxed) / kSlot;
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     const std::size_t s = it->first, len = it->second;
-    const std::size_t a = (s + align_slots - 1) / align_slots * align_slots;
+    const std::size_t a = (b + s + align_slots - 1) / align_slots * align_slots - b;
     if (a + slots > s + len) continue;
     free_.erase(it);
     if (a > s) free_[s] = a - s;

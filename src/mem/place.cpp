@@ -114,14 +114,21 @@ Target resolve(const Rule &r, std::size_t bytes, std::size_t fast_in_use, std::s
 bool map_range(void *addr, std::size_t len, Pages want, Pages &got) {
   const int fixed = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
   if (want == Pages::hugetlb) {
-    void *p = mmap(addr, len, PROT_READ | PROT_WRITE, fixed | MAP_HUGETLB, -1, 0);
-    if (p == addr) {
-      got = Pages::hugetlb;
-      return true;
+    // Mapped where the kernel likes, then moved over the reservation in one
+    // step. A MAP_FIXED | MAP_HUGETLB that fails (pool empty) unmaps the
+    // range first: another thread's mmap could land in that hole before it
+    // is reserved again, and the THP mapping below would then replace it.
+    void *h = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (h != MAP_FAILED) {
+      if (mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == addr) {
+        got = Pages::hugetlb;
+        return true;
+      }
+      // mremap of hugetlb needs Linux 5.16; before, it may have unmapped
+      // the target: reserve it again unless it still is (EEXIST).
+      munmap(h, len);
+      mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     }
-    // A failed MAP_FIXED may have removed the reservation under it: put it
-    // back, unless the range is still reserved (EEXIST).
-    mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     want = Pages::thp;
   }
   void *p = mmap(addr, len, PROT_READ | PROT_WRITE, fixed, -1, 0);

@@ -56,8 +56,9 @@ struct Parser {
   ParseError &err;
 
   char peek() const { return text[pos]; }
-  bool fail(const char *what) {
-    err.pos = pos;
+  bool fail(const char *what) { return fail_at(pos, what); }
+  bool fail_at(std::size_t at, const char *what) {
+    err.pos = at;
     err.what = what;
     return false;
   }
@@ -71,16 +72,20 @@ struct Parser {
   bool nodes(NodeSet &set) {
     do {
       if (peek() == ',') ++pos;
-      std::size_t a = 0, b = 0, n = 0;
-      for (; std::isdigit(static_cast<unsigned char>(peek())); ++pos, ++n) a = a * 10 + (peek() - '0');
-      if (!n || a >= kMaxNodes) return fail(n ? "node number too large" : "expected a node number");
+      // Errors point at the number at fault, not past it.
+      std::size_t a = 0, b = 0, n = 0, start = pos;
+      // Digits past kMaxNodes stop counting, so a long number cannot wrap into range.
+      for (; std::isdigit(static_cast<unsigned char>(peek())); ++pos, ++n)
+        if (a < kMaxNodes) a = a * 10 + (peek() - '0');
+      if (!n || a >= kMaxNodes) return fail_at(start, n ? "node number too large" : "expected a node number");
       b = a;
       if (peek() == '-') {
-        ++pos;
+        start = ++pos;
         n = 0;
-        for (b = 0; std::isdigit(static_cast<unsigned char>(peek())); ++pos, ++n) b = b * 10 + (peek() - '0');
-        if (!n || b >= kMaxNodes) return fail(n ? "node number too large" : "expected a node number");
-        if (b < a) return fail("node range ends before it starts");
+        for (b = 0; std::isdigit(static_cast<unsigned char>(peek())); ++pos, ++n)
+          if (b < kMaxNodes) b = b * 10 + (peek() - '0');
+        if (!n || b >= kMaxNodes) return fail_at(start, n ? "node number too large" : "expected a node number");
+        if (b < a) return fail_at(start, "node range ends before it starts");
       }
       for (std::size_t i = a; i <= b; ++i) set.set(i);
     } while (peek() == ',' && std::isdigit(static_cast<unsigned char>(text[pos + 1])));
@@ -100,9 +105,9 @@ struct Parser {
     ++pos;
     n = parse_size(text + pos, v);
     if (n) {
+      if (v <= r.lo) return fail("empty size range");  // at the upper bound
       r.hi = v;
       pos += n;
-      if (r.hi <= r.lo) return fail("empty size range");
     } else if (std::isdigit(static_cast<unsigned char>(peek()))) {
       return fail("size too large");
     }

@@ -1,0 +1,11 @@
+#!/bin/sh
+# test_mem_pages with the reuse cache off (freed blocks, hugetlb ones
+# included, go straight back to the system). It resizes the hugetlb pool
+# when root; whatever happens to it (crash, timeout), the pool's size is put
+# back here.
+pool=/proc/sys/vm/nr_hugepages
+saved=$(cat $pool 2>/dev/null)
+restore() { [ -n "$saved" ] && [ "$(cat $pool)" != "$saved" ] && echo "$saved" >$pool; }
+trap restore EXIT
+trap 'exit 1' INT TERM
+timeout 60 env HCOPS_MEM_CACHE=0 ./test_mem_pages
