@@ -6,12 +6,15 @@
 set -eu
 
 # libblis4-openmp is only a benchmark peer (its libblas.so.3 alternative ranks
-# below OpenBLAS's, so the system default is unchanged); python3-matplotlib
-# only draws perf/gemm_sweep.py's plot.
+# below OpenBLAS's, so the system default is unchanged); so is libmemkind0
+# (memkind's libmemtier.so interposer, for perf/mem_bench.py and mem_dit.py;
+# nothing links it); python3-matplotlib only draws perf/gemm_sweep.py's plot.
+# python3-mpi4py: the libhcops_mpi tests (mpi4py under LD_PRELOAD) and
+# perf/dit/ddp.py.
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
-python3-torch python3-numpy python3-matplotlib"
+libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py"
 
 missing=
 for p in $packages; do

@@ -1,7 +1,8 @@
 // The MPI entry points libhcops_mpi.so interposes (PMPI profiling interface):
 // thread-level negotiation, allreduce offload, completion calls that sleep
-// instead of spinning on offloaded requests, and the teardown hooks. Every
-// other MPI call goes straight to the MPI library.
+// instead of spinning on offloaded requests, the calls that create
+// communicators (their shadows are made there) and the teardown hooks.
+// Every other MPI call goes straight to the MPI library.
 #include "mpi/progress.h"
 
 namespace mpi = hcops::mpi;
@@ -9,6 +10,11 @@ namespace mpi = hcops::mpi;
 #define HCOPS_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
+
+// Set by MPI_Init_thread: from then on MPI_Query_thread reports the level the
+// application was given, also when the engine is off (HCOPS_MPI=0), since
+// the MPI library itself was asked for MPI_THREAD_MULTIPLE.
+static bool levels_negotiated = false;
 
 // The wrapper needs MPI_THREAD_MULTIPLE underneath (its progress thread calls
 // MPI); the application is told the level it asked for.
@@ -18,6 +24,7 @@ HCOPS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pro
   if (rc != MPI_SUCCESS) return rc;
   const bool on = mpi::start(real);
   mpi::app_thread_level = on ? required : (required < real ? required : real);
+  levels_negotiated = true;
   if (provided) *provided = mpi::app_thread_level;
   return rc;
 }
@@ -28,7 +35,7 @@ HCOPS_EXPORT int MPI_Init(int *argc, char ***argv) {
 }
 
 HCOPS_EXPORT int MPI_Query_thread(int *provided) {
-  if (!mpi::running()) return PMPI_Query_thread(provided);
+  if (!levels_negotiated) return PMPI_Query_thread(provided);
   *provided = mpi::app_thread_level;
   return MPI_SUCCESS;
 }
@@ -73,9 +80,83 @@ HCOPS_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount
   return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
 }
 
+// Communicator constructors: the shadow of the new communicator is made at
+// once, while its members are all in this collective call anyway. A rank
+// that gets MPI_COMM_NULL (not a member) makes none.
+static int adopted(int rc, MPI_Comm *newcomm) {
+  if (rc == MPI_SUCCESS && newcomm) mpi::adopt(*newcomm);
+  return rc;
+}
+
+HCOPS_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  return adopted(PMPI_Comm_dup(comm, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  return adopted(PMPI_Comm_dup_with_info(comm, info, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  return adopted(PMPI_Comm_split(comm, color, key, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  return adopted(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
+  return adopted(PMPI_Comm_create(comm, group, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) {
+  return adopted(PMPI_Comm_create_group(comm, group, tag, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                                 MPI_Comm *newcomm) {
+  return adopted(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
+  return adopted(PMPI_Cart_sub(comm, remain_dims, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder,
+                                  MPI_Comm *newcomm) {
+  return adopted(PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Dist_graph_create(MPI_Comm comm, int n, const int nodes[], const int degrees[],
+                                       const int targets[], const int weights[], MPI_Info info, int reorder,
+                                       MPI_Comm *newcomm) {
+  return adopted(PMPI_Dist_graph_create(comm, n, nodes, degrees, targets, weights, info, reorder, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int sources[],
+                                                const int sourceweights[], int outdegree, const int destinations[],
+                                                const int destweights[], MPI_Info info, int reorder,
+                                                MPI_Comm *newcomm) {
+  return adopted(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
+                                              destweights, info, reorder, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm,
+                                      int remote_leader, int tag, MPI_Comm *newcomm) {
+  return adopted(PMPI_Intercomm_create(local_comm, local_leader, bridge_comm, remote_leader, tag, newcomm), newcomm);
+}
+
+HCOPS_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm) {
+  return adopted(PMPI_Intercomm_merge(intercomm, high, newcomm), newcomm);
+}
+
 HCOPS_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
   if (comm) mpi::forget_comm(*comm);
   return PMPI_Comm_free(comm);
+}
+
+HCOPS_EXPORT int MPI_Comm_disconnect(MPI_Comm *comm) {
+  if (comm) mpi::forget_comm(*comm);
+  return PMPI_Comm_disconnect(comm);
 }
 
 }  // extern "C"

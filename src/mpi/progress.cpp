@@ -34,11 +34,23 @@ double now() {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+// The private duplicate of an application communicator (see adopt()).
+struct Shadow {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int pending = 0;  // offloaded collectives not finished; guarded by engine->reg_mu
+};
+
 struct Op {
   MPI_Request inner = MPI_REQUEST_NULL;  // the PMPI collective on the shadow communicator
   MPI_Request outer = MPI_REQUEST_NULL;  // the generalized request the application holds
-  MPI_Comm shadow = MPI_COMM_NULL;
+  Shadow *shadow = nullptr;
   std::atomic<bool> done{false};
+  // Nonblocking ops are owned by finish() and by the generalized request
+  // (free_fn): whichever lets go last deletes the op.
+  std::atomic<int> refs{1};
+  // free_fn is to run once, but an MPI may call it from both the freeing and
+  // the completing thread (Open MPI 5's greq_user_freed path).
+  std::atomic<bool> freed{false};
   int error = MPI_SUCCESS;
   std::size_t bytes = 0;
   double t_start = 0;
@@ -65,12 +77,11 @@ struct Engine {
   std::mutex done_mu;
   std::condition_variable done_cv;
 
-  std::mutex reg_mu;                                // guards the two maps below
+  std::mutex reg_mu;                                // guards the maps below and Shadow::pending
   std::unordered_map<MPI_Request, Op *> by_request;  // outer request -> op
-  std::map<MPI_Comm, MPI_Comm> shadows;               // application comm -> duplicate
-  std::map<MPI_Comm, int> pending;                    // shadow -> ops in flight
+  std::map<MPI_Comm, Shadow *> shadows;               // application comm -> duplicate
 
-  std::atomic<long> n_nonblocking{0}, n_blocking{0};
+  std::atomic<long> n_nonblocking{0}, n_blocking{0}, n_unadopted{0};
   std::atomic<std::size_t> bytes{0};
   std::atomic<long long> in_flight_ns{0}, exposed_ns{0};
 };
@@ -87,14 +98,19 @@ int query_fn(void *extra, MPI_Status *status) {
   return MPI_SUCCESS;
 }
 
+void release(Op *op) {
+  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete op;
+}
+
 // Runs when the request is both complete and freed by the application.
 int free_fn(void *extra) {
   Op *op = static_cast<Op *>(extra);
+  if (op->freed.exchange(true, std::memory_order_acq_rel)) return MPI_SUCCESS;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
     engine->by_request.erase(op->outer);
   }
-  delete op;
+  release(op);
   return MPI_SUCCESS;
 }
 
@@ -107,17 +123,22 @@ void finish(Op *op, int error) {
   op->error = error;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
-    if (--engine->pending[op->shadow] == 0) engine->pending.erase(op->shadow);
+    --op->shadow->pending;
   }
   const MPI_Request outer = op->outer;
+  // The generalized request is completed before the waiters wake: a waiter
+  // whose PMPI_Wait found it still pending would spin in opal_progress and,
+  // on a core it shares with this thread, hold it off until the next tick
+  // (milliseconds per MPI_Wait). May run free_fn (the application may have
+  // freed the request, or be testing it): our reference keeps op alive.
+  if (outer != MPI_REQUEST_NULL) PMPI_Grequest_complete(outer);
   {
     std::lock_guard<std::mutex> g(engine->done_mu);
     op->done.store(true, std::memory_order_release);
   }
   engine->done_cv.notify_all();
-  // May run free_fn (if the application already freed the request): op is
-  // not touched after this.
-  if (outer != MPI_REQUEST_NULL) PMPI_Grequest_complete(outer);
+  // A blocking op belongs to its caller, who deletes it once done is set.
+  if (outer != MPI_REQUEST_NULL) release(op);
 }
 
 void pin(int cpu) {
@@ -161,8 +182,8 @@ void *worker_main(void *arg) {
     for (int i = 0; i < outcount; ++i) {
       Op *op = active[idx[i]];
       op->inner = MPI_REQUEST_NULL;
-      finish(op, rc == MPI_ERR_IN_STATUS ? st[i].MPI_ERROR : rc);
       active[idx[i]] = nullptr;
+      finish(op, rc == MPI_ERR_IN_STATUS ? st[i].MPI_ERROR : rc);
     }
     std::size_t kept = 0;
     for (Op *op : active)
@@ -218,41 +239,6 @@ std::vector<int> progress_cpus(cpu_set_t &mask) {
   return cpus;
 }
 
-MPI_Comm shadow_of(MPI_Comm comm) {
-  {
-    std::lock_guard<std::mutex> g(engine->reg_mu);
-    auto it = engine->shadows.find(comm);
-    if (it != engine->shadows.end()) return it->second;
-  }
-  // First offloaded collective on `comm`: every rank reaches this point in
-  // the same place of comm's collective order, so the duplicate is safe.
-  MPI_Comm dup = MPI_COMM_NULL;
-  if (PMPI_Comm_dup(comm, &dup) != MPI_SUCCESS) return MPI_COMM_NULL;
-  std::lock_guard<std::mutex> g(engine->reg_mu);
-  engine->shadows[comm] = dup;
-  return dup;
-}
-
-bool offload(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
-             Op *op, int *rc) {
-  if (comm == MPI_COMM_NULL) return false;
-  MPI_Comm shadow = shadow_of(comm);
-  if (shadow == MPI_COMM_NULL) return false;
-  int size = 0;
-  PMPI_Type_size(type, &size);
-  op->bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(size);
-  op->shadow = shadow;
-  op->t_start = now();
-  *rc = PMPI_Iallreduce(sendbuf, recvbuf, count, type, mop, shadow, &op->inner);
-  if (*rc != MPI_SUCCESS) return true;
-  engine->bytes += op->bytes;
-  {
-    std::lock_guard<std::mutex> g(engine->reg_mu);
-    ++engine->pending[shadow];
-  }
-  return true;
-}
-
 void submit(Op *op) {
   Worker *w = engine->workers[engine->next_worker++ % engine->workers.size()];
   {
@@ -260,6 +246,38 @@ void submit(Op *op) {
     w->inbox.push_back(op);
   }
   w->wake.notify_one();
+}
+
+Shadow *shadow_of(MPI_Comm comm) {
+  std::lock_guard<std::mutex> g(engine->reg_mu);
+  auto it = engine->shadows.find(comm);
+  return it == engine->shadows.end() ? nullptr : it->second;
+}
+
+// An error of the collective on the shadow, handled as the application's
+// communicator says (MPI_ERRORS_ARE_FATAL aborts, MPI_ERRORS_RETURN returns).
+int raise_on(MPI_Comm comm, int rc) {
+  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
+  return rc;
+}
+
+// Starts the collective on `sh` in the caller's thread (so the shadow sees
+// the application's order) and hands it to a progress thread.
+int launch(Op *op, Shadow *sh, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop) {
+  int size = 0;
+  PMPI_Type_size(type, &size);
+  op->bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(size);
+  op->shadow = sh;
+  op->t_start = now();
+  const int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, type, mop, sh->comm, &op->inner);
+  if (rc != MPI_SUCCESS) return rc;
+  engine->bytes += op->bytes;
+  {
+    std::lock_guard<std::mutex> g(engine->reg_mu);
+    ++sh->pending;
+  }
+  submit(op);
+  return MPI_SUCCESS;
 }
 
 void wait_done(const std::vector<Op *> &ops, bool any) {
@@ -277,13 +295,24 @@ void wait_done(const std::vector<Op *> &ops, bool any) {
   engine->exposed_ns += static_cast<long long>((now() - t0) * 1e9);
 }
 
-}  // namespace
+// Until no offloaded collective of `sh` is left unfinished.
+void drain(Shadow *sh) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(engine->reg_mu);
+      if (sh->pending == 0) return;
+    }
+    std::unique_lock<std::mutex> lk(engine->done_mu);
+    engine->done_cv.wait_for(lk, std::chrono::milliseconds(1));
+  }
+}
 
-bool start(int provided) {
-  if (engine->on) return true;
-  engine->verbose = static_cast<int>(env_long("HCOPS_MPI_VERBOSE", 0, 0, 2));
-  engine->offload_min = static_cast<std::size_t>(env_long("HCOPS_MPI_OFFLOAD_MIN", 64 << 10, 0, 1L << 40));
-  PMPI_Comm_rank(MPI_COMM_WORLD, &engine->rank);
+// A forked child has no progress threads, and the parent's locks may have
+// been held at the fork: it starts over with the engine off (MPI is not
+// usable in such a child anyway, but its MPI_Finalize must not hang).
+void forked_child() { engine = new Engine; }
+
+bool start_threads(int provided) {
   if (env_long("HCOPS_MPI", 1, 0, 1) == 0) return false;
   if (provided < MPI_THREAD_MULTIPLE) {
     warn_once("mpi level", "this MPI provides no MPI_THREAD_MULTIPLE (level %d); libhcops_mpi passes every call "
@@ -316,52 +345,132 @@ bool start(int provided) {
     warn_once("mpi thread", "cannot start an MPI progress thread; libhcops_mpi passes every call through");
     return false;
   }
+  return true;
+}
+
+void stop_threads() {
+  for (Worker *w : engine->workers) {
+    {
+      std::lock_guard<std::mutex> g(w->mu);
+      w->stop = true;
+    }
+    w->wake.notify_one();
+    pthread_join(w->thread, nullptr);
+    delete w;
+  }
+  engine->workers.clear();
+}
+
+}  // namespace
+
+bool start(int provided) {
+  if (engine->on) return true;
+  engine->verbose = static_cast<int>(env_long("HCOPS_MPI_VERBOSE", 0, 0, 2));
+  engine->offload_min = static_cast<std::size_t>(env_long("HCOPS_MPI_OFFLOAD_MIN", 64 << 10, 0, 1L << 40));
+  PMPI_Comm_rank(MPI_COMM_WORLD, &engine->rank);
+  int up = start_threads(provided) ? 1 : 0;
+  // Every rank runs with the engine or none does: adopt() is collective,
+  // and a rank whose environment or MPI said otherwise would leave the
+  // others waiting in it.
+  int all_up = up;
+  if (PMPI_Allreduce(&up, &all_up, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all_up = 0;
+  if (up && !all_up) {
+    warn_once("mpi ranks", "libhcops_mpi is off on another rank (HCOPS_MPI, thread level or threads); it passes "
+              "every call through on all ranks");
+    stop_threads();
+  }
+  if (!all_up) return false;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, [] { pthread_atfork(nullptr, nullptr, forked_child); });
   engine->on = true;
+  adopt(MPI_COMM_WORLD);
+  adopt(MPI_COMM_SELF);
   return true;
 }
 
 bool running() { return engine->on; }
 
+// The shadow is made with PMPI_Comm_create over the communicator's whole
+// group rather than PMPI_Comm_dup, which would run the application's
+// attribute copy callbacks (and, at free, its delete callbacks) on a
+// communicator it never sees; an intercommunicator, which Comm_create would
+// cut to its local side's view, is duplicated.
+void adopt(MPI_Comm comm) {
+  if (!engine->on || comm == MPI_COMM_NULL) return;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  MPI_Comm dup = MPI_COMM_NULL;
+  int rc;
+  if (inter) {
+    rc = PMPI_Comm_dup(comm, &dup);
+  } else {
+    MPI_Group group;
+    PMPI_Comm_group(comm, &group);
+    rc = PMPI_Comm_create(comm, group, &dup);
+    PMPI_Group_free(&group);
+  }
+  if (rc != MPI_SUCCESS || dup == MPI_COMM_NULL) return;  // collectives on comm pass through
+  PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);  // raised on the application's communicator (raise_on)
+  Shadow *sh = new Shadow;
+  sh->comm = dup;
+  std::lock_guard<std::mutex> g(engine->reg_mu);
+  engine->shadows[comm] = sh;
+}
+
 bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
                 MPI_Request *request, int *rc) {
-  if (!engine->on) return false;
-  Op *op = new Op;
-  if (!offload(sendbuf, recvbuf, count, type, mop, comm, op, rc)) {
-    delete op;
+  if (!engine->on || comm == MPI_COMM_NULL) return false;
+  Shadow *sh = shadow_of(comm);
+  if (!sh) {
+    ++engine->n_unadopted;
     return false;
   }
+  Op *op = new Op;
+  // The generalized request exists before the progress thread can finish
+  // the collective: finish() completes it.
+  *rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->outer);
   if (*rc != MPI_SUCCESS) {
     delete op;
     return true;
   }
-  *rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->outer);
+  op->refs.store(2, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
     engine->by_request[op->outer] = op;
   }
+  *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
+  if (*rc != MPI_SUCCESS) {  // nothing started: the request goes, as if never made
+    MPI_Request outer = op->outer;
+    PMPI_Grequest_complete(outer);
+    PMPI_Request_free(&outer);  // free_fn drops its reference
+    release(op);
+    raise_on(comm, *rc);
+    return true;
+  }
   ++engine->n_nonblocking;
   *request = op->outer;
-  submit(op);
   return true;
 }
 
 bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
                int *rc) {
-  if (!engine->on) return false;
+  if (!engine->on || comm == MPI_COMM_NULL) return false;
   int size = 0;
   PMPI_Type_size(type, &size);
   if (static_cast<std::size_t>(count) * static_cast<std::size_t>(size) < engine->offload_min) return false;
-  Op *op = new Op;
-  if (!offload(sendbuf, recvbuf, count, type, mop, comm, op, rc)) {
-    delete op;
+  Shadow *sh = shadow_of(comm);
+  if (!sh) {
+    ++engine->n_unadopted;
     return false;
   }
+  Op *op = new Op;
+  *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
   if (*rc == MPI_SUCCESS) {
     ++engine->n_blocking;
-    submit(op);
     wait_done({op}, false);
     *rc = op->error;
   }
+  raise_on(comm, *rc);
   delete op;
   return true;
 }
@@ -385,56 +494,43 @@ void await(int n, const MPI_Request *reqs, bool any) {
 
 void forget_comm(MPI_Comm comm) {
   if (!engine->on) return;
-  MPI_Comm shadow = MPI_COMM_NULL;
+  Shadow *sh = nullptr;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
     auto it = engine->shadows.find(comm);
     if (it == engine->shadows.end()) return;
-    shadow = it->second;
+    sh = it->second;
     engine->shadows.erase(it);
   }
-  for (;;) {  // the application may free a communicator with requests outstanding
-    {
-      std::lock_guard<std::mutex> g(engine->reg_mu);
-      if (!engine->pending.count(shadow)) break;
-    }
-    std::unique_lock<std::mutex> lk(engine->done_mu);
-    engine->done_cv.wait_for(lk, std::chrono::milliseconds(1));
-  }
-  PMPI_Comm_free(&shadow);
+  drain(sh);  // the application may free a communicator with requests outstanding
+  PMPI_Comm_free(&sh->comm);
+  delete sh;
 }
 
 void stop() {
   if (!engine->on) return;
   const std::string cpus = describe();
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> g(engine->reg_mu);
-      if (engine->pending.empty()) break;
-    }
-    std::unique_lock<std::mutex> lk(engine->done_mu);
-    engine->done_cv.wait_for(lk, std::chrono::milliseconds(1));
+  std::map<MPI_Comm, Shadow *> all;
+  {
+    std::lock_guard<std::mutex> g(engine->reg_mu);
+    all.swap(engine->shadows);
   }
-  for (Worker *w : engine->workers) {
-    {
-      std::lock_guard<std::mutex> g(w->mu);
-      w->stop = true;
-    }
-    w->wake.notify_one();
-    pthread_join(w->thread, nullptr);
-    delete w;
+  for (auto &kv : all) drain(kv.second);
+  stop_threads();
+  for (auto &kv : all) {
+    PMPI_Comm_free(&kv.second->comm);
+    delete kv.second;
   }
-  engine->workers.clear();
-  for (auto &kv : engine->shadows) PMPI_Comm_free(&kv.second);
-  engine->shadows.clear();
   engine->on = false;
   if (engine->verbose) {
     const double flight = engine->in_flight_ns.load() * 1e-9, exposed = engine->exposed_ns.load() * 1e-9;
     print_line("hcops_mpi: rank %d: %ld allreduce offloaded (%ld nonblocking, %ld blocking), %.1f MiB; in flight "
-               "%.3f s, waited for %.3f s (%.0f%% hidden); progress CPU(s) %s",
+               "%.3f s, waited for %.3f s (%.0f%% hidden); %ld passed through on communicators made without "
+               "the wrapper; progress CPU(s) %s",
                engine->rank, engine->n_nonblocking.load() + engine->n_blocking.load(), engine->n_nonblocking.load(),
                engine->n_blocking.load(), engine->bytes.load() / 1048576.0, flight, exposed,
-               flight > 0 ? 100.0 * std::max(0.0, flight - exposed) / flight : 0.0, cpus.c_str());
+               flight > 0 ? 100.0 * std::max(0.0, flight - exposed) / flight : 0.0, engine->n_unadopted.load(),
+               cpus.c_str());
   }
 }
 

@@ -2,7 +2,13 @@
 // by the application's thread (so every communicator keeps the application's
 // order on every rank) on a shadow duplicate of the communicator, then driven
 // to completion by progress threads pinned to dedicated cores, which call
-// PMPI_Testsome until done. Requests handed back to the application are MPI
+// PMPI_Testsome until done. Shadows are made eagerly, inside the calls that
+// create communicators (adopt), where every member already takes part in a
+// blocking collective: made lazily at the first offloaded collective, a
+// blocking duplicate could wait on ranks blocked elsewhere, and a
+// nonblocking one (Comm_idup) runs its own rounds on the parent at times
+// that differ from rank to rank, interleaving with the application's
+// collectives there. Requests handed back to the application are MPI
 // generalized requests, completed by the progress thread, so every MPI
 // completion call works on them.
 #pragma once
@@ -37,7 +43,13 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
 // function on the whole array.
 void await(int n, const MPI_Request *reqs, bool any);
 
-// Before PMPI_Comm_free: waits for the communicator's offloaded work and
+// After a call that created `comm` (collective over its members): makes its
+// shadow, so that its allreduces can be offloaded. Collectives on a
+// communicator made otherwise (MPI_Comm_idup, spawn, connect/accept) pass
+// through.
+void adopt(MPI_Comm comm);
+
+// Before PMPI_Comm_free or PMPI_Comm_disconnect: waits for the communicator's offloaded work and
 // frees its shadow.
 void forget_comm(MPI_Comm comm);
 // Before PMPI_Finalize: drains everything, stops the threads, frees shadows,

@@ -1,0 +1,70 @@
+#!/bin/sh
+# test_mpi_allreduce (linked against libhcops_mpi) on 2, 3 and 4 ranks at each
+# thread level, with HCOPS_MPI_VERBOSE=1: its results must be plain MPI's, and
+# each rank's "hcops_mpi: rank R: N allreduce offloaded (A nonblocking, B
+# blocking)" must show exactly the offloads the program counted (every
+# MPI_Iallreduce, every MPI_Allreduce of at least HCOPS_MPI_OFFLOAD_MIN
+# bytes). With HCOPS_MPI=0 the same program must pass with no such line (the
+# wrapper passes every call through), and with HCOPS_MPI_OFFLOAD_MIN=0 every
+# MPI_Allreduce must be offloaded.
+. "${srcdir:-.}/mpi_common.sh"
+prog=./test_mpi_allreduce
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+failed=0
+
+# run LABEL NP ARGS... (ARGS: the program's). Sets rc; shows the output.
+run() {
+  label=$1 np=$2
+  shift 2
+  echo "== $label: $np ranks: $*"
+  mpi_run "$np" "$prog" "$@" >"$out" 2>"$err"
+  rc=$?
+  cat "$out"
+  grep -v '^hcops_mpi: rank' "$err"
+  if [ $rc != 0 ]; then
+    [ $rc = 124 ] && echo "FAIL: $label: timed out (hung?)" || echo "FAIL: $label: exit $rc"
+    failed=1
+  fi
+  if ! grep -q ' 0 failed$' "$out"; then
+    echo "FAIL: $label: no '0 failed' summary"
+    failed=1
+  fi
+}
+
+# The verbose counts must equal the program's expectation, rank by rank.
+check_counts() {
+  check_offloaded "$err" "$2" || failed=1
+  r=0
+  while [ "$r" -lt "$2" ]; do
+    want=$(sed -n "s/^rank $r: expect \([0-9]*\) nonblocking, \([0-9]*\) blocking$/(\1 nonblocking, \2 blocking)/p" "$out")
+    got=$(sed -n "s/^hcops_mpi: rank $r: [0-9]* allreduce offloaded \((.*blocking)\).*/\1/p" "$err")
+    if [ -z "$want" ] || [ "$want" != "$got" ]; then
+      echo "FAIL: $1: rank $r offloaded '$got', expected '$want'"
+      failed=1
+    fi
+    r=$((r + 1))
+  done
+}
+
+export HCOPS_MPI_VERBOSE=1
+run "MPI_Init, 16 Mi floats" 2 none big && check_counts "MPI_Init" 2
+run "MPI_THREAD_FUNNELED" 3 funneled && check_counts "funneled" 3
+run "MPI_THREAD_MULTIPLE" 4 multiple && check_counts "multiple" 4
+run "MPI_THREAD_SINGLE" 2 single quick && check_counts "single" 2
+export HCOPS_MPI_OFFLOAD_MIN=0
+run "HCOPS_MPI_OFFLOAD_MIN=0" 3 serialized quick && check_counts "offload_min 0" 3
+unset HCOPS_MPI_OFFLOAD_MIN
+
+echo "== HCOPS_MPI=0: pass-through"
+export HCOPS_MPI=0
+run "HCOPS_MPI=0" 3 serialized
+unset HCOPS_MPI
+if grep -q '^hcops_mpi:' "$err"; then
+  echo "FAIL: HCOPS_MPI=0: the wrapper offloaded:"
+  grep '^hcops_mpi:' "$err"
+  failed=1
+fi
+
+[ $failed = 0 ] && echo "test_mpi_allreduce.sh: all runs passed"
+exit $failed
