@@ -32,7 +32,7 @@ std::string kernel_line(const char *name, const KernelInfo<T> &k, const Topology
   const char *packing = !k.ukernel_direct                    ? "always packed (no in-place kernel)"
                         : b_packing() == BPacking::always ? "always packed (HCOPS_PACK_B=always)"
                         : b_packing() == BPacking::never  ? "read in place (HCOPS_PACK_B=never)"
-                                                          : "read in place when m <= 2 mc, else packed";
+                                                          : "read in place when op(B) = B, or B^T with m <= 2 mc and kc rows within L2/2; else packed";
   return format("  %s: microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s\n", name, k.mr, k.nr, b.mc, b.kc,
                 b.nc, packing);
 }

@@ -127,9 +127,8 @@ void run_thread(const Job<T> &job, int t) {
   }
 }
 
-// Whether to skip packing B. Packing pays for itself when a B panel is reused
-// over many rows of A; with few rows, copying B costs more than the strided
-// reads it saves.
+// Whether the microkernel reads op(B) in place rather than a packed copy;
+// pack_policy.h says when that pays.
 template <typename T>
 bool read_b_in_place(const GemmArgs<T> &g, const KernelInfo<T> &kern, const Blocking &blk) {
   if (!kern.ukernel_direct) return false;
@@ -138,7 +137,8 @@ bool read_b_in_place(const GemmArgs<T> &g, const KernelInfo<T> &kern, const Bloc
     case BPacking::never: return true;
     case BPacking::automatic: break;
   }
-  return b_in_place_pays(g.m, blk.mc);
+  const size_t span = sizeof(T) * std::min(g.k, blk.kc) * g.ldb;
+  return b_in_place_pays(g.tb, g.m, blk.mc, span, topology().l2);
 }
 
 // Returns the number of threads that actually computed.

@@ -12,6 +12,8 @@ BPacking b_packing() {
   return policy;
 }
 
-bool b_in_place_pays(long m, long mc) { return m <= 2 * mc; }
+bool b_in_place_pays(Trans tb, long m, long mc, size_t span_bytes, size_t l2_bytes) {
+  return tb == Trans::N || (m <= 2 * mc && span_bytes <= l2_bytes / 2);
+}
 
 }  // namespace hcops
