@@ -50,23 +50,27 @@ void copy_panel(T *__restrict dst, const T *__restrict src, long ld, long kc, lo
   }
 }
 
+// A family may supply a faster transposing copy with interleave_rows' contract.
+template <typename T>
+using Interleave = void (*)(T *dst, const T *src, long ld, long kc, long rows, int width);
+
 // op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc/MR) panels of kc x MR.
-template <typename T, int MR>
+template <typename T, int MR, Interleave<T> interleave = interleave_rows<T>>
 void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i0, long mc, long p0, long kc) {
   for (long ir = 0; ir < mc; ir += MR, dst += MR * kc) {
     const long rows = std::min<long>(MR, mc - ir);
     if (ta == Trans::N) copy_panel<T, MR>(dst, a + (i0 + ir) + p0 * lda, lda, kc, rows);
-    else interleave_rows(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
+    else interleave(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
   }
 }
 
 // op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/NR) panels of kc x NR.
-template <typename T, int NR>
+template <typename T, int NR, Interleave<T> interleave = interleave_rows<T>>
 void pack_b(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, long p0, long kc, long j0, long nc) {
   for (long jr = 0; jr < nc; jr += NR, dst += NR * kc) {
     const long cols = std::min<long>(NR, nc - jr);
     if (tb == Trans::T) copy_panel<T, NR>(dst, b + (j0 + jr) + p0 * ldb, ldb, kc, cols);
-    else interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
+    else interleave(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
   }
 }
 
