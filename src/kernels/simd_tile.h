@@ -18,19 +18,24 @@
 namespace hcops {
 namespace kernels {
 
-template <typename W, typename T, int NR>
+// MV: A vectors per k step, 2 for a full tile, 1 for a partial one of at
+// most `lanes` rows (half the FMAs of a masked full tile; m = 72 products).
+template <typename W, typename T, int NR, int MV>
 __attribute__((always_inline)) inline void tile_step(const T *a, const T *b, long csb, typename W::V *c0,
                                                      typename W::V *c1) {
-  const auto a0 = W::load(a), a1 = W::load(a + W::lanes);
+  const auto a0 = W::load(a);
+  typename W::V a1{};
+  if constexpr (MV == 2) a1 = W::load(a + W::lanes);
 #pragma GCC unroll 12
   for (int j = 0; j < NR; ++j) {
     const auto bj = W::set1(b[j * csb]);
     c0[j] = W::fmadd(a0, bj, c0[j]);
-    c1[j] = W::fmadd(a1, bj, c1[j]);
+    if constexpr (MV == 2) c1[j] = W::fmadd(a1, bj, c1[j]);
   }
 }
 
-// C[:, 0:NR] = alpha A~B + beta C; kMasked limits rows to masks m0 / m1.
+// C[:, 0:NR] = alpha A~B + beta C; kMasked limits rows to masks m0 / m1
+// (MV = 1: rows to m0 alone).
 // B(p, j) is b[p * rsb + j * csb]: a packed panel (rsb = its width, csb = 1,
 // both compile-time constants after inlining) or op(B) read in place.
 // Forced inline: left to itself GCC shares one clone between the packed and
@@ -38,7 +43,7 @@ __attribute__((always_inline)) inline void tile_step(const T *a, const T *b, lon
 // accumulators and ran ~12% slower (Xeon, AVX-512). The k loop is a plain
 // loop unrolled by the compiler: a hand-unrolled body of four steps needs
 // more than 32 zmm registers once its loads are hoisted, and spilled too.
-template <typename W, typename T, int NR, bool kMasked>
+template <typename W, typename T, int NR, bool kMasked, int MV = 2>
 __attribute__((always_inline)) inline void tile(long kc, T alpha, const T *__restrict a, const T *__restrict b,
                                                 long rsb, long csb, T beta, T *__restrict c, long ldc,
                                                 typename W::Mask m0, typename W::Mask m1) {
@@ -48,19 +53,25 @@ __attribute__((always_inline)) inline void tile(long kc, T alpha, const T *__res
   for (int j = 0; j < NR; ++j) {
     c0[j] = c1[j] = W::zero();
     _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc + MR - 1), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc + MV * W::lanes - 1), _MM_HINT_T0);
   }
 #pragma GCC unroll 4
   for (long p = 0; p < kc; ++p, a += MR, b += rsb) {
     _mm_prefetch(reinterpret_cast<const char *>(a + 8 * MR), _MM_HINT_T0);
-    tile_step<W, T, NR>(a, b, csb, c0, c1);
+    tile_step<W, T, NR, MV>(a, b, csb, c0, c1);
   }
 
   const auto va = W::set1(alpha), vb = W::set1(beta);
 #pragma GCC unroll 12
   for (int j = 0; j < NR; ++j) {
     T *cj = c + j * ldc;
-    auto r0 = W::mul(va, c0[j]), r1 = W::mul(va, c1[j]);
+    auto r0 = W::mul(va, c0[j]);
+    if constexpr (MV == 1) {
+      if (beta != T(0)) r0 = W::fmadd(vb, W::loadu(cj, m0), r0);
+      W::storeu(cj, r0, m0);
+      continue;
+    }
+    auto r1 = W::mul(va, c1[j]);
     if (kMasked) {
       if (beta != T(0)) {
         r0 = W::fmadd(vb, W::loadu(cj, m0), r0);
@@ -95,9 +106,11 @@ struct SimdKernel {
   // past its last column. kDirect = false keeps the packed strides constant.
   template <bool kDirect, int N>
   static void cols(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc, int m) {
-    const int r0 = m < W::lanes ? m : W::lanes;
-    tile<W, T, N, true>(kc, alpha, a, b, kDirect ? rsb : NR, kDirect ? csb : 1, beta, c, ldc, W::mask(r0),
-                        W::mask(m - r0));
+    const long rs = kDirect ? rsb : NR, cs = kDirect ? csb : 1;
+    if (m <= W::lanes)
+      tile<W, T, N, true, 1>(kc, alpha, a, b, rs, cs, beta, c, ldc, W::mask(m), W::mask(0));
+    else
+      tile<W, T, N, true, 2>(kc, alpha, a, b, rs, cs, beta, c, ldc, W::mask(W::lanes), W::mask(m - W::lanes));
   }
 
   template <bool kDirect, int... N>
