@@ -20,6 +20,23 @@ namespace kernels {
 namespace avx512 {
 namespace {
 
+template <int imm>
+inline __m512 shuffle_lanes(__m512 a, __m512 b) { return _mm512_shuffle_f32x4(a, b, imm); }
+template <int imm>
+inline __m512d shuffle_lanes(__m512d a, __m512d b) { return _mm512_shuffle_f64x2(a, b, imm); }
+
+// The 128-bit lanes of in[0], in[s], in[2s], in[3s] as a 4 x 4 matrix,
+// transposed into out[0], out[s], out[2s], out[3s].
+template <typename V>
+inline void transpose_lanes(const V *in, V *out, int s) {
+  const V lo0 = shuffle_lanes<0x44>(in[0], in[s]), hi0 = shuffle_lanes<0xee>(in[0], in[s]);
+  const V lo1 = shuffle_lanes<0x44>(in[2 * s], in[3 * s]), hi1 = shuffle_lanes<0xee>(in[2 * s], in[3 * s]);
+  out[0] = shuffle_lanes<0x88>(lo0, lo1);
+  out[s] = shuffle_lanes<0xdd>(lo0, lo1);
+  out[2 * s] = shuffle_lanes<0x88>(hi0, hi1);
+  out[3 * s] = shuffle_lanes<0xdd>(hi0, hi1);
+}
+
 // r[i] holds row i; afterwards r[c] holds column c. Two rounds of in-lane
 // unpacks give 4 x 4 blocks per 128-bit lane, then a 4 x 4 transpose of the
 // lanes themselves (shuffle_f32x4) finishes.
@@ -39,15 +56,7 @@ inline void transpose16(__m512 r[16]) {
     u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
   }
   // u[4i + j], lane L = rows 4i..4i+3 of column 4L + j.
-  for (int j = 0; j < 4; ++j) {
-    const __m512 lo0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44), hi0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xee);
-    const __m512 lo1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44),
-                 hi1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xee);
-    r[j] = _mm512_shuffle_f32x4(lo0, lo1, 0x88);
-    r[4 + j] = _mm512_shuffle_f32x4(lo0, lo1, 0xdd);
-    r[8 + j] = _mm512_shuffle_f32x4(hi0, hi1, 0x88);
-    r[12 + j] = _mm512_shuffle_f32x4(hi0, hi1, 0xdd);
-  }
+  for (int j = 0; j < 4; ++j) transpose_lanes(u + j, r + j, 4);
 }
 
 inline void transpose8(__m512d r[8]) {
@@ -57,15 +66,7 @@ inline void transpose8(__m512d r[8]) {
     t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
   }
   // t[2i + j], lane L = rows 2i, 2i+1 of column 2L + j.
-  for (int j = 0; j < 2; ++j) {
-    const __m512d lo0 = _mm512_shuffle_f64x2(t[j], t[2 + j], 0x44), hi0 = _mm512_shuffle_f64x2(t[j], t[2 + j], 0xee);
-    const __m512d lo1 = _mm512_shuffle_f64x2(t[4 + j], t[6 + j], 0x44),
-                  hi1 = _mm512_shuffle_f64x2(t[4 + j], t[6 + j], 0xee);
-    r[j] = _mm512_shuffle_f64x2(lo0, lo1, 0x88);
-    r[2 + j] = _mm512_shuffle_f64x2(lo0, lo1, 0xdd);
-    r[4 + j] = _mm512_shuffle_f64x2(hi0, hi1, 0x88);
-    r[6 + j] = _mm512_shuffle_f64x2(hi0, hi1, 0xdd);
-  }
+  for (int j = 0; j < 2; ++j) transpose_lanes(t + j, r + j, 2);
 }
 
 struct F32Lanes {
