@@ -50,7 +50,8 @@ void copy_panel(T *__restrict dst, const T *__restrict src, long ld, long kc, lo
   }
 }
 
-// A family may supply a faster transposing copy with interleave_rows' contract.
+// A family may supply a faster transposing copy for A, with interleave_rows'
+// contract.
 template <typename T>
 using Interleave = void (*)(T *dst, const T *src, long ld, long kc, long rows, int width);
 
@@ -65,12 +66,12 @@ void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i
 }
 
 // op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/NR) panels of kc x NR.
-template <typename T, int NR, Interleave<T> interleave = interleave_rows<T>>
+template <typename T, int NR>
 void pack_b(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, long p0, long kc, long j0, long nc) {
   for (long jr = 0; jr < nc; jr += NR, dst += NR * kc) {
     const long cols = std::min<long>(NR, nc - jr);
     if (tb == Trans::T) copy_panel<T, NR>(dst, b + (j0 + jr) + p0 * ldb, ldb, kc, cols);
-    else interleave(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
+    else interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
   }
 }
 

@@ -1,5 +1,5 @@
-// Transposing pack for the AVX-512 family: op(X) rows that are contiguous in
-// memory (A^T for A, B for B) become k-step vectors of a panel through
+// Transposing pack for the AVX-512 family: rows of op(A) that are contiguous
+// in memory (A^T) become k-step vectors of a panel through
 // in-register transposes, 16 x 16 floats or 8 x 8 doubles at a time. The
 // generic interleave_rows in pack.h moves one element per instruction; this
 // moves a vector, ~4x faster, and it sits on the path of every TN product
@@ -40,7 +40,7 @@ inline void transpose_lanes(const V *in, V *out, int s) {
 // r[i] holds row i; afterwards r[c] holds column c. Two rounds of in-lane
 // unpacks give 4 x 4 blocks per 128-bit lane, then a 4 x 4 transpose of the
 // lanes themselves (shuffle_f32x4) finishes.
-inline void transpose16(__m512 r[16]) {
+inline void transpose_square(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -59,7 +59,7 @@ inline void transpose16(__m512 r[16]) {
   for (int j = 0; j < 4; ++j) transpose_lanes(u + j, r + j, 4);
 }
 
-inline void transpose8(__m512d r[8]) {
+inline void transpose_square(__m512d r[8]) {
   __m512d t[8];
   for (int i = 0; i < 4; ++i) {
     t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
@@ -69,57 +69,23 @@ inline void transpose8(__m512d r[8]) {
   for (int j = 0; j < 2; ++j) transpose_lanes(t + j, r + j, 2);
 }
 
-struct F32Lanes {
-  using T = float;
-  using V = __m512;
-  static constexpr int n = 16;
-  static V load(const T *p, int count) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1), p); }
-  static void store(T *p, V v) { _mm512_storeu_ps(p, v); }
-  static V zero() { return _mm512_setzero_ps(); }
-  static void transpose(V *r) { transpose16(r); }
-};
-
-struct F64Lanes {
-  using T = double;
-  using V = __m512d;
-  static constexpr int n = 8;
-  static V load(const T *p, int count) { return _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << count) - 1), p); }
-  static void store(T *p, V v) { _mm512_storeu_pd(p, v); }
-  static V zero() { return _mm512_setzero_pd(); }
-  static void transpose(V *r) { transpose8(r); }
-};
-
-// The contract of pack.h's interleave_rows for widths that are a multiple
-// of the lane count: dst[p * width + r] = src[r * ld + p] for r < rows,
-// zero for rows <= r < width. Narrower panels (B's nr = 12) use the generic
-// one.
-template <typename L>
-void transpose_rows(typename L::T *dst, const typename L::T *src, long ld, long kc, long rows, int width) {
-  using V = typename L::V;
-  constexpr int n = L::n;
+// interleave_rows' contract (pack.h) for A panels, whose width MR is a
+// multiple of the lane count: dst[p * width + r] = src[r * ld + p] for
+// r < rows, zero for rows <= r < width. W is the family's vector traits
+// (ukernel.cpp); blocks of lanes x lanes, tails of k and rows masked.
+template <typename W, typename T>
+void transpose_rows(T *dst, const T *src, long ld, long kc, long rows, int width) {
+  constexpr int n = W::lanes;
   for (int r0 = 0; r0 < width; r0 += n) {
     const int nrows = static_cast<int>(std::clamp<long>(rows - r0, 0, n));
     for (long p0 = 0; p0 < kc; p0 += n) {
       const int np = static_cast<int>(std::min<long>(n, kc - p0));
-      V v[n];
-      for (int i = 0; i < n; ++i) v[i] = i < nrows ? L::load(src + (r0 + i) * ld + p0, np) : L::zero();
-      if (nrows) L::transpose(v);
-      for (int q = 0; q < np; ++q) L::store(dst + (p0 + q) * width + r0, v[q]);
+      typename W::V v[n];
+      for (int i = 0; i < n; ++i) v[i] = i < nrows ? W::loadu(src + (r0 + i) * ld + p0, W::mask(np)) : W::zero();
+      if (nrows) transpose_square(v);
+      for (int q = 0; q < np; ++q) W::storeu(dst + (p0 + q) * width + r0, v[q]);
     }
   }
-}
-
-template <typename T>
-void interleave_rows_avx512(T *dst, const T *src, long ld, long kc, long rows, int width);
-template <>
-inline void interleave_rows_avx512<float>(float *dst, const float *src, long ld, long kc, long rows, int width) {
-  if (width % F32Lanes::n) interleave_rows(dst, src, ld, kc, rows, width);
-  else transpose_rows<F32Lanes>(dst, src, ld, kc, rows, width);
-}
-template <>
-inline void interleave_rows_avx512<double>(double *dst, const double *src, long ld, long kc, long rows, int width) {
-  if (width % F64Lanes::n) interleave_rows(dst, src, ld, kc, rows, width);
-  else transpose_rows<F64Lanes>(dst, src, ld, kc, rows, width);
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ using D = SimdKernel<F64, double, kNr>;
 
 extern const KernelSet set = {
     Isa::avx512,
-    {2 * F32::lanes, kNr, &S::full, &S::edge, &pack_a<float, 2 * F32::lanes, interleave_rows_avx512<float>>, &pack_b<float, kNr>, &S::full_direct, &S::edge_direct},
-    {2 * F64::lanes, kNr, &D::full, &D::edge, &pack_a<double, 2 * F64::lanes, interleave_rows_avx512<double>>, &pack_b<double, kNr>, &D::full_direct, &D::edge_direct},
+    {2 * F32::lanes, kNr, &S::full, &S::edge, &pack_a<float, 2 * F32::lanes, transpose_rows<F32, float>>, &pack_b<float, kNr>, &S::full_direct, &S::edge_direct},
+    {2 * F64::lanes, kNr, &D::full, &D::edge, &pack_a<double, 2 * F64::lanes, transpose_rows<F64, double>>, &pack_b<double, kNr>, &D::full_direct, &D::edge_direct},
 };
 
 }  // namespace avx512
