@@ -1,12 +1,12 @@
 #include "log.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <set>
 #include <string>
 
@@ -43,16 +43,37 @@ extern "C" void hcops_log_error(const char *fmt, ...) {
   va_end(ap);
 }
 
-void warn_once(const char *key, const char *fmt, ...) {
-  static std::mutex lock;
+namespace {
+// Held across fork, so a child never inherits it locked by a thread that
+// did not come along.
+pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+__attribute__((constructor)) void register_fork_handlers() {
+  pthread_atfork([] { pthread_mutex_lock(&once_lock); }, [] { pthread_mutex_unlock(&once_lock); },
+                 [] { pthread_mutex_init(&once_lock, nullptr); });
+}
+
+bool first_time(const char *key) {
   static std::set<std::string> *seen = new std::set<std::string>;  // never destroyed: used at exit
-  {
-    std::lock_guard<std::mutex> g(lock);
-    if (!seen->insert(key).second) return;
-  }
+  pthread_mutex_lock(&once_lock);
+  const bool first = seen->insert(key).second;
+  pthread_mutex_unlock(&once_lock);
+  return first;
+}
+}  // namespace
+
+void warn_once(const char *key, const char *fmt, ...) {
+  if (!first_time(key)) return;
   va_list ap;
   va_start(ap, fmt);
   vwrite_line("hcops: warning: ", fmt, ap);
+  va_end(ap);
+}
+
+void note_once(const char *key, const char *fmt, ...) {
+  if (verbose_level() < 1 || !first_time(key)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vwrite_line("hcops_verbose,info,", fmt, ap);
   va_end(ap);
 }
 

@@ -22,6 +22,12 @@ void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // Like error(), but only the first time `key` is seen in this process.
 void warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// Like warn_once(), but only when HCOPS_VERBOSE asks: for conditions of the
+// environment (no NUMA policy in a container, no fast memory) that change
+// what the library does without being anybody's mistake. Printed as
+// "hcops_verbose,info,<message>", among the verbose lines.
+void note_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 // A single write(2) of a formatted line, so lines from threads never interleave.
 void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "hcops.h"
@@ -154,6 +155,7 @@ static void overflow_and_errno(void **state) {
   errno = 1234;
   assert_int_equal(posix_memalign(&out, 64, size_max - 8 * MiB), ENOMEM);
   assert_ptr_equal(out, (void *)&out);
+  assert_int_equal(errno, 1234);
 
   /* aligned_alloc: a non-power-of-two alignment is EINVAL (glibc 2.36, C11 DR 460). */
   for (size_t n = 100; n <= 4 * MiB; n *= 200) {
@@ -310,11 +312,25 @@ static void realloc_large_in_place_and_moved(void **state) {
 }
 
 /* calloc must clear a block the cache hands back dirty. */
+/* Pages of [p, p + n) present in memory. */
+static size_t resident_pages(void *p, size_t n) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t pages = (n + page - 1) / page;
+  unsigned char *vec = malloc(pages);
+  assert_int_equal(mincore(p, n, vec), 0);
+  size_t in = 0;
+  for (size_t i = 0; i < pages; ++i) in += vec[i] & 1;
+  free(vec);
+  return in;
+}
+
 static void calloc_large_is_zero(void **state) {
   (void)state;
   const size_t n = 6 * MiB + 12345; /* a size no other test uses */
   unsigned char *p = calloc(1, n);
   assert_non_null(p);
+  /* A fresh mapping is zero already: clearing it would fault in every page. */
+  assert_int_equal(resident_pages(p, n), 0);
   for (size_t i = 0; i < n; ++i)
     if (p[i]) fail_msg("first calloc: byte %zu is %d", i, p[i]);
   memset(p, 0xff, n);
@@ -329,8 +345,62 @@ static void calloc_large_is_zero(void **state) {
   free(q);
 }
 
+/* glibc 2.33 keeps errno across free; a successful large allocation leaves
+ * it as it was, whatever system calls placing the block made. */
+static void errno_kept(void **state) {
+  (void)state;
+  const size_t sizes[] = {100, 3 * MiB, 9 * MiB + 1};
+  for (size_t i = 0; i < 3; ++i) {
+    errno = 4321;
+    void *p = malloc(sizes[i]);
+    assert_non_null(p);
+    assert_int_equal(errno, 4321);
+    p = realloc(p, sizes[i] * 2);
+    assert_non_null(p);
+    assert_int_equal(errno, 4321);
+    p = realloc(p, sizes[i] / 2 + 1);
+    assert_int_equal(errno, 4321);
+    free(p);
+    assert_int_equal(errno, 4321);
+    void *q = NULL;
+    assert_int_equal(posix_memalign(&q, 4 * MiB, sizes[i]), 0);
+    assert_int_equal(errno, 4321);
+    free(q);
+    assert_int_equal(errno, 4321);
+  }
+}
+
+/* A freed block is reused only for the policy its pages have: after a move
+ * of part of it, it has none, and it goes back to the system instead. */
+static void cache_files_blocks_by_policy(void **state) {
+  (void)state;
+  const size_t n = 10 * MiB + 777; /* a size no other test uses */
+  size_t hits = st("cache_hits");
+  char *p = malloc(n);
+  free(p);
+  char *q = malloc(n);
+  assert_ptr_equal(q, p);
+  assert_int_equal(st("cache_hits"), hits + 1);
+  /* Moved whole to where it already is: still reusable. */
+  assert_int_equal(hcops_mem_move(q, malloc_usable_size(q), "ddr"), 0);
+  free(q);
+  q = malloc(n);
+  assert_ptr_equal(q, p);
+  assert_int_equal(st("cache_hits"), hits + 2);
+  /* Half of it moved: not reused. */
+  assert_int_equal(hcops_mem_move(q, n / 2, "local"), 0);
+  const size_t cached = st("cached");
+  free(q);
+  assert_int_equal(st("cached"), cached);
+  q = malloc(n);
+  assert_int_equal(st("cache_hits"), hits + 2);
+  free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(errno_kept),
+      cmocka_unit_test(cache_files_blocks_by_policy),
       cmocka_unit_test(threshold_boundary),
       cmocka_unit_test(null_and_zero_sizes),
       cmocka_unit_test(overflow_and_errno),

@@ -18,6 +18,9 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include <numaif.h>
+
+#include "mem/place.h"
 #include "mem/policy.h"
 #include "mem/tiers.h"
 #include "topology.h"
@@ -177,7 +180,11 @@ const char *topology_dir() {
   return dir ? dir : "../../shared/topologies";
 }
 
-bool have_topologies() { return access(topology_dir(), R_OK) == 0; }
+bool have_topologies() {
+  if (access(topology_dir(), R_OK) == 0) return true;
+  std::printf("SKIP: no synthetic topologies at %s (shared/ beside the checkout)\n", topology_dir());
+  return false;
+}
 
 hcops::Topology load(const char *name) {
   const std::string path = std::string(topology_dir()) + "/" + name;
@@ -282,6 +289,74 @@ void test_tiers_listed_nodes_override(void **) {
   assert_int_equal(t.fast_nodes.count(), 8);
 }
 
+mem::Rule rule_of(const char *text) {
+  mem::Policy p;
+  mem::ParseError err;
+  if (!mem::parse_policy(text, p, err) || p.rules.size() != 1) fail_msg("\"%s\" does not parse", text);
+  return p.rules[0];
+}
+
+// Where each placement sends an allocation made from every domain of a
+// machine with HBM, and the fast tier's fallback to the domain's own DDR when
+// HCOPS_MEM_FAST_LIMIT would be passed (this one-node machine cannot show a
+// wrong node: only these synthetic ones can).
+void test_resolve_xeon_max(void **) {
+  if (!have_topologies()) skip();
+  const hcops::Topology topo = load("xeon-max-flat-snc4-2s.xml");
+  const mem::Tiers t = mem::build_tiers(topo, nullptr);
+  const std::size_t MiB = std::size_t(1) << 20;
+  for (int d = 0; d < static_cast<int>(t.domains.size()); ++d) {
+    const int fast = t.domains[d].fast[0], ddr = t.domains[d].ddr;
+    mem::Target x = mem::resolve(t, d, rule_of("fast"), 8 * MiB, 0, 0);
+    assert_int_equal(x.mode, MPOL_PREFERRED);
+    assert_int_equal(x.node, fast);
+    assert_true(x.nodes == nodes({fast}));
+    assert_true(x.fast);
+    assert_false(x.fell_back);
+    // Under the limit, then one byte over it.
+    x = mem::resolve(t, d, rule_of("fast"), 8 * MiB, 8 * MiB, 16 * MiB);
+    assert_int_equal(x.node, fast);
+    x = mem::resolve(t, d, rule_of("fast"), 8 * MiB, 8 * MiB + 1, 16 * MiB);
+    assert_int_equal(x.mode, MPOL_PREFERRED);  // preferred, never bind: no OOM kill
+    assert_int_equal(x.node, ddr);
+    assert_true(x.fell_back);
+    assert_false(x.fast);
+    x = mem::resolve(t, d, rule_of("ddr"), 8 * MiB, 0, 0);
+    assert_int_equal(x.mode, MPOL_PREFERRED);
+    assert_int_equal(x.node, ddr);
+    assert_false(x.fast);
+    x = mem::resolve(t, d, rule_of("local"), 8 * MiB, 0, 0);
+    assert_int_equal(x.mode, MPOL_LOCAL);
+  }
+  mem::Target x = mem::resolve(t, 0, rule_of("interleave"), 8 * MiB, 0, 0);
+  assert_int_equal(x.mode, MPOL_INTERLEAVE);
+  assert_true(x.nodes == t.ddr_nodes);
+  assert_int_equal(x.nodes.count(), 8);
+  x = mem::resolve(t, 0, rule_of("interleave:8-11"), 8 * MiB, 0, 0);
+  assert_true(x.nodes == nodes({8, 9, 10, 11}));
+  x = mem::resolve(t, 3, rule_of("bind:9"), 8 * MiB, 0, 0);
+  assert_int_equal(x.mode, MPOL_BIND);
+  assert_int_equal(x.node, 9);
+  // Out-of-range domains (a CPU outside every domain) count as domain 0.
+  x = mem::resolve(t, 99, rule_of("fast"), 8 * MiB, 0, 0);
+  assert_int_equal(x.node, t.domains[0].fast[0]);
+}
+
+// Without a fast tier, fast is the domain's DDR node, and that is not a
+// fallback.
+void test_resolve_epyc_fast_is_ddr(void **) {
+  if (!have_topologies()) skip();
+  const hcops::Topology topo = load("epyc-nps4-2s.xml");
+  const mem::Tiers t = mem::build_tiers(topo, nullptr);
+  for (int d = 0; d < static_cast<int>(t.domains.size()); ++d) {
+    const mem::Target x = mem::resolve(t, d, rule_of("fast,thp"), 64 << 20, 0, 1);
+    assert_int_equal(x.mode, MPOL_PREFERRED);
+    assert_int_equal(x.node, t.domains[d].ddr);
+    assert_false(x.fast);
+    assert_false(x.fell_back);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -294,6 +369,8 @@ int main() {
       cmocka_unit_test(test_tiers_lx2),
       cmocka_unit_test(test_tiers_epyc_has_none),
       cmocka_unit_test(test_tiers_listed_nodes_override),
+      cmocka_unit_test(test_resolve_xeon_max),
+      cmocka_unit_test(test_resolve_epyc_fast_is_ddr),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

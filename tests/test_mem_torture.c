@@ -34,7 +34,7 @@
 #define THREADS 4
 #define SLOTS 24
 #define OPS 1200
-#define STRIDE 256 /* one checked word per 256 bytes, and the whole last 256 */
+#define STRIDE 8 /* every word is checked, and every byte of the last 8 */
 #define CHILD_TIMEOUT_S 20
 
 typedef size_t (*stat_fn)(const char *);
@@ -132,17 +132,23 @@ static int allocate(struct worker *w, struct block *b) {
   const size_t a = aligns[next(&w->rng) % 4];
   void *p = NULL;
   int zero = 0;
-  const int how = (int)(next(&w->rng) % 6);
+  const int how = (int)(next(&w->rng) % 9);
   switch (how) {
     case 0: p = malloc(n); break;
     case 1: p = calloc(1, n), zero = 1; break;
     case 2: p = realloc(NULL, n); break;
     case 3: if (posix_memalign(&p, a, n)) p = NULL; break;
     case 4: p = aligned_alloc(a, n); break;
-    default: p = memalign(a, n); break;
+    case 5: p = memalign(a, n); break;
+    case 6: p = valloc(n); break;
+    case 7: p = pvalloc(n); break;
+    default: p = reallocarray(NULL, n, 1); break;
   }
   if (!p) return FAIL(w, "allocation of %zu failed", n);
-  const size_t want = how >= 3 ? a : 16; /* glibc's malloc alignment otherwise */
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t want = how >= 3 && how <= 5 ? a : how == 6 || how == 7 ? page : 16; /* glibc's malloc alignment otherwise */
+  if (how == 7 && malloc_usable_size(p) < (n + page - 1) / page * page)
+    return FAIL(w, "pvalloc(%zu): usable size %zu not rounded to pages", n, malloc_usable_size(p));
   if ((uintptr_t)p % want) return FAIL(w, "%p not aligned to %zu", p, want);
   if (n >= MiB && (uintptr_t)p % (2 * MiB)) return FAIL(w, "large block %p not 2 MiB aligned", p);
   if (malloc_usable_size(p) < n) return FAIL(w, "usable size %zu < %zu", malloc_usable_size(p), n);
@@ -174,7 +180,7 @@ static int one_op(struct worker *w) {
     return 0;
   }
   const size_t n = random_size(&w->rng);
-  unsigned char *q = realloc(b->p, n);
+  unsigned char *q = next(&w->rng) % 2 ? realloc(b->p, n) : reallocarray(b->p, 1, n);
   if (!q) return FAIL(w, "realloc to %zu failed", n);
   size_t bad;
   if (verify_prefix(q, b->n, n, b->tag, &bad)) return FAIL(w, "realloc %zu -> %zu lost byte %zu", b->n, n, bad);

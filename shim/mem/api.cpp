@@ -26,6 +26,7 @@ int hcops_mem_push(int scope, const char *policy) {
     return -1;
   }
   mem::init();
+  mem::Internal in;
   mem::ParseError err;
   if (!mem::push_policy(s, policy, err)) {
     hcops::error("hcops_mem_push(\"%s\"): %s at position %zu", policy, err.what.c_str(), err.pos + 1);
@@ -46,11 +47,13 @@ int hcops_mem_pop(int scope) {
 
 int hcops_mem_move(void *addr, size_t len, const char *target) {
   mem::init();
+  mem::Internal in;
   return mem::move(addr, len, target);
 }
 
 long hcops_mem_move_async(void *addr, size_t len, const char *target) {
   mem::init();
+  mem::Internal in;
   return mem::move_async(addr, len, target);
 }
 
@@ -60,6 +63,7 @@ size_t hcops_mem_stat(const char *name) { return mem::stat(name); }
 
 void hcops_mem_print_info(FILE *out) {
   if (!out) return;
+  mem::Internal in;
   const std::string s = mem::describe_config() + "\n" + mem::stats_report() + "\n";
   std::fputs(s.c_str(), out);
 }

@@ -4,6 +4,7 @@
 // src/mem. Every pointer's owner is known from its address alone, so free,
 // realloc and malloc_usable_size work on glibc's pointers and ours alike.
 #include <dlfcn.h>
+#include <atomic>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -24,36 +25,54 @@ namespace mem = hcops::mem;
 
 namespace {
 
-// Set while this thread is inside the large path: anything the path
-// allocates itself (hwloc, the policy map) goes to glibc.
-thread_local bool inside __attribute__((tls_model("initial-exec"))) = false;
-
 using UsableSizeFn = size_t (*)(void *);
-UsableSizeFn glibc_usable_size = nullptr;
+std::atomic<UsableSizeFn> glibc_usable_size{nullptr};
 
-class Inside {
+// glibc's malloc_usable_size: found at start-up, or at first use when a
+// pointer is asked about before the constructor ran (dlsym may calloc, which
+// glibc serves then).
+UsableSizeFn libc_usable_fn() {
+  UsableSizeFn f = glibc_usable_size.load(std::memory_order_acquire);
+  if (!f) {
+    f = reinterpret_cast<UsableSizeFn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+    glibc_usable_size.store(f, std::memory_order_release);
+  }
+  return f;
+}
+
+// glibc 2.33 and later keep errno across free(), and callers do not expect a
+// successful allocation to leave one behind: the large path's system calls
+// (mbind, madvise, a failed hugetlb map) must not show.
+class KeepErrno {
  public:
-  Inside() { inside = true; }
-  ~Inside() { inside = false; }
+  KeepErrno() : saved_(errno) {}
+  ~KeepErrno() { errno = saved_; }
+
+ private:
+  int saved_;
 };
 
 inline bool large(size_t n) { return n >= mem::threshold.load(std::memory_order_relaxed); }
 
 // nullptr: glibc serves it.
 void *large_alloc(size_t n, size_t align, bool zero = false) {
-  if (inside) return nullptr;
-  Inside in;
+  if (mem::inside) return nullptr;
+  mem::Internal in;
+  KeepErrno keep;  // on nullptr glibc answers, and sets errno itself
   return mem::allocate(n, align, zero);
 }
 
 bool power_of_two(size_t a) { return a && !(a & (a - 1)); }
 
-size_t libc_usable(void *p) { return p && glibc_usable_size ? glibc_usable_size(p) : 0; }
+size_t libc_usable(void *p) {
+  const UsableSizeFn f = p ? libc_usable_fn() : nullptr;
+  return f ? f(p) : 0;
+}
 
 __attribute__((constructor)) void start() {
-  glibc_usable_size = reinterpret_cast<UsableSizeFn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+  libc_usable_fn();
   pthread_atfork(mem::before_fork, mem::after_fork_parent, mem::after_fork_child);
-  Inside in;
+  mem::Internal in;
   mem::init();
 }
 
@@ -69,7 +88,8 @@ __attribute__((visibility("default"))) void *malloc(size_t n) {
 
 __attribute__((visibility("default"))) void free(void *p) {
   if (__builtin_expect(!mem::Arena::owns(p), 1)) return __libc_free(p);
-  Inside in;
+  mem::Internal in;
+  KeepErrno keep;
   mem::release(p);
 }
 
@@ -87,7 +107,7 @@ __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
 __attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
   if (!p) return malloc(n);
   if (!mem::Arena::owns(p)) {
-    if (!large(n) || !glibc_usable_size) return __libc_realloc(p, n);
+    if (!large(n) || !libc_usable_fn()) return __libc_realloc(p, n);
     void *q = large_alloc(n, 0);
     if (!q) return __libc_realloc(p, n);
     const size_t have = libc_usable(p);
@@ -102,7 +122,8 @@ __attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
   void *q = nullptr;
   size_t have;
   {
-    Inside in;
+    mem::Internal in;
+    KeepErrno keep;
     if (large(n) && mem::resize_in_place(p, n)) return p;
     have = mem::usable_size(p);  // the caller may have used all of it
   }

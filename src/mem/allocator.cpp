@@ -4,6 +4,7 @@
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ namespace hcops {
 namespace mem {
 
 std::atomic<std::size_t> threshold{SIZE_MAX};
+thread_local bool inside __attribute__((tls_model("initial-exec"))) = false;
 
 namespace {
 
@@ -51,7 +53,7 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 // ---- statistics ----
 struct Stats {
   std::atomic<std::size_t> live{0}, peak{0}, allocations{0}, frees{0}, fast_in_use{0};
-  std::atomic<std::size_t> hugetlb_to_thp{0}, fast_to_ddr{0}, to_glibc{0}, system_rule{0}, policy_refused{0};
+  std::atomic<std::size_t> hugetlb_to_thp{0}, thp_to_base{0}, fast_to_ddr{0}, to_glibc{0}, system_rule{0}, policy_refused{0};
   std::atomic<std::size_t> cache_hits{0}, cached{0};
   std::atomic<std::size_t> bytes[kStatNodes + 1][3] = {};  // [node + 1][pages], cumulative
 };
@@ -96,32 +98,39 @@ long helper_next_ticket = 1;
 bool helper_running = false;
 
 // ---- freed blocks kept mapped, most recently freed last ----
-struct Cached {
-  void *p;
-  Block block;
-  int mode;
-  NodeSet nodes;
-};
 pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-std::vector<Cached> *cache = nullptr;  // under cache_lock
-std::size_t cache_bytes = 0;           // under cache_lock
+std::vector<std::pair<void *, Block>> *cache = nullptr;  // under cache_lock
+std::size_t cache_bytes = 0;                            // under cache_lock
+
+// What Block::where records for a target: FNV-1a over mode and node mask,
+// never 0 (0 is "unknown").
+uint64_t where_of(const Target &t) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  };
+  mix(static_cast<uint64_t>(t.mode));
+  for (int i = 0; i < kMaxNodes; ++i)
+    if (t.nodes.test(i)) mix(static_cast<uint64_t>(i) + 1);
+  return h ? h : 1;
+}
 
 // A cached block of the same page kind and placement holding `len` bytes
 // without wasting more than an eighth (or one slot); nullptr when none.
-void *reuse(const Rule &r, const Target &t, std::size_t len) {
+void *reuse(const Rule &r, uint64_t where, std::size_t len) {
   pthread_mutex_lock(&cache_lock);
   std::size_t best = SIZE_MAX;
   for (std::size_t i = 0; i < cache->size(); ++i) {
-    const Cached &c = (*cache)[i];
-    if (c.block.pages != r.pages || c.block.place != r.place || c.mode != t.mode || c.nodes != t.nodes) continue;
-    if (c.block.mapped < len || c.block.mapped - len > std::max(len / 8, kSlot)) continue;
-    if (best == SIZE_MAX || c.block.mapped < (*cache)[best].block.mapped) best = i;
+    const Block &c = (*cache)[i].second;
+    if (c.pages != r.pages || c.place != r.place || c.where != where) continue;
+    if (c.mapped < len || c.mapped - len > std::max(len / 8, kSlot)) continue;
+    if (best == SIZE_MAX || c.mapped < (*cache)[best].second.mapped) best = i;
   }
   void *p = nullptr;
   if (best != SIZE_MAX) {
-    p = (*cache)[best].p;
-    arena().block(p) = (*cache)[best].block;
-    cache_bytes -= (*cache)[best].block.mapped;
+    p = (*cache)[best].first;
+    arena().block(p) = (*cache)[best].second;
+    cache_bytes -= (*cache)[best].second.mapped;
     cache->erase(cache->begin() + static_cast<long>(best));
   }
   pthread_mutex_unlock(&cache_lock);
@@ -133,11 +142,7 @@ void unmap_block(void *p, std::size_t slots) {
   arena().give_back(p, slots);
 }
 
-}  // namespace
-
-void init() {
-  static std::atomic<bool> done{false};
-  if (done.exchange(true)) return;
+void read_config() {
   auto *c = new Config;
   c->fallback.place = Place::fast;
   c->fallback.pages = Pages::thp;
@@ -183,18 +188,36 @@ void init() {
                      format_size(c->cache_limit).c_str());
     }
   }
-  c->helper_core = static_cast<int>(env_long("HCOPS_MEM_HELPER_CORE", -1, -1, 1 << 20));
+  c->helper_core = static_cast<int>(env_long("HCOPS_MEM_HELPER_CORE", -1, -1, CPU_SETSIZE - 1));
+  // Default: the last CPU of the process, read now (the constructor runs on
+  // the main thread) rather than from whichever thread starts the helper.
+  cpu_set_t set;
+  if (c->helper_core < 0 && sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int cpu = CPU_SETSIZE - 1; cpu >= 0 && c->helper_core < 0; --cpu)
+      if (CPU_ISSET(cpu, &set)) c->helper_core = cpu;
   process_stack = new std::vector<Policy *>;
-  cache = new std::vector<Cached>;
+  cache = new std::vector<std::pair<void *, Block>>;
   helper_queue = new std::deque<MoveJob>;
   helper_results = new std::map<long, std::pair<int, int>>;
   config = c;
   if (!arena().reserve(kArenaBytes)) {
-    warn_once("arena", "cannot reserve address space for large allocations; leaving them all to glibc");
+    note_once("arena", "libhcops_mem: cannot reserve address space for large allocations; leaving them to glibc");
     return;
   }
   if (c->stats) std::atexit([] { print_line("%s", stats_report().c_str()); });
   threshold.store(thr, std::memory_order_release);
+}
+
+}  // namespace
+
+void init() {
+  // Once, and every caller waits for it: a second thread must not see a
+  // half-built configuration.
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, [] {
+    Internal in;
+    read_config();
+  });
 }
 
 Rule rule_for(std::size_t size) {
@@ -230,8 +253,9 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
   const std::size_t align_slots = align > kSlot ? align / kSlot : 1;
   const std::size_t len = r.pages == Pages::hugetlb ? slots * kSlot : round_up(size ? size : 1, page_size());
   const Target t = resolve(r, len, stats_.fast_in_use.load(std::memory_order_relaxed), config->fast_limit);
+  const uint64_t where = where_of(t);
   if (config->cache_limit && align_slots == 1) {
-    if (void *p = reuse(r, t, len)) {
+    if (void *p = reuse(r, where, len)) {
       Block &b = arena().block(p);
       b.requested = size;
       // Counted as this request's target (whose policy the block has), not
@@ -250,21 +274,26 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
   }
   void *p = arena().take(slots, align_slots);
   if (!p) {
-    warn_once("arena full", "address space for large allocations exhausted; further ones go to glibc");
+    note_once("arena full", "libhcops_mem: address space for large allocations exhausted; further ones go to glibc");
     stats_.to_glibc.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   Pages got;
-  if (!map_range(p, len, r.pages, got)) {
-    arena().give_back(p, slots);
+  const MapResult mapped = map_range(p, len, r.pages, got);
+  if (mapped != MapResult::ok) {
+    // A lost range may hold someone else's mapping now: never hand it out.
+    if (mapped == MapResult::failed) arena().give_back(p, slots);
     stats_.to_glibc.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  if (got != r.pages) stats_.hugetlb_to_thp.fetch_add(1, std::memory_order_relaxed);
+  if (r.pages == Pages::hugetlb && got != Pages::hugetlb) stats_.hugetlb_to_thp.fetch_add(1, std::memory_order_relaxed);
+  if (r.pages != Pages::base && got == Pages::base) stats_.thp_to_base.fetch_add(1, std::memory_order_relaxed);
   if (t.fell_back) stats_.fast_to_ddr.fetch_add(1, std::memory_order_relaxed);
+  bool placed = true;
   if (topology().this_system && !apply_policy(p, len, t)) {
+    placed = false;
     stats_.policy_refused.fetch_add(1, std::memory_order_relaxed);
-    warn_once("mem mbind", "cannot apply the NUMA policy %s to an allocation (%s); first-touch placement",
+    note_once("mem mbind", "libhcops_mem: cannot apply the NUMA policy %s to an allocation (%s); first-touch placement",
               describe(r).c_str(), std::strerror(errno));
   }
   Block &b = arena().block(p);
@@ -275,6 +304,7 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
   b.place = r.place;
   b.node = static_cast<int16_t>(t.node);
   b.counted_fast = t.fast;
+  b.where = placed ? where : 0;
   if (t.fast) stats_.fast_in_use.fetch_add(len, std::memory_order_relaxed);
   count_alloc(b);
   return p;
@@ -287,30 +317,21 @@ void release(void *p) {
   if (b.counted_fast) stats_.fast_in_use.fetch_sub(b.mapped, std::memory_order_relaxed);
   const Block freed = b;
   b = Block{};
-  if (!config->cache_limit || freed.mapped > config->cache_limit) return unmap_block(p, freed.slots);
-  // Keep it mapped with its policy (read back, so a moved block is filed
-  // under where it is now); drop the oldest beyond the limit.
-  Cached c{p, freed, MPOL_DEFAULT, NodeSet{}};
-  unsigned long mask[kMaxNodes / (8 * sizeof(unsigned long))] = {};
-  if (get_mempolicy(&c.mode, mask, kMaxNodes + 1, p, MPOL_F_ADDR) == 0) {
-    for (int i = 0; i < kMaxNodes; ++i)
-      if (mask[i / (8 * sizeof(unsigned long))] >> (i % (8 * sizeof(unsigned long))) & 1) c.nodes.set(i);
-  } else {
-    c.mode = -1;  // unknown: never matches
-  }
-  std::vector<Cached> evicted;
+  if (!config->cache_limit || freed.mapped > config->cache_limit || !freed.where)
+    return unmap_block(p, freed.slots);
+  std::vector<std::pair<void *, Block>> evicted;
   pthread_mutex_lock(&cache_lock);
-  cache->push_back(c);
+  cache->emplace_back(p, freed);
   cache_bytes += freed.mapped;
   std::size_t drop = 0;
-  while (cache_bytes > config->cache_limit && drop < cache->size()) cache_bytes -= (*cache)[drop++].block.mapped;
+  while (cache_bytes > config->cache_limit && drop < cache->size()) cache_bytes -= (*cache)[drop++].second.mapped;
   evicted.assign(cache->begin(), cache->begin() + static_cast<long>(drop));
   cache->erase(cache->begin(), cache->begin() + static_cast<long>(drop));
   pthread_mutex_unlock(&cache_lock);
   stats_.cached.fetch_add(freed.mapped, std::memory_order_relaxed);
-  for (const Cached &e : evicted) {
-    stats_.cached.fetch_sub(e.block.mapped, std::memory_order_relaxed);
-    unmap_block(e.p, e.block.slots);
+  for (const auto &e : evicted) {
+    stats_.cached.fetch_sub(e.second.mapped, std::memory_order_relaxed);
+    unmap_block(e.first, e.second.slots);
   }
 }
 
@@ -322,7 +343,7 @@ bool resize_in_place(void *p, std::size_t size) {
   const std::size_t slots = round_up(len, kSlot) / kSlot;
   char *base = static_cast<char *>(p);
   if (len <= b.mapped) {  // shrink: return whole slots and pages past the end
-    unmap_range(base + len, b.slots * kSlot - len);
+    if (len < b.slots * kSlot) unmap_range(base + len, b.slots * kSlot - len);
     if (slots < b.slots) arena().give_back(base + slots * kSlot, b.slots - slots);
     stats_.live.fetch_sub(b.mapped - len, std::memory_order_relaxed);
     if (b.counted_fast) stats_.fast_in_use.fetch_sub(b.mapped - len, std::memory_order_relaxed);
@@ -336,18 +357,29 @@ bool resize_in_place(void *p, std::size_t size) {
   Target t;
   int mode = 0;
   unsigned long mask[kMaxNodes / (8 * sizeof(unsigned long))] = {};
-  if (get_mempolicy(&mode, mask, kMaxNodes + 1, p, MPOL_F_ADDR) == 0) {
+  const bool known = get_mempolicy(&mode, mask, kMaxNodes + 1, p, MPOL_F_ADDR) == 0;
+  if (known) {
     t.mode = mode;
     for (int i = 0; i < kMaxNodes; ++i)
       if (mask[i / (8 * sizeof(unsigned long))] >> (i % (8 * sizeof(unsigned long))) & 1) t.nodes.set(i);
   }
   Pages got;
-  if (!map_range(base + b.mapped, len - b.mapped, b.pages, got)) {
-    if (slots > b.slots) arena().give_back(base + b.slots * kSlot, slots - b.slots);
-    return false;
+  switch (map_range(base + b.mapped, len - b.mapped, b.pages, got)) {
+    case MapResult::ok:
+      break;
+    case MapResult::failed:
+      if (slots > b.slots) arena().give_back(base + b.slots * kSlot, slots - b.slots);
+      return false;
+    case MapResult::lost:  // the block keeps what it had; the lost range is never handed out
+      return false;
   }
-  if (topology().this_system && t.mode) apply_policy(base + b.mapped, len - b.mapped, t);
+  if (!known || got != b.pages || (topology().this_system && t.mode && !apply_policy(base + b.mapped, len - b.mapped, t)))
+    b.where = 0;  // the block is no longer one policy and one page kind: not reused
   add_live(len - b.mapped);
+  {
+    const int row = b.node < 0 ? 0 : (b.node >= kStatNodes ? kStatNodes : b.node + 1);
+    stats_.bytes[row][static_cast<int>(got)].fetch_add(len - b.mapped, std::memory_order_relaxed);
+  }
   if (b.counted_fast) stats_.fast_in_use.fetch_add(len - b.mapped, std::memory_order_relaxed);
   b.mapped = len;
   b.slots = static_cast<uint32_t>(std::max<std::size_t>(slots, b.slots));
@@ -394,6 +426,19 @@ bool pop_policy(Scope s) {
 }
 
 namespace {
+// A move gives the blocks it covers whole the target's policy; a block it
+// covers in part (or a failed move) has no single policy any more.
+int move_and_file(void *addr, std::size_t len, const Target &t) {
+  const int rc = move_range(addr, len, t);
+  const uint64_t where = rc == 0 ? where_of(t) : 0;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  arena().for_each_block(addr, len, [&](char *start, Block &b) {
+    const uintptr_t s = reinterpret_cast<uintptr_t>(start);
+    b.where = s >= a && s + b.mapped <= a + len ? where : 0;
+  });
+  return rc;
+}
+
 bool target_from(const char *text, std::size_t len, Target &t) {
   Policy p;
   ParseError err;
@@ -407,21 +452,13 @@ bool target_from(const char *text, std::size_t len, Target &t) {
 }
 
 void pin_helper() {
-  int core = config ? config->helper_core : -1;
-  cpu_set_t set;
-  if (core < 0) {  // the last CPU this process may run on
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
-    for (int c = CPU_SETSIZE - 1; c >= 0; --c)
-      if (CPU_ISSET(c, &set)) {
-        core = c;
-        break;
-      }
-  }
+  const int core = config ? config->helper_core : -1;
   if (core < 0 || core >= CPU_SETSIZE) return;
+  cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(core, &set);
   if (sched_setaffinity(0, sizeof set, &set) != 0)
-    warn_once("helper core", "cannot pin the memory helper thread to CPU %d", core);
+    note_once("helper core", "libhcops_mem: cannot pin the memory helper thread to CPU %d", core);
 }
 
 void *helper_main(void *) {
@@ -432,7 +469,7 @@ void *helper_main(void *) {
     MoveJob job = helper_queue->front();
     helper_queue->pop_front();
     pthread_mutex_unlock(&helper_lock);
-    const int rc = move_range(job.addr, job.len, job.target);
+    const int rc = move_and_file(job.addr, job.len, job.target);
     const int err = rc ? errno : 0;
     pthread_mutex_lock(&helper_lock);
     (*helper_results)[job.ticket] = {rc, err};
@@ -445,7 +482,7 @@ void *helper_main(void *) {
 int move(void *addr, std::size_t len, const char *target) {
   Target t;
   if (!target_from(target, len, t)) return -1;
-  return move_range(addr, len, t);
+  return move_and_file(addr, len, t);
 }
 
 long move_async(void *addr, std::size_t len, const char *target) {
@@ -457,7 +494,13 @@ long move_async(void *addr, std::size_t len, const char *target) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    // Signals are for the application's threads: the helper starts with all
+    // of them blocked.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     const int rc = pthread_create(&th, &attr, helper_main, nullptr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
       pthread_mutex_unlock(&helper_lock);
@@ -507,6 +550,7 @@ std::size_t stat(const char *name) {
   if (n == "frees") return stats_.frees.load();
   if (n == "fast_in_use") return stats_.fast_in_use.load();
   if (n == "fallback.hugetlb_to_thp") return stats_.hugetlb_to_thp.load();
+  if (n == "fallback.thp_to_base") return stats_.thp_to_base.load();
   if (n == "fallback.fast_to_ddr") return stats_.fast_to_ddr.load();
   if (n == "fallback.to_glibc") return stats_.to_glibc.load();
   if (n == "system_rule") return stats_.system_rule.load();
@@ -535,7 +579,8 @@ std::string stats_report() {
   std::string s = "hcops_mem: " + std::to_string(stats_.allocations.load()) + " large allocations (" +
                   std::to_string(stats_.allocations.load() - stats_.frees.load()) + " live), peak " +
                   mib(stats_.peak.load()) + " mapped\nhcops_mem: fallbacks: hugetlb->thp " +
-                  std::to_string(stats_.hugetlb_to_thp.load()) + ", fast->ddr " +
+                  std::to_string(stats_.hugetlb_to_thp.load()) + ", thp->base " +
+                  std::to_string(stats_.thp_to_base.load()) + ", fast->ddr " +
                   std::to_string(stats_.fast_to_ddr.load()) + ", to glibc " + std::to_string(stats_.to_glibc.load()) +
                   "; rule 'system' " + std::to_string(stats_.system_rule.load()) + "; policy refused " + std::to_string(stats_.policy_refused.load()) + "; reused from the cache " +
                   std::to_string(stats_.cache_hits.load()) + ", cached at exit " + mib(stats_.cached.load()) + "\n";
@@ -548,6 +593,7 @@ std::string stats_report() {
     s += "hcops_mem: allocated on " +
          (row == 0 ? std::string("the faulting CPU's node(s)") : "node " + std::to_string(row - 1)) + ":" + line + "\n";
   }
+  if (!tiers().any_fast()) s += "hcops_mem: no fast memory tier here: 'fast' meant the local DDR node\n";
   if (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
 }
@@ -565,6 +611,7 @@ std::string describe_config() {
 }
 
 void before_fork() {
+  tiers_before_fork();
   pthread_mutex_lock(&process_lock);
   pthread_mutex_lock(&helper_lock);
   pthread_mutex_lock(&cache_lock);
@@ -575,6 +622,7 @@ void after_fork_parent() {
   pthread_mutex_unlock(&cache_lock);
   pthread_mutex_unlock(&helper_lock);
   pthread_mutex_unlock(&process_lock);
+  tiers_after_fork();
 }
 void after_fork_child() {
   arena().reinit_after_fork();
@@ -583,6 +631,7 @@ void after_fork_child() {
   pthread_mutex_init(&process_lock, nullptr);
   pthread_cond_init(&helper_wake, nullptr);
   pthread_cond_init(&helper_done, nullptr);
+  tiers_after_fork();  // unlocking is enough: the lock's owner came along
   helper_running = false;  // threads do not survive fork
   if (helper_queue) helper_queue->clear();
 }

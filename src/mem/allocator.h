@@ -13,6 +13,20 @@
 namespace hcops {
 namespace mem {
 
+// Set while the calling thread runs libhcops_mem's own code: whatever that
+// code allocates (hwloc, the policy maps) must go to glibc, not recurse.
+extern thread_local bool inside __attribute__((tls_model("initial-exec")));
+class Internal {
+ public:
+  Internal() : was_(inside) { inside = true; }
+  ~Internal() { inside = was_; }
+  Internal(const Internal &) = delete;
+  Internal &operator=(const Internal &) = delete;
+
+ private:
+  bool was_;
+};
+
 // Sizes below this go to glibc untouched. SIZE_MAX until init() has run, so
 // allocations made before the constructor are glibc's.
 extern std::atomic<std::size_t> threshold;

@@ -1,6 +1,7 @@
 #include "arena.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <new>
 
@@ -24,7 +25,12 @@ void *reserve_range(std::size_t bytes) {
 }  // namespace
 
 bool Arena::reserve(std::size_t want) {
-  // Halve until the address space (ulimit -v, a 32-bit-like VM limit) allows it.
+  // Under ulimit -v (batch schedulers set it) the reservation counts against
+  // the limit: take at most a quarter of it, so the program's own mappings
+  // and thread stacks still fit.
+  struct rlimit as;
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) want = std::min<std::size_t>(want, as.rlim_cur / 4);
+  // Halve until the address space allows it.
   for (std::size_t bytes = want; bytes >= 64 * kSlot; bytes /= 2) {
     const std::size_t nslots = bytes / kSlot;
     void *raw = reserve_range(bytes + kSlot);

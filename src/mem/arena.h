@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <map>
 
 #include <pthread.h>
@@ -28,6 +29,10 @@ struct Block {
   Place place = Place::local;
   int16_t node = -1;          // the node aimed at, -1: none in particular
   bool counted_fast = false;  // counted against HCOPS_MEM_FAST_LIMIT
+  // The NUMA policy its pages have (a hash of mode and nodes, as set by
+  // mbind or a move); 0 when unknown, and a freed block whose policy is
+  // unknown is unmapped rather than reused under a wrong one.
+  uint64_t where = 0;
 };
 
 class Arena {
@@ -53,6 +58,9 @@ class Arena {
   void give_back(void *p, std::size_t slots);
 
   Block &block(const void *p) { return meta_[index(p)]; }
+  // Calls f(start, block) for every live block overlapping [p, p + len).
+  template <class F>
+  void for_each_block(const void *p, std::size_t len, F f);
 
   // For pthread_atfork: the slot lock is held across fork.
   void lock();
@@ -71,6 +79,30 @@ class Arena {
 };
 
 Arena &arena();
+
+template <class F>
+void Arena::for_each_block(const void *p, std::size_t len, F f) {
+  const uintptr_t base = base_.load(std::memory_order_relaxed), a = reinterpret_cast<uintptr_t>(p);
+  const std::size_t span = span_.load(std::memory_order_relaxed);
+  if (!span || len == 0 || a + len <= base || a >= base + span) return;
+  std::size_t first = a > base ? (a - base) / kSlot : 0;
+  const std::size_t end = std::min<std::size_t>((a + len - base + kSlot - 1) / kSlot, span / kSlot);
+  // A block's record sits at its first slot: step back to the one holding p.
+  for (std::size_t s = first + 1; s-- > 0;)
+    if (meta_[s].slots) {
+      if (s + meta_[s].slots > first) first = s;
+      break;
+    }
+  for (std::size_t s = first; s < end;) {
+    Block &b = meta_[s];
+    if (!b.slots) {
+      ++s;
+      continue;
+    }
+    f(reinterpret_cast<char *>(base + s * kSlot), b);
+    s += b.slots;
+  }
+}
 
 }  // namespace mem
 }  // namespace hcops

@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +66,12 @@ Target preferred(int node) {
 
 Target resolve(const Rule &r, std::size_t bytes, std::size_t fast_in_use, std::size_t fast_limit) {
   const Tiers &tt = tiers();
+  return resolve(tt, current_domain(), r, bytes, fast_in_use, fast_limit);
+}
+
+Target resolve(const Tiers &tt, int domain, const Rule &r, std::size_t bytes, std::size_t fast_in_use,
+               std::size_t fast_limit) {
+  if (domain < 0 || domain >= static_cast<int>(tt.domains.size())) domain = 0;
   switch (r.place) {
     case Place::system:
     case Place::local: {
@@ -72,10 +80,14 @@ Target resolve(const Rule &r, std::size_t bytes, std::size_t fast_in_use, std::s
       return t;
     }
     case Place::ddr:
-      return preferred(tt.domains[current_domain()].ddr);
+      return preferred(tt.domains[domain].ddr);
     case Place::fast: {
-      const DomainTier &d = tt.domains[current_domain()];
-      if (d.fast.empty()) return preferred(d.ddr);  // no fast tier here: local DDR
+      const DomainTier &d = tt.domains[domain];
+      if (d.fast.empty()) {
+        note_once("no fast tier", "libhcops_mem: no high-bandwidth memory found (%s); 'fast' places on local DDR",
+                  tt.source.c_str());
+        return preferred(d.ddr);
+      }
       const int node = d.fast.front();
       // MPOL_PREFERRED alone already spills to DDR when the node is full; the
       // checks choose DDR up front so the choice is counted and the fast
@@ -111,36 +123,96 @@ Target resolve(const Rule &r, std::size_t bytes, std::size_t fast_in_use, std::s
   return Target{};
 }
 
-bool map_range(void *addr, std::size_t len, Pages want, Pages &got) {
-  const int fixed = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
-  if (want == Pages::hugetlb) {
+namespace {
+constexpr int kReserve = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
+// True when all of [addr, addr + len) is still an inaccessible private
+// anonymous mapping, i.e. the arena's reservation and nothing else.
+bool still_reserved(void *addr, std::size_t len) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr), e = a + len;
+  FILE *f = std::fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  uintptr_t covered = a;
+  char line[512];
+  while (covered < e && std::fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, off, inode;
+    char perms[8];
+    unsigned dev_major, dev_minor;
+    if (std::sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &dev_major, &dev_minor, &inode) != 7)
+      continue;
+    if (hi <= covered || lo > covered) continue;
+    if (std::strcmp(perms, "---p") != 0 || inode != 0) break;
+    covered = hi;
+  }
+  std::fclose(f);
+  return covered >= e;
+}
+
+// After a failed MAP_FIXED call that may have unmapped [addr, addr + len):
+// reserve it again. False when another mapping took (part of) its place.
+bool reserve_again(void *addr, std::size_t len) {
+  const int saved = errno;
+  void *p = mmap(addr, len, PROT_NONE, kReserve | MAP_FIXED_NOREPLACE, -1, 0);
+  bool ok = p == addr;
+  if (!ok && p != MAP_FAILED) munmap(p, len);  // a kernel before 4.17 took the flag as a hint
+  if (!ok && p == MAP_FAILED && errno == EEXIST) ok = still_reserved(addr, len);
+  errno = saved;
+  return ok;
+}
+
+// Whether this kernel can mremap hugetlb mappings (Linux 5.16). Before, the
+// call fails after unmapping its target, which inside the arena would open a
+// hole another thread's mmap could fill. Tried once, on a scratch range
+// outside the arena, with the first hugetlb mapping obtained.
+enum { kUnknown, kWorks, kBroken };
+std::atomic<int> hugetlb_mremap{kUnknown};
+
+bool probe_hugetlb_mremap(void *&h, std::size_t len) {
+  int state = hugetlb_mremap.load(std::memory_order_acquire);
+  if (state != kUnknown) return state == kWorks;
+  void *scratch = mmap(nullptr, len, PROT_NONE, kReserve, -1, 0);
+  if (scratch == MAP_FAILED) return false;  // try again next time
+  void *moved = mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, scratch);
+  if (moved == scratch) {
+    h = moved;
+    state = kWorks;
+  } else {
+    // The scratch range may be partly unmapped now, and refilled by another
+    // thread: leave it alone rather than unmap someone else's memory.
+    state = kBroken;
+    note_once("hugetlb mremap", "libhcops_mem: this kernel cannot move hugetlb mappings (Linux < 5.16); "
+              "hugetlb requests get transparent huge pages");
+  }
+  hugetlb_mremap.store(state, std::memory_order_release);
+  return state == kWorks;
+}
+}  // namespace
+
+MapResult map_range(void *addr, std::size_t len, Pages want, Pages &got) {
+  if (want == Pages::hugetlb && hugetlb_mremap.load(std::memory_order_relaxed) != kBroken) {
     // Mapped where the kernel likes, then moved over the reservation in one
-    // step. A MAP_FIXED | MAP_HUGETLB that fails (pool empty) unmaps the
-    // range first: another thread's mmap could land in that hole before it
-    // is reserved again, and the THP mapping below would then replace it.
+    // step. A MAP_FIXED | MAP_HUGETLB that fails (pool empty) would unmap
+    // the range first, leaving a hole for another thread's mmap.
     void *h = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
     if (h != MAP_FAILED) {
-      if (mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == addr) {
+      if (probe_hugetlb_mremap(h, len) && mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == addr) {
         got = Pages::hugetlb;
-        return true;
+        return MapResult::ok;
       }
-      // mremap of hugetlb needs Linux 5.16; before, it may have unmapped
-      // the target: reserve it again unless it still is (EEXIST).
       munmap(h, len);
-      mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      if (hugetlb_mremap.load(std::memory_order_relaxed) == kWorks && !reserve_again(addr, len))
+        return MapResult::lost;
     }
     want = Pages::thp;
   }
-  void *p = mmap(addr, len, PROT_READ | PROT_WRITE, fixed, -1, 0);
-  if (p != addr) {
-    mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    return false;
-  }
+  if (want == Pages::hugetlb) want = Pages::thp;
+  void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (p != addr) return reserve_again(addr, len) ? MapResult::failed : MapResult::lost;
   // Explicit either way, so THP "always" mode cannot turn base into huge.
   if (madvise(addr, len, want == Pages::thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0 && want == Pages::thp)
     want = Pages::base;  // THP disabled in this kernel
   got = want;
-  return true;
+  return MapResult::ok;
 }
 
 void unmap_range(void *addr, std::size_t len) {

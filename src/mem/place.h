@@ -22,12 +22,20 @@ struct Target {
 // is what the process already holds on fast nodes; `fast_limit` the
 // HCOPS_MEM_FAST_LIMIT knob (0: none).
 Target resolve(const Rule &r, std::size_t bytes, std::size_t fast_in_use, std::size_t fast_limit);
+// The same for a given machine and compute domain (tests: synthetic ones).
+struct Tiers;
+Target resolve(const Tiers &tt, int domain, const Rule &r, std::size_t bytes, std::size_t fast_in_use,
+               std::size_t fast_limit);
 
 // Maps [addr, addr + len) read-write over the arena's reservation with the
-// page kind `want`, falling back hugetlb -> thp -> base. Returns the kind
-// obtained, or false when even base pages could not be mapped (the range is
-// then PROT_NONE again). len is a multiple of the slot size for hugetlb.
-bool map_range(void *addr, std::size_t len, Pages want, Pages &got);
+// page kind `want`, falling back hugetlb -> thp -> base; `got` is the kind
+// obtained. `failed`: not even base pages, and the range is reserved
+// (PROT_NONE) again. `lost`: a failing kernel call had unmapped the range and
+// another mapping took its place before it could be reserved again, so the
+// range must never be handed out. len is a multiple of the slot size for
+// hugetlb.
+enum class MapResult { ok, failed, lost };
+MapResult map_range(void *addr, std::size_t len, Pages want, Pages &got);
 
 // Returns [addr, addr + len) to a PROT_NONE reservation, freeing its memory.
 void unmap_range(void *addr, std::size_t len);

@@ -1,6 +1,9 @@
 #include "tiers.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "../env.h"
@@ -122,10 +125,25 @@ Tiers build_tiers(const Topology &topo, const char *fast_env) {
   return t;
 }
 
+namespace {
+// Built at the first large allocation, under a lock that fork waits for: a
+// child forked while another thread builds would otherwise wait forever on a
+// function-local static's guard.
+pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<const Tiers *> built{nullptr};
+}  // namespace
+
 const Tiers &tiers() {
-  static const Tiers *t = new Tiers(build_tiers(topology(), env_raw("HCOPS_MEM_FAST_NODES")));
-  return *t;
+  if (const Tiers *t = built.load(std::memory_order_acquire)) return *t;
+  pthread_mutex_lock(&build_lock);
+  if (!built.load(std::memory_order_relaxed))
+    built.store(new Tiers(build_tiers(topology(), env_raw("HCOPS_MEM_FAST_NODES"))), std::memory_order_release);
+  pthread_mutex_unlock(&build_lock);
+  return *built.load(std::memory_order_acquire);
 }
+
+void tiers_before_fork() { pthread_mutex_lock(&build_lock); }
+void tiers_after_fork() { pthread_mutex_unlock(&build_lock); }
 
 }  // namespace mem
 }  // namespace hcops

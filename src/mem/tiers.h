@@ -36,6 +36,9 @@ Tiers build_tiers(const Topology &topo, const char *fast_nodes_env);
 
 // The process-wide tiers, built on first use from topology().
 const Tiers &tiers();
+// pthread_atfork: fork waits for a build in progress.
+void tiers_before_fork();
+void tiers_after_fork();
 
 }  // namespace mem
 }  // namespace hcops

@@ -16,6 +16,21 @@ SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
 BIG = 4 << 20  # above the 1 MiB threshold
 
 
+MPOL_PREFERRED, MPOL_LOCAL = 1, 4
+
+
+def policy_of(addr):
+    """(mode, node mask) the kernel holds for the page at addr (get_mempolicy)."""
+    import ctypes
+    numa = ctypes.CDLL("libnuma.so.1", use_errno=True)
+    mode, mask = ctypes.c_int(), (ctypes.c_ulong * 16)()
+    MPOL_F_ADDR = 2
+    if numa.get_mempolicy(ctypes.byref(mode), mask, ctypes.c_ulong(16 * 64 + 1), ctypes.c_void_p(addr),
+                          ctypes.c_ulong(MPOL_F_ADDR)) != 0:
+        return (-1, ctypes.get_errno())
+    return (mode.value, mask[0])
+
+
 def child():
     sys.path.insert(0, SRC_PYTHON)
     import numpy as np
@@ -36,8 +51,11 @@ def child():
     r.check(mem.stat("allocations") == alloc_before + 1, "after the block the default applies again")
 
     mem.move(a.ctypes.data, a.nbytes, "ddr")
-    r.check(True, "move to ddr")
+    r.check(policy_of(a.ctypes.data) == (MPOL_PREFERRED, 1), "move to ddr: the kernel reports preferred node 0",
+            policy_of(a.ctypes.data))
     mem.wait(mem.move_async(a.ctypes.data, a.nbytes, "local"))
+    r.check(policy_of(a.ctypes.data)[0] == MPOL_LOCAL, "move to local on the helper: the kernel reports local",
+            policy_of(a.ctypes.data))
     r.check(int(a.sum()) == BIG and int(b.sum()) == BIG and int(c.sum()) == BIG, "contents intact after moves")
 
     try:

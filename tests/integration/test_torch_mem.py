@@ -178,6 +178,10 @@ def check_quiet(report, pre, plain):
                  not s.startswith("hcops_verbose,")]
         report.check(not noisy, f"{label}: no 'hcops' warnings or errors",
                      f"{len(noisy)} lines, first: {noisy[0]!r}" if noisy else "")
+    # One node, no HBM: HCOPS_VERBOSE hears once that 'fast' means DDR here.
+    said = [s for s in pre["stderr"] if s.startswith("hcops_verbose,info,libhcops_mem: no high-bandwidth")]
+    report.check(len(said) == 1, "preloaded: 'fast' without a fast tier is said once, when verbose",
+                 f"{len(said)} lines")
 
 
 def main():
