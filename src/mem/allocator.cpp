@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -102,16 +103,10 @@ pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 std::vector<std::pair<void *, Block>> *cache = nullptr;  // under cache_lock
 std::size_t cache_bytes = 0;                            // under cache_lock
 
-// What Block::where records for a target: FNV-1a over mode and node mask,
+// What Block::where records for a target: a hash of mode and node mask,
 // never 0 (0 is "unknown").
 uint64_t where_of(const Target &t) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
-  };
-  mix(static_cast<uint64_t>(t.mode));
-  for (int i = 0; i < kMaxNodes; ++i)
-    if (t.nodes.test(i)) mix(static_cast<uint64_t>(i) + 1);
+  const uint64_t h = std::hash<NodeSet>{}(t.nodes) ^ (static_cast<uint64_t>(t.mode) + 1) * 0x9E3779B97F4A7C15ull;
   return h ? h : 1;
 }
 
