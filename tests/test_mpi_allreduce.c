@@ -27,7 +27,7 @@
  *
  * Each rank ends with "rank R: expect N nonblocking, M blocking": the
  * allreduces the wrapper should have offloaded (every MPI_Iallreduce, every
- * MPI_Allreduce of at least HCOPS_MPI_OFFLOAD_MIN bytes), which
+ * MPI_Allreduce of at least rank 0's HCOPS_MPI_OFFLOAD_MIN bytes), which
  * test_mpi_allreduce.sh compares with HCOPS_MPI_VERBOSE's line.
  */
 #include <mpi.h>
@@ -640,6 +640,9 @@ int main(int argc, char **argv) {
   init_types();
   const char *m = getenv("HCOPS_MPI_OFFLOAD_MIN");
   if (m && *m) offload_min = strtoull(m, NULL, 10);
+  unsigned long long agreed = offload_min;  // the wrapper uses rank 0's threshold on every rank
+  PMPI_Bcast(&agreed, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  offload_min = (size_t)agreed;
 
   int queried = -1;
   MPI_Query_thread(&queried);

@@ -13,12 +13,12 @@ out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 failed=0
 
-# run LABEL NP ARGS... (ARGS: the program's). Sets rc; shows the output.
+# run LABEL NP PROG ARGS... Sets rc; shows the output.
 run() {
   label=$1 np=$2
   shift 2
   echo "== $label: $np ranks: $*"
-  mpi_run "$np" "$prog" "$@" >"$out" 2>"$err"
+  mpi_run "$np" "$@" >"$out" 2>"$err"
   rc=$?
   cat "$out"
   grep -v '^hcops_mpi: rank' "$err"
@@ -48,17 +48,24 @@ check_counts() {
 }
 
 export HCOPS_MPI_VERBOSE=1
-run "MPI_Init, 16 Mi floats" 2 none big && check_counts "MPI_Init" 2
-run "MPI_THREAD_FUNNELED" 3 funneled && check_counts "funneled" 3
-run "MPI_THREAD_MULTIPLE" 4 multiple && check_counts "multiple" 4
-run "MPI_THREAD_SINGLE" 2 single quick && check_counts "single" 2
+run "MPI_Init, 16 Mi floats" 2 "$prog" none big && check_counts "MPI_Init" 2
+run "MPI_THREAD_FUNNELED" 3 "$prog" funneled && check_counts "funneled" 3
+run "MPI_THREAD_MULTIPLE" 4 "$prog" multiple && check_counts "multiple" 4
+run "MPI_THREAD_SINGLE" 2 "$prog" single quick && check_counts "single" 2
 export HCOPS_MPI_OFFLOAD_MIN=0
-run "HCOPS_MPI_OFFLOAD_MIN=0" 3 serialized quick && check_counts "offload_min 0" 3
+run "HCOPS_MPI_OFFLOAD_MIN=0" 3 "$prog" serialized quick && check_counts "offload_min 0" 3
 unset HCOPS_MPI_OFFLOAD_MIN
+# Ranks given different thresholds: rank 1 alone would pass a 1 MiB
+# MPI_Allreduce through while rank 0 offloads it, each waiting in a different
+# collective. All must use rank 0's.
+MPI_TIMEOUT=60
+run "HCOPS_MPI_OFFLOAD_MIN 0 on rank 0, 1 GiB on rank 1" 1 -x HCOPS_MPI_OFFLOAD_MIN=0 "$prog" single quick \
+  : -np 1 -x HCOPS_MPI_OFFLOAD_MIN=1073741824 "$prog" single quick && check_counts "offload_min per rank" 2
+MPI_TIMEOUT=120
 
 echo "== HCOPS_MPI=0: pass-through"
 export HCOPS_MPI=0
-run "HCOPS_MPI=0" 3 serialized
+run "HCOPS_MPI=0" 3 "$prog" serialized
 unset HCOPS_MPI
 if grep -q '^hcops_mpi:' "$err"; then
   echo "FAIL: HCOPS_MPI=0: the wrapper offloaded:"

@@ -380,6 +380,15 @@ bool start(int provided) {
     stop_threads();
   }
   if (!all_up) return false;
+  // Whether an MPI_Allreduce is offloaded (run on the shadow) or passed
+  // through (run on the original) depends on this threshold: ranks that
+  // disagreed would wait in different collectives forever.
+  unsigned long long min = engine->offload_min, agreed = min;
+  PMPI_Bcast(&agreed, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  if (agreed != min)
+    warn_once("mpi offload min", "HCOPS_MPI_OFFLOAD_MIN differs between ranks; rank %d uses rank 0's %llu bytes",
+              engine->rank, agreed);
+  engine->offload_min = static_cast<std::size_t>(agreed);
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, [] { pthread_atfork(nullptr, nullptr, forked_child); });
   engine->on = true;
