@@ -1,0 +1,124 @@
+/* libhcops_mpi's progress thread itself, run under LD_PRELOAD of
+ * libhcops_mpi.so by test_mpi_async.sh.
+ *
+ *   mpirun -np N ./test_mpi_async thread
+ *     The progress thread ("hcops-mpi") has a timer slack of 1 ns, blocks
+ *     every signal and uses no CPU while idle. With HCOPS_MPI_EXCLUSIVE=1 the
+ *     main thread may not run on any PU of the progress thread's core.
+ * Each prints "test_mpi_async MODE on N ranks: C checks, F failed" (rank 0).
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int rank, nranks;
+static long checks, failures;
+
+#define CHECK(cond, ...)                                                 \
+  do {                                                                   \
+    ++checks;                                                            \
+    if (!(cond)) {                                                       \
+      char msg_[300];                                                    \
+      snprintf(msg_, sizeof msg_, __VA_ARGS__);                          \
+      fprintf(stderr, "rank %d: FAIL: %s (line %d)\n", rank, msg_, __LINE__); \
+      ++failures;                                                        \
+    }                                                                    \
+  } while (0)
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* The first line of FILE starting with KEY (after it), or "" if none. */
+static void read_field(const char *file, const char *key, char *out, size_t n) {
+  out[0] = 0;
+  FILE *f = fopen(file, "r");
+  if (!f) return;
+  char line[512];
+  const size_t k = strlen(key);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, key, k)) {
+      snprintf(out, n, "%s", line + k);
+      out[strcspn(out, "\n")] = 0;
+      break;
+    }
+  fclose(f);
+}
+
+/* The thread ids of this process whose name is "hcops-mpi". */
+static int progress_threads(int *tids, int max) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  for (struct dirent *e; d && (e = readdir(d)) && n < max;) {
+    if (e->d_name[0] == '.') continue;
+    char path[64], name[32];
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    read_field(path, "", name, sizeof name);
+    if (!strcmp(name, "hcops-mpi")) tids[n++] = atoi(e->d_name);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static double cpu_seconds(int tid) {  // time on CPU, from the scheduler's accounting
+  char path[64], text[128];
+  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+  read_field(path, "", text, sizeof text);
+  return strtod(text, NULL) * 1e-9;
+}
+
+static int run_thread(void) {
+  /* Start the thread's work once, then let it go idle. */
+  float a[1024], b[1024];
+  for (int i = 0; i < 1024; ++i) a[i] = (float)i;
+  MPI_Request r;
+  MPI_Iallreduce(a, b, 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  int tids[16];
+  const int n = progress_threads(tids, 16);
+  CHECK(n >= 1, "no thread named hcops-mpi");
+  sleep_s(0.2);
+  double before[16];
+  for (int t = 0; t < n; ++t) before[t] = cpu_seconds(tids[t]);
+  sleep_s(1.0);
+  for (int t = 0; t < n; ++t) {
+    const double used = cpu_seconds(tids[t]) - before[t];
+    CHECK(used < 0.005, "idle progress thread %d used %.3f s of CPU in 1 s", tids[t], used);
+    char path[64], text[256];
+    snprintf(path, sizeof path, "/proc/%d/timerslack_ns", tids[t]);
+    read_field(path, "", text, sizeof text);
+    CHECK(!strcmp(text, "1"), "progress thread %d: timer slack '%s' ns, not 1", tids[t], text);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  if (!strcmp(mode, "thread")) {
+    run_thread();
+  } else {
+    if (rank == 0) fprintf(stderr, "usage: %s thread\n", argv[0]);
+    MPI_Finalize();
+    return 2;
+  }
+  long totals[2] = {checks, failures}, sums[2];
+  MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("test_mpi_async %s on %d ranks: %ld checks, %ld failed\n", mode, nranks, sums[0], sums[1]);
+  fflush(stdout);
+  MPI_Finalize();
+  return sums[1] == 0 ? 0 : 1;
+}
