@@ -5,6 +5,9 @@
  *     The progress thread ("hcops-mpi") has a timer slack of 1 ns, blocks
  *     every signal and uses no CPU while idle. With HCOPS_MPI_EXCLUSIVE=1 the
  *     main thread may not run on any PU of the progress thread's core.
+ *   mpirun -np N ./test_mpi_async poll
+ *     MPI_Test loops on 16 MiB MPI_Iallreduce: the application waits the whole
+ *     time, which HCOPS_MPI_VERBOSE must report as exposed, not hidden.
  * Each prints "test_mpi_async MODE on N ranks: C checks, F failed" (rank 0).
  */
 #define _GNU_SOURCE
@@ -102,6 +105,35 @@ static int run_thread(void) {
   return 0;
 }
 
+/* n floats, each rank's input rank + i % 7: the sum is exact. */
+static float *reduction_input(int n) {
+  float *a = malloc(sizeof(float) * (size_t)n);
+  for (int i = 0; i < n; ++i) a[i] = (float)(rank + i % 7);
+  return a;
+}
+
+static void check_sum(const float *b, int n, const char *what) {
+  const float ranks = (float)nranks * (float)(nranks - 1) / 2;
+  int bad = -1;
+  for (int i = 0; i < n && bad < 0; ++i)
+    if (b[i] != ranks + (float)nranks * (float)(i % 7)) bad = i;
+  CHECK(bad < 0, "%s: element %d wrong", what, bad);
+}
+
+static int run_poll(void) {
+  const int n = 4 << 20;
+  float *a = reduction_input(n), *b = malloc(sizeof(float) * (size_t)n);
+  for (int k = 0; k < 3; ++k) {
+    MPI_Request r;
+    MPI_Iallreduce(a, b, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+    for (int flag = 0; !flag;) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    check_sum(b, n, "MPI_Test loop");
+  }
+  free(a);
+  free(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   int provided;
@@ -110,8 +142,10 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (!strcmp(mode, "thread")) {
     run_thread();
+  } else if (!strcmp(mode, "poll")) {
+    run_poll();
   } else {
-    if (rank == 0) fprintf(stderr, "usage: %s thread\n", argv[0]);
+    if (rank == 0) fprintf(stderr, "usage: %s thread|poll\n", argv[0]);
     MPI_Finalize();
     return 2;
   }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_mpi_async under LD_PRELOAD of libhcops_mpi.so: the progress thread's
-# own properties (timer slack, no CPU while idle).
+# own properties (timer slack, no CPU while idle), and HCOPS_MPI_VERBOSE's
+# account of exposed time.
 . "${srcdir:-.}/mpi_common.sh"
 prog=./test_mpi_async
 out=$(mktemp) err=$(mktemp)
@@ -28,6 +29,22 @@ run() {
 
 MPI_TIMEOUT=60
 run "progress thread" 2 "$prog" thread
+
+# hidden_share CMP LIMIT: every rank's "(N% hidden)" satisfies N -CMP LIMIT.
+hidden_share() {
+  lines=$(grep -c '^hcops_mpi: rank' "$err")
+  [ "$lines" -ge 1 ] || { echo "FAIL: no HCOPS_MPI_VERBOSE line"; failed=1; }
+  for h in $(sed -n 's/^hcops_mpi: rank .*(\([0-9]*\)% hidden).*/\1/p' "$err"); do
+    [ "$h" "-$1" "$2" ] || { echo "FAIL: $h% hidden, expected -$1 $2"; failed=1; }
+  done
+  grep '^hcops_mpi: rank' "$err"
+}
+
+export HCOPS_MPI_VERBOSE=1
+# A loop of MPI_Test does nothing but wait: mostly exposed (what is not is
+# mostly the progress thread taking the core it shares with the rank).
+run "MPI_Test loop" 2 "$prog" poll && hidden_share lt 75
+unset HCOPS_MPI_VERBOSE
 
 [ $failed = 0 ] && echo "test_mpi_async.sh: all runs passed"
 exit $failed

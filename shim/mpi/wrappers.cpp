@@ -1,6 +1,7 @@
 // The MPI entry points libhcops_mpi.so interposes (PMPI profiling interface):
 // thread-level negotiation, allreduce offload, completion calls that sleep
-// instead of spinning on offloaded requests, the calls that create
+// instead of spinning on offloaded requests (and, with the Test family, time
+// the application spends waiting on them), the calls that create
 // communicators (their shadows are made there) and the teardown hooks.
 // Every other MPI call goes straight to the MPI library.
 #include "mpi/progress.h"
@@ -60,24 +61,50 @@ HCOPS_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MP
 }
 
 HCOPS_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  mpi::Watch watch(request ? 1 : 0, request);
   if (request) mpi::await(1, request, false);
   return PMPI_Wait(request, status);
 }
 
 HCOPS_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  mpi::Watch watch(count, requests);
   if (requests) mpi::await(count, requests, false);
   return PMPI_Waitall(count, requests, statuses);
 }
 
 HCOPS_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  mpi::Watch watch(count, requests);
   if (requests) mpi::await(count, requests, true);
   return PMPI_Waitany(count, requests, index, status);
 }
 
 HCOPS_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
+  mpi::Watch watch(incount, requests);
   if (requests) mpi::await(incount, requests, true);
   return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+}
+
+// The Test family is wrapped only to count a polling loop's time as exposed.
+HCOPS_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  mpi::Watch watch(request ? 1 : 0, request);
+  return PMPI_Test(request, flag, status);
+}
+
+HCOPS_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  mpi::Watch watch(count, requests);
+  return PMPI_Testall(count, requests, flag, statuses);
+}
+
+HCOPS_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  mpi::Watch watch(count, requests);
+  return PMPI_Testany(count, requests, index, flag, status);
+}
+
+HCOPS_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                              MPI_Status statuses[]) {
+  mpi::Watch watch(incount, requests);
+  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
 }
 
 // Communicator constructors: the shadow of the new communicator is made at

@@ -43,6 +43,20 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
 // function on the whole array.
 void await(int n, const MPI_Request *reqs, bool any);
 
+// Around an MPI completion call (Wait or Test family) on `reqs`: if one is
+// an offloaded collective still running at entry, the call's duration is
+// exposed communication time (HCOPS_MPI_VERBOSE).
+class Watch {
+ public:
+  Watch(int n, const MPI_Request *reqs);
+  ~Watch();
+  Watch(const Watch &) = delete;
+  Watch &operator=(const Watch &) = delete;
+
+ private:
+  double t0_ = -1;
+};
+
 // After a call that created `comm` (collective over its members): makes its
 // shadow, so that its allreduces can be offloaded. Collectives on a
 // communicator made otherwise (MPI_Comm_idup, spawn, connect/accept) pass
