@@ -115,8 +115,11 @@ int free_fn(void *extra) {
   Op *op = static_cast<Op *>(extra);
   if (op->freed.exchange(true, std::memory_order_acq_rel)) return MPI_SUCCESS;
   {
+    // The handle may already name a newer request of ours (MPI reuses
+    // handles, and may run free_fn late, from the completing thread).
     std::lock_guard<std::mutex> g(engine->reg_mu);
-    engine->by_request.erase(op->outer);
+    auto it = engine->by_request.find(op->outer);
+    if (it != engine->by_request.end() && it->second == op) engine->by_request.erase(it);
   }
   release(op);
   return MPI_SUCCESS;
@@ -194,6 +197,16 @@ void *worker_main(void *arg) {
     for (std::size_t i = 0; i < active.size(); ++i) reqs[i] = active[i]->inner;
     int outcount = 0;
     const int rc = PMPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, idx.data(), st.data());
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+      // Which requests completed is then undefined. None is polled again;
+      // all fail, or drain() and MPI_Finalize would wait for them forever.
+      for (Op *op : active) {
+        op->inner = MPI_REQUEST_NULL;
+        finish(op, rc);
+      }
+      active.clear();
+      continue;
+    }
     if (outcount == MPI_UNDEFINED) outcount = 0;
     for (int i = 0; i < outcount; ++i) {
       Op *op = active[idx[i]];
