@@ -5,6 +5,12 @@
  *     The progress thread ("hcops-mpi") has a timer slack of 1 ns, blocks
  *     every signal and uses no CPU while idle. With HCOPS_MPI_EXCLUSIVE=1 the
  *     main thread may not run on any PU of the progress thread's core.
+ *   mpirun -np N ./test_mpi_async async
+ *     An MPI_Iallreduce of 4 MiB completes while the application makes no
+ *     MPI call: after 1 s asleep one MPI_Test must find it done (failing
+ *     that, after 4 s more, one last MPI_Test). Plain Open MPI advances it
+ *     only inside MPI calls, so this fails without the wrapper on 3 or more
+ *     ranks (on 2, its two MPI_Test calls can be enough).
  *   mpirun -np N ./test_mpi_async poll
  *     MPI_Test loops on 16 MiB MPI_Iallreduce: the application waits the whole
  *     time, which HCOPS_MPI_VERBOSE must report as exposed, not hidden.
@@ -120,6 +126,26 @@ static void check_sum(const float *b, int n, const char *what) {
   CHECK(bad < 0, "%s: element %d wrong", what, bad);
 }
 
+static int run_async(void) {
+  const int n = 1 << 20;
+  float *a = reduction_input(n), *b = malloc(sizeof(float) * (size_t)n);
+  MPI_Request r;
+  MPI_Iallreduce(a, b, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+  sleep_s(1.0);
+  int done = 0;
+  MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+  if (!done) {
+    sleep_s(4.0);
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+  }
+  CHECK(done, "4 MiB MPI_Iallreduce not done after 5 s without MPI calls (and 2 MPI_Test)");
+  if (!done) MPI_Wait(&r, MPI_STATUS_IGNORE);
+  check_sum(b, n, "asynchronous MPI_Iallreduce");
+  free(a);
+  free(b);
+  return 0;
+}
+
 static int run_poll(void) {
   const int n = 4 << 20;
   float *a = reduction_input(n), *b = malloc(sizeof(float) * (size_t)n);
@@ -142,10 +168,12 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (!strcmp(mode, "thread")) {
     run_thread();
+  } else if (!strcmp(mode, "async")) {
+    run_async();
   } else if (!strcmp(mode, "poll")) {
     run_poll();
   } else {
-    if (rank == 0) fprintf(stderr, "usage: %s thread|poll\n", argv[0]);
+    if (rank == 0) fprintf(stderr, "usage: %s thread|async|poll\n", argv[0]);
     MPI_Finalize();
     return 2;
   }
