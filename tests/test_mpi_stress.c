@@ -17,8 +17,8 @@
  *     MPI_Comm_free, which waits for the communicator's offloaded work.
  *   mpirun -np N ./test_mpi_stress threads T
  *     MPI_THREAD_MULTIPLE; T threads each issue collectives concurrently on
- *     a communicator of their own (whose shadow the wrapper duplicates while
- *     the other threads run), complete them in several ways, check the
+ *     a communicator of their own (made, and so shadowed by the wrapper,
+ *     before the threads start), complete them in several ways, check the
  *     results, and free the communicator while the others still work.
  *   mpirun -np N ./test_mpi_stress order
  *     Correct MPI that a blocking step inside MPI_Iallreduce would hang:
@@ -448,8 +448,8 @@ static int run_threads(int nthreads) {
   for (int t = 0; t < nthreads; ++t) {
     args[t].t = t;
     args[t].nops = 160 + 32 * t;
-    /* Every thread gets a communicator of its own; the wrapper makes the
-     * shadows at each thread's first collective, concurrently. */
+    /* Every thread gets a communicator of its own, made here: the wrapper
+     * makes its shadow inside MPI_Comm_dup/MPI_Comm_split. */
     if (t % 2) MPI_Comm_dup(MPI_COMM_WORLD, &args[t].ci.comm);
     else MPI_Comm_split(MPI_COMM_WORLD, 0, (rank * 7 + t) % nranks, &args[t].ci.comm);
     describe(&args[t].ci);
