@@ -1,0 +1,65 @@
+#!/bin/sh
+# hcops-run's split of CPUs between local ranks (--dry-run prints its choice):
+# whole cores, between the ranks given the same CPU set only, on this machine
+# and on an SMT topology from HCOPS_TOPOLOGY_DIR (HWLOC_XMLFILE).
+run=${HCOPS_RUN:?HCOPS_RUN must name the hcops-run to test}
+unset PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE \
+  MPI_LOCALRANKID MPI_LOCALNRANKS PMI_LOCAL_RANK PMI_LOCAL_SIZE SLURM_LOCALID SLURM_NTASKS_PER_NODE
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+failed=0
+
+# rank R N ARGS...: hcops-run --mpi --dry-run as local rank R of N.
+rank() {
+  r=$1 n=$2
+  shift 2
+  OMPI_COMM_WORLD_LOCAL_RANK=$r OMPI_COMM_WORLD_LOCAL_SIZE=$n "$run" --mpi --dry-run "$@" true
+}
+# expect OUTPUT PATTERN...: every pattern is in the output.
+expect() {
+  got=$1
+  shift
+  echo "$got"
+  for p in "$@"; do
+    case $got in
+      *"$p"*) ;;
+      *) echo "FAIL: no '$p'"; failed=1 ;;
+    esac
+  done
+}
+
+echo "== this machine, 2 unbound local ranks"
+all=$(cat /sys/devices/system/cpu/online)
+a=$(rank 0 2 --cpus "$all")
+b=$(rank 1 2 --cpus "$all")
+expect "$a" "rank 0/2: CPUs " "2 ranks share"
+expect "$b" "rank 1/2: CPUs " "2 ranks share"
+if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && [ "${a%% (*}" = "${b%% (*}" ]; then
+  echo "FAIL: both ranks got the same CPUs"
+  failed=1
+fi
+
+xml=${HCOPS_TOPOLOGY_DIR:-}/epyc-nps4-2s.xml
+if [ -f "$xml" ]; then
+  export HWLOC_XMLFILE="$xml"
+  echo "== EPYC NPS4 (128 cores, 2 PUs each), 2 unbound local ranks"
+  expect "$(rank 0 2 --cpus 0-255)" "CPUs 0-127 (64 cores" "OMP_NUM_THREADS=63" "HCOPS_MPI_EXCLUSIVE=1"
+  expect "$(rank 1 2 --cpus 0-255)" "CPUs 128-255 (64 cores" "OMP_NUM_THREADS=63"
+  echo "== EPYC NPS4, 3 ranks meeting by job name: 0 and 1 share 0-5, 2 has 8-15"
+  export PMIX_NAMESPACE=hcops-test
+  rank 0 3 --cpus 0-5 >"$TMPDIR/0.out" &
+  rank 1 3 --cpus 0-5 >"$TMPDIR/1.out" &
+  rank 2 3 --cpus 8-15 >"$TMPDIR/2.out"
+  wait
+  # 3 cores between 2 ranks: whole cores (0-1 | 2-5), not 3 CPUs each.
+  expect "$(cat "$TMPDIR/0.out")" "CPUs 0-1 (1 cores, bound here; 2 ranks share 0-5)" "OMP_NUM_THREADS=1;"
+  expect "$(cat "$TMPDIR/1.out")" "CPUs 2-5 (2 cores, bound here; 2 ranks share 0-5)" "OMP_NUM_THREADS=1,"
+  expect "$(cat "$TMPDIR/2.out")" "CPUs 8-15 (4 cores; 1 ranks share 8-15)" "OMP_NUM_THREADS=3"
+  ls "$TMPDIR" | grep -q '^hcops-run\.' && { echo "FAIL: the meeting directory was left behind"; failed=1; }
+else
+  echo "SKIP: no $xml: topology cases not run"
+fi
+
+[ $failed = 0 ] && echo "test_hcops_run.sh: all cases passed"
+exit $failed
