@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,33 @@ static double cpu_seconds(int tid) {  // time on CPU, from the scheduler's accou
   return strtod(text, NULL) * 1e-9;
 }
 
+static bool sigmask_has(const char *hex, int sig) {  // SigBlk: hex, bit sig-1
+  const size_t len = strlen(hex);
+  const int bit = sig - 1;
+  if ((size_t)(bit / 4) >= len) return false;
+  const char c = hex[len - 1 - (size_t)(bit / 4)];
+  const int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+  return (v >> (bit % 4)) & 1;
+}
+
+/* The PUs of the core holding `cpu` (the kernel's siblings list). */
+static void core_of(int cpu, cpu_set_t *set) {
+  char path[96], text[256];
+  CPU_ZERO(set);
+  CPU_SET(cpu, set);
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+  read_field(path, "", text, sizeof text);
+  for (char *p = text; *p;) {
+    char *end;
+    const long a = strtol(p, &end, 10);
+    long b = a;
+    if (end == p) break;
+    if (*end == '-') b = strtol(end + 1, &end, 10);
+    for (long c = a; c <= b && c < CPU_SETSIZE; ++c) CPU_SET((int)c, set);
+    p = *end == ',' ? end + 1 : end;
+  }
+}
+
 static int run_thread(void) {
   /* Start the thread's work once, then let it go idle. */
   float a[1024], b[1024];
@@ -107,6 +135,24 @@ static int run_thread(void) {
     snprintf(path, sizeof path, "/proc/%d/timerslack_ns", tids[t]);
     read_field(path, "", text, sizeof text);
     CHECK(!strcmp(text, "1"), "progress thread %d: timer slack '%s' ns, not 1", tids[t], text);
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tids[t]);
+    read_field(path, "SigBlk:", text, sizeof text);
+    const char *mask = text + strspn(text, " \t");
+    const int sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGCHLD, SIGWINCH};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; ++i)
+      CHECK(sigmask_has(mask, sigs[i]), "progress thread %d: signal %d not blocked (SigBlk %s)", tids[t], sigs[i],
+            mask);
+    read_field(path, "Cpus_allowed_list:", text, sizeof text);
+    const int cpu = atoi(text + strspn(text, " \t"));
+    const char *x = getenv("HCOPS_MPI_EXCLUSIVE");
+    if (x && !strcmp(x, "1")) {
+      cpu_set_t mine, core;
+      sched_getaffinity(0, sizeof mine, &mine);
+      core_of(cpu, &core);
+      CPU_AND(&core, &core, &mine);
+      CHECK(CPU_COUNT(&core) == 0, "HCOPS_MPI_EXCLUSIVE=1: the main thread may still run on the core of CPU %d",
+            cpu);
+    }
   }
   return 0;
 }

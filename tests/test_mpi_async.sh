@@ -31,6 +31,9 @@ run() {
 
 MPI_TIMEOUT=60
 run "progress thread" 2 "$prog" thread
+# The main thread keeps off the progress thread's core (and its siblings).
+# Unbound: Open MPI binds each of 2 ranks to a single core otherwise.
+run "HCOPS_MPI_EXCLUSIVE=1" 2 --bind-to none -x HCOPS_MPI_EXCLUSIVE=1 "$prog" thread
 
 # hidden_share CMP LIMIT: every rank's "(N% hidden)" satisfies N -CMP LIMIT.
 hidden_share() {

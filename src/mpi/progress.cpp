@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -260,6 +261,18 @@ std::vector<int> progress_cpus(cpu_set_t &mask) {
   return cpus;
 }
 
+// Removes from `set` every PU of the core holding `cpu`.
+void clear_core(int cpu, cpu_set_t &set) {
+  CPU_CLR(cpu, &set);
+  const Topology &t = topology();
+  if (!t.this_system || !t.hw) return;
+  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t.hw, static_cast<unsigned>(cpu));
+  hwloc_obj_t core = pu ? hwloc_get_ancestor_obj_by_type(t.hw, HWLOC_OBJ_CORE, pu) : nullptr;
+  if (!core) return;
+  for (int c = hwloc_bitmap_first(core->cpuset); c >= 0; c = hwloc_bitmap_next(core->cpuset, c))
+    if (c < CPU_SETSIZE) CPU_CLR(c, &set);
+}
+
 void submit(Op *op) {
   Worker *w = engine->workers[engine->next_worker++ % engine->workers.size()];
   {
@@ -346,14 +359,22 @@ bool start_threads(int provided) {
   if (sched_getaffinity(0, sizeof mask, &mask) != 0) CPU_SET(0, &mask);
   std::vector<int> cpus = progress_cpus(mask);
   if (cpus.empty()) cpus.push_back(-1);
-  // Keep later threads (OpenMP's) off the progress cores, if any core is left.
+  // Keep this thread, and the threads it creates later (OpenMP's), off the
+  // progress cores, SMT siblings included, if any core is left. Threads
+  // that exist already keep their affinity.
   if (env_long("HCOPS_MPI_EXCLUSIVE", 0, 0, 1) == 1) {
     cpu_set_t rest = mask;
     for (int c : cpus)
-      if (c >= 0) CPU_CLR(c, &rest);
+      if (c >= 0) clear_core(c, rest);
     if (CPU_COUNT(&rest) > 0) sched_setaffinity(0, sizeof rest, &rest);
     else warn_once("mpi exclusive", "HCOPS_MPI_EXCLUSIVE=1 would leave no CPU for computing; ignored");
   }
+  // The progress threads start with every signal blocked: the application's
+  // handlers (SIGINT, SIGALRM, SIGCHLD...) must not run there, in the middle
+  // of a PMPI call, nor its sigwait() lose a signal to them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   for (int c : cpus) {
     Worker *w = new Worker;
     w->cpu = c;
@@ -363,6 +384,7 @@ bool start_threads(int provided) {
     }
     engine->workers.push_back(w);
   }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (engine->workers.empty()) {
     warn_once("mpi thread", "cannot start an MPI progress thread; libhcops_mpi passes every call through");
     return false;
