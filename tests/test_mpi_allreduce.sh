@@ -6,7 +6,8 @@
 # MPI_Iallreduce, every MPI_Allreduce of at least HCOPS_MPI_OFFLOAD_MIN
 # bytes). With HCOPS_MPI=0 the same program must pass with no such line (the
 # wrapper passes every call through), and with HCOPS_MPI_OFFLOAD_MIN=0 every
-# MPI_Allreduce must be offloaded.
+# MPI_Allreduce must be offloaded. 16 Mi-element reductions run on 2 and 3
+# ranks; ranks given different HCOPS_MPI_OFFLOAD_MIN must still agree.
 . "${srcdir:-.}/mpi_common.sh"
 prog=./test_mpi_allreduce
 out=$(mktemp) err=$(mktemp)
@@ -49,7 +50,7 @@ check_counts() {
 
 export HCOPS_MPI_VERBOSE=1
 run "MPI_Init, 16 Mi floats" 2 "$prog" none big && check_counts "MPI_Init" 2
-run "MPI_THREAD_FUNNELED" 3 "$prog" funneled && check_counts "funneled" 3
+run "MPI_THREAD_FUNNELED, 16 Mi floats" 3 "$prog" funneled big && check_counts "funneled" 3
 run "MPI_THREAD_MULTIPLE" 4 "$prog" multiple && check_counts "multiple" 4
 run "MPI_THREAD_SINGLE" 2 "$prog" single quick && check_counts "single" 2
 export HCOPS_MPI_OFFLOAD_MIN=0
