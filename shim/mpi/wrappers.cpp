@@ -6,6 +6,8 @@
 // Every other MPI call goes straight to the MPI library.
 #include "mpi/progress.h"
 
+#include <climits>
+
 namespace mpi = hcops::mpi;
 
 #define HCOPS_EXPORT __attribute__((visibility("default")))
@@ -59,6 +61,28 @@ HCOPS_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MP
   if (mpi::allreduce(sendbuf, recvbuf, count, type, op, comm, &rc)) return rc;
   return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
+
+#if MPI_VERSION >= 4
+// MPI 4's large-count forms. The engine takes an int count: larger
+// reductions go straight to MPI, on every rank alike (counts match).
+HCOPS_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, MPI_Request *request) {
+  int rc;
+  if (count >= 0 && count <= INT_MAX &&
+      mpi::iallreduce(sendbuf, recvbuf, static_cast<int>(count), type, op, comm, request, &rc))
+    return rc;
+  return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, request);
+}
+
+HCOPS_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                                 MPI_Comm comm) {
+  int rc;
+  if (count >= 0 && count <= INT_MAX &&
+      mpi::allreduce(sendbuf, recvbuf, static_cast<int>(count), type, op, comm, &rc))
+    return rc;
+  return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
+}
+#endif
 
 HCOPS_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   mpi::Watch watch(request ? 1 : 0, request);
