@@ -517,9 +517,9 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
     return false;
   }
   Op *op = new Op;
-  const double t0 = now();
   *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
   if (*rc == MPI_SUCCESS) {
+    const double t0 = now();  // in flight from here (launch)
     ++engine->n_blocking;
     ++engine->n_seen_running;
     wait_done({op}, false);
