@@ -53,6 +53,11 @@ run "asynchronous progress" 4 "$prog" async && hidden_share ge 90
 # A loop of MPI_Test does nothing but wait: mostly exposed (what is not is
 # mostly the progress thread taking the core it shares with the rank).
 run "MPI_Test loop" 2 "$prog" poll && hidden_share lt 75
+# Unbound ranks see the same CPUs: each takes a different core from the end
+# for its progress thread, never all of them the last one.
+run "progress CPUs of unbound ranks" 2 --bind-to none "$prog" thread
+cpus=$(sed -n 's/^hcops_mpi: rank .*progress CPU(s) \([0-9,-]*\).*/\1/p' "$err" | sort -u | wc -l)
+[ "$cpus" = 2 ] || { echo "FAIL: 2 unbound ranks share a progress CPU"; grep '^hcops_mpi: rank' "$err"; failed=1; }
 unset HCOPS_MPI_VERBOSE
 
 [ $failed = 0 ] && echo "test_mpi_async.sh: all runs passed"
