@@ -22,6 +22,28 @@ mpi_run() {
   timeout -k 10 "$MPI_TIMEOUT" "$MPIRUN" -np "$np" --oversubscribe --mca pml ob1 --mca btl self,vader "$@"
 }
 
+# mpi_job LABEL NP WANT ARGS...: mpi_run NP ARGS with stdout in $out and
+# stderr in $err (the caller's temporary files), shows them (without the
+# HCOPS_MPI_VERBOSE lines), and sets failed=1 when the job timed out, failed,
+# or printed no line matching WANT.
+mpi_job() {
+  label=$1 np=$2 want=$3
+  shift 3
+  echo "== $label: $np ranks: $*"
+  mpi_run "$np" "$@" >"$out" 2>"$err"
+  rc=$?
+  cat "$out"
+  grep -v '^hcops_mpi: rank' "$err" | head -40
+  if [ $rc != 0 ]; then
+    [ $rc = 124 ] && echo "FAIL: $label: timed out (hung?)" || echo "FAIL: $label: exit $rc"
+    failed=1
+  fi
+  if ! grep -q "$want" "$out"; then
+    echo "FAIL: $label: no '$want' in the output"
+    failed=1
+  fi
+}
+
 # check_offloaded ERRFILE NP: every rank printed HCOPS_MPI_VERBOSE's line with
 # a positive count. Prints the lines; returns 1 if one is missing.
 check_offloaded() {

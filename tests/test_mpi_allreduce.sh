@@ -18,19 +18,7 @@ failed=0
 run() {
   label=$1 np=$2
   shift 2
-  echo "== $label: $np ranks: $*"
-  mpi_run "$np" "$@" >"$out" 2>"$err"
-  rc=$?
-  cat "$out"
-  grep -v '^hcops_mpi: rank' "$err"
-  if [ $rc != 0 ]; then
-    [ $rc = 124 ] && echo "FAIL: $label: timed out (hung?)" || echo "FAIL: $label: exit $rc"
-    failed=1
-  fi
-  if ! grep -q ' 0 failed$' "$out"; then
-    echo "FAIL: $label: no '0 failed' summary"
-    failed=1
-  fi
+  mpi_job "$label" "$np" ' 0 failed$' "$@"
 }
 
 # The verbose counts must equal the program's expectation, rank by rank.

@@ -10,23 +10,11 @@ out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 failed=0
 
-# run LABEL NP MPIRUN-ARGS... -- PROG-ARGS...; WANT: a line the output must have.
+# run LABEL NP MPIRUN-ARGS... PROG PROG-ARGS..., under the preload.
 run() {
   label=$1 np=$2
   shift 2
-  echo "== $label: $np ranks: $*"
-  mpi_run "$np" -x LD_PRELOAD="$HCOPS_MPI_LIB" "$@" >"$out" 2>"$err"
-  rc=$?
-  cat "$out"
-  grep -v '^hcops_mpi: rank' "$err" | head -40
-  if [ $rc != 0 ]; then
-    [ $rc = 124 ] && echo "FAIL: $label: timed out (hung?)" || echo "FAIL: $label: exit $rc"
-    failed=1
-  fi
-  if ! grep -q ' 0 failed$' "$out"; then
-    echo "FAIL: $label: no '0 failed' in the output"
-    failed=1
-  fi
+  mpi_job "$label" "$np" ' 0 failed$' -x LD_PRELOAD="$HCOPS_MPI_LIB" "$@"
 }
 
 MPI_TIMEOUT=60

@@ -18,19 +18,7 @@ failed=0
 run() {
   label=$1 np=$2
   shift 2
-  echo "== $label: $np ranks: $*"
-  mpi_run "$np" -x LD_PRELOAD="$HCOPS_MPI_LIB" "$prog" "$@" >"$out" 2>"$err"
-  rc=$?
-  cat "$out"
-  grep -v '^hcops_mpi: rank' "$err" | head -40
-  if [ $rc != 0 ]; then
-    [ $rc = 124 ] && echo "FAIL: $label: timed out (hung?)" || echo "FAIL: $label: exit $rc"
-    failed=1
-  fi
-  if ! grep -q "$want" "$out"; then
-    echo "FAIL: $label: no '$want' in the output"
-    failed=1
-  fi
+  mpi_job "$label" "$np" "$want" -x LD_PRELOAD="$HCOPS_MPI_LIB" "$prog" "$@"
   if [ "${HCOPS_MPI:-1}" = 0 ]; then
     if grep -q '^hcops_mpi:' "$err"; then
       echo "FAIL: $label: HCOPS_MPI=0, yet the wrapper offloaded"
