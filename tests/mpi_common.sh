@@ -22,8 +22,13 @@ mpi_run() {
   timeout -k 10 "$MPI_TIMEOUT" "$MPIRUN" -np "$np" --oversubscribe --mca pml ob1 --mca btl self,vader "$@"
 }
 
+# Every job's output lands in these, and any failed check sets failed=1.
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+failed=0
+
 # mpi_job LABEL NP WANT ARGS...: mpi_run NP ARGS with stdout in $out and
-# stderr in $err (the caller's temporary files), shows them (without the
+# stderr in $err, shows them (without the
 # HCOPS_MPI_VERBOSE lines), and sets failed=1 when the job timed out, failed,
 # or printed no line matching WANT.
 mpi_job() {

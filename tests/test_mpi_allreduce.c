@@ -34,6 +34,8 @@
  */
 #include <mpi.h>
 
+#include "mpi_check.h"
+
 #include <complex.h>
 #include <math.h>
 #include <stdbool.h>
@@ -54,20 +56,6 @@ static void phase(const char *name) {
   if (rank == 0 && getenv("HCOPS_TEST_TIMING")) fprintf(stderr, "phase %s: %.2f s\n", name, t - t_phase);
   t_phase = t;
 }
-
-/* One write per message, so that ranks' lines do not interleave. */
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    ++checks;                                                                   \
-    if (!(cond) && ++failures <= 25) {                                          \
-      char msg_[400];                                                           \
-      int n_ = snprintf(msg_, sizeof msg_, "rank %d: FAIL: ", rank);            \
-      n_ += snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, __VA_ARGS__);         \
-      if (n_ < (int)sizeof msg_)                                                \
-        snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, "  (line %d)", __LINE__); \
-      fprintf(stderr, "%s\n", msg_);                                            \
-    }                                                                           \
-  } while (0)
 
 static uint64_t mix(uint64_t x) {  // splitmix64
   x += 0x9e3779b97f4a7c15ull;
@@ -752,15 +740,12 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[2], "big")) big();
   phase("errors, big");
 
-  long totals[2] = {checks, failures}, sums[2];
-  PMPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   printf("rank %d: expect %ld nonblocking, %ld blocking\n", rank, expect_nonblocking, expect_blocking);
   fflush(stdout);
   PMPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0) {
-    printf("test_mpi_allreduce %s on %d ranks: %ld checks, %ld failed\n", levels[lvl].name, nranks, sums[0], sums[1]);
-    fflush(stdout);
-  }
+  char what[64];
+  snprintf(what, sizeof what, "test_mpi_allreduce %s", levels[lvl].name);
+  const long failed = mpi_check_summary(what, checks, failures);
   MPI_Finalize();
-  return sums[1] == 0 ? 0 : 1;
+  return failed == 0 ? 0 : 1;
 }

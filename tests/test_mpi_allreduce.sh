@@ -10,9 +10,6 @@
 # ranks; ranks given different HCOPS_MPI_OFFLOAD_MIN must still agree.
 . "${srcdir:-.}/mpi_common.sh"
 prog=./test_mpi_allreduce
-out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
-failed=0
 
 # run LABEL NP PROG ARGS... Sets rc; shows the output.
 run() {

@@ -29,19 +29,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "mpi_check.h"
+
 static int rank, nranks;
 static long checks, failures;
-
-#define CHECK(cond, ...)                                                 \
-  do {                                                                   \
-    ++checks;                                                            \
-    if (!(cond)) {                                                       \
-      char msg_[300];                                                    \
-      snprintf(msg_, sizeof msg_, __VA_ARGS__);                          \
-      fprintf(stderr, "rank %d: FAIL: %s (line %d)\n", rank, msg_, __LINE__); \
-      ++failures;                                                        \
-    }                                                                    \
-  } while (0)
 
 static void sleep_s(double s) {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -223,10 +214,9 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
-  long totals[2] = {checks, failures}, sums[2];
-  MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) printf("test_mpi_async %s on %d ranks: %ld checks, %ld failed\n", mode, nranks, sums[0], sums[1]);
-  fflush(stdout);
+  char what[64];
+  snprintf(what, sizeof what, "test_mpi_async %s", mode);
+  const long failed = mpi_check_summary(what, checks, failures);
   MPI_Finalize();
-  return sums[1] == 0 ? 0 : 1;
+  return failed == 0 ? 0 : 1;
 }

@@ -6,9 +6,6 @@
 # advances the reduction only inside MPI calls.)
 . "${srcdir:-.}/mpi_common.sh"
 prog=./test_mpi_async
-out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
-failed=0
 
 # run LABEL NP MPIRUN-ARGS... PROG PROG-ARGS..., under the preload.
 run() {

@@ -37,6 +37,8 @@
  */
 #include <mpi.h>
 
+#include "mpi_check.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,20 +51,13 @@ static int rank, nranks;
 static long checks, failures;
 static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
 
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    const bool ok_ = (cond);                                                    \
-    pthread_mutex_lock(&check_mu);                                              \
-    ++checks;                                                                   \
-    if (!ok_ && ++failures <= 25) {                                             \
-      char msg_[400];                                                           \
-      int n_ = snprintf(msg_, sizeof msg_, "rank %d: FAIL: ", rank);            \
-      n_ += snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, __VA_ARGS__);         \
-      if (n_ < (int)sizeof msg_)                                                \
-        snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, "  (line %d)", __LINE__); \
-      fprintf(stderr, "%s\n", msg_);                                            \
-    }                                                                           \
-    pthread_mutex_unlock(&check_mu);                                            \
+// Threads check concurrently: the shared counters under a lock.
+#define LOCKED_CHECK(cond, ...)          \
+  do {                                   \
+    const bool ok_ = (cond);             \
+    pthread_mutex_lock(&check_mu);       \
+    CHECK(ok_, __VA_ARGS__);             \
+    pthread_mutex_unlock(&check_mu);     \
   } while (0)
 
 static uint64_t mix(uint64_t x) {  // splitmix64
@@ -137,18 +132,18 @@ static int sizes(unsigned h) {
 static void verify(struct entry *e, const char *how) {
   if (e->kind == K_COLL) {
     const int bad = check_result(&comms[e->comm], e->k, e->op, e->buf, e->count);
-    CHECK(bad < 0, "collective %d (comm %d, count %d) completed by %s: element %d wrong", e->k, e->comm, e->count, how, bad);
+    LOCKED_CHECK(bad < 0, "collective %d (comm %d, count %d) completed by %s: element %d wrong", e->k, e->comm, e->count, how, bad);
   } else if (e->kind == K_RECV) {
     int bad = -1;
     for (int i = 0; i < e->count && bad < 0; ++i)
       if (e->buf[i] != input(e->peer, e->k, i)) bad = i;
-    CHECK(bad < 0, "message %d from %d received by %s: element %d wrong", e->k, e->peer, how, bad);
+    LOCKED_CHECK(bad < 0, "message %d from %d received by %s: element %d wrong", e->k, e->peer, how, bad);
   }
 }
 
 static void completed(int idx, const char *how) {
   struct entry *e = &pool[idx];
-  CHECK(!e->done, "request %d (kind %d) completed twice (by %s)", idx, e->kind, how);
+  LOCKED_CHECK(!e->done, "request %d (kind %d) completed twice (by %s)", idx, e->kind, how);
   e->done = true;
   e->req = MPI_REQUEST_NULL;
   ++n_completed;
@@ -181,12 +176,12 @@ static void complete_some(void) {
     struct entry *e = &pool[idx[0]];
     MPI_Request r = e->req;
     if (method == 0) {
-      CHECK(MPI_Wait(&r, &st[0]) == MPI_SUCCESS, "MPI_Wait failed");
+      LOCKED_CHECK(MPI_Wait(&r, &st[0]) == MPI_SUCCESS, "MPI_Wait failed");
     } else {
       int flag = 0;
       while (!flag) MPI_Test(&r, &flag, &st[0]);
     }
-    CHECK(r == MPI_REQUEST_NULL, "completed request not MPI_REQUEST_NULL");
+    LOCKED_CHECK(r == MPI_REQUEST_NULL, "completed request not MPI_REQUEST_NULL");
     completed(idx[0], method == 0 ? "MPI_Wait" : "MPI_Test");
     return;
   }
@@ -195,12 +190,12 @@ static void complete_some(void) {
     int flag = 0;
     MPI_Request r = e->req;
     MPI_Request_get_status(r, &flag, &st[0]);
-    CHECK(r == e->req, "MPI_Request_get_status changed the handle");
+    LOCKED_CHECK(r == e->req, "MPI_Request_get_status changed the handle");
     if (flag) {
       e->peeked = 1;
       int f2 = 0;
       MPI_Test(&r, &f2, MPI_STATUS_IGNORE);  // complete already: must be done now
-      CHECK(f2 && r == MPI_REQUEST_NULL, "MPI_Test after get_status said complete: flag %d", f2);
+      LOCKED_CHECK(f2 && r == MPI_REQUEST_NULL, "MPI_Test after get_status said complete: flag %d", f2);
       if (f2) completed(idx[0], "MPI_Request_get_status+MPI_Test");
       else e->req = r;
     }
@@ -215,21 +210,21 @@ static void complete_some(void) {
   switch (method) {
     case 3: {
       int i = -1;
-      CHECK(MPI_Waitany(n, reqs, &i, &st[0]) == MPI_SUCCESS, "MPI_Waitany failed");
-      CHECK(i >= 0 && i < n && map[i] >= 0, "MPI_Waitany index %d of %d", i, n);
+      LOCKED_CHECK(MPI_Waitany(n, reqs, &i, &st[0]) == MPI_SUCCESS, "MPI_Waitany failed");
+      LOCKED_CHECK(i >= 0 && i < n && map[i] >= 0, "MPI_Waitany index %d of %d", i, n);
       if (i >= 0 && i < n && map[i] >= 0) {
-        CHECK(reqs[i] == MPI_REQUEST_NULL, "MPI_Waitany left its request");
+        LOCKED_CHECK(reqs[i] == MPI_REQUEST_NULL, "MPI_Waitany left its request");
         completed(map[i], "MPI_Waitany");
       }
       break;
     }
     case 4: {
       int out = 0;
-      CHECK(MPI_Waitsome(n, reqs, &out, outidx, st) == MPI_SUCCESS, "MPI_Waitsome failed");
-      CHECK(out >= 1 && out <= n, "MPI_Waitsome outcount %d of %d", out, n);
+      LOCKED_CHECK(MPI_Waitsome(n, reqs, &out, outidx, st) == MPI_SUCCESS, "MPI_Waitsome failed");
+      LOCKED_CHECK(out >= 1 && out <= n, "MPI_Waitsome outcount %d of %d", out, n);
       for (int q = 0; q < out && q < n; ++q)
         if (outidx[q] >= 0 && outidx[q] < n && map[outidx[q]] >= 0) completed(map[outidx[q]], "MPI_Waitsome");
-        else CHECK(0, "MPI_Waitsome index %d", outidx[q]);
+        else LOCKED_CHECK(0, "MPI_Waitsome index %d", outidx[q]);
       break;
     }
     case 5: {
@@ -240,9 +235,9 @@ static void complete_some(void) {
       break;
     }
     case 6: case 7: {
-      CHECK(MPI_Waitall(n, reqs, st) == MPI_SUCCESS, "MPI_Waitall failed");
+      LOCKED_CHECK(MPI_Waitall(n, reqs, st) == MPI_SUCCESS, "MPI_Waitall failed");
       for (int q = 0; q < n; ++q) {
-        CHECK(reqs[q] == MPI_REQUEST_NULL, "MPI_Waitall left request %d", q);
+        LOCKED_CHECK(reqs[q] == MPI_REQUEST_NULL, "MPI_Waitall left request %d", q);
         if (map[q] >= 0) completed(map[q], "MPI_Waitall");
       }
       break;
@@ -251,7 +246,7 @@ static void complete_some(void) {
       int i = -1, flag = 0;
       MPI_Testany(n, reqs, &i, &flag, &st[0]);
       if (flag && i != MPI_UNDEFINED) {
-        CHECK(i >= 0 && i < n && map[i] >= 0, "MPI_Testany index %d", i);
+        LOCKED_CHECK(i >= 0 && i < n && map[i] >= 0, "MPI_Testany index %d", i);
         if (i >= 0 && i < n && map[i] >= 0) completed(map[i], "MPI_Testany");
       }
       break;
@@ -261,7 +256,7 @@ static void complete_some(void) {
       MPI_Testsome(n, reqs, &out, outidx, st);
       for (int q = 0; q < out && out != MPI_UNDEFINED; ++q)
         if (outidx[q] >= 0 && outidx[q] < n && map[outidx[q]] >= 0) completed(map[outidx[q]], "MPI_Testsome");
-        else CHECK(0, "MPI_Testsome index %d", outidx[q]);
+        else LOCKED_CHECK(0, "MPI_Testsome index %d", outidx[q]);
       break;
     }
   }
@@ -295,7 +290,7 @@ static int run_mix(int nops, int seed) {
      * may be freed: done only under the wrapper. */
     if (wrapped && (h >> 32) % 20 == 0 && e->comm != 0) {  // freed: checked after MPI_Comm_free
       MPI_Request_free(&e->req);
-      CHECK(e->req == MPI_REQUEST_NULL, "MPI_Request_free left the handle");
+      LOCKED_CHECK(e->req == MPI_REQUEST_NULL, "MPI_Request_free left the handle");
       e->freed = true;
     }
     if ((h >> 40) % 10 == 0) {  // a native message pair around the ring
@@ -321,7 +316,7 @@ static int run_mix(int nops, int seed) {
       int bad = -1;
       for (int i = 0; i < n && bad < 0; ++i)
         if (b[i] != expected(comms[c].members, comms[c].size, -k, 0, i)) bad = i;
-      CHECK(bad < 0, "blocking MPI_Allreduce %d (count %d) with requests outstanding: element %d", k, n, bad);
+      LOCKED_CHECK(bad < 0, "blocking MPI_Allreduce %d (count %d) with requests outstanding: element %d", k, n, bad);
       free(a);
       free(b);
       ++blocking;
@@ -334,7 +329,7 @@ static int run_mix(int nops, int seed) {
       MPI_Iallreduce(a, b, n, MPI_INT, MPI_SUM, comms[e->comm].comm, &r);
       MPI_Wait(&r, MPI_STATUS_IGNORE);
       const int bad = check_result(&comms[e->comm], kk, 0, b, n);
-      CHECK(bad < 0, "MPI_Iallreduce %d waited at once, %d outstanding: element %d", kk, npool, bad);
+      LOCKED_CHECK(bad < 0, "MPI_Iallreduce %d waited at once, %d outstanding: element %d", kk, npool, bad);
       free(a);
       free(b);
     }
@@ -374,7 +369,7 @@ static int run_mix(int nops, int seed) {
   MPI_Barrier(MPI_COMM_WORLD);  // every freed send has been received: its buffer may go
   int done_all = 1;
   for (int j = 0; j < npool; ++j) done_all &= pool[j].done || pool[j].freed;
-  CHECK(done_all, "requests left incomplete");
+  LOCKED_CHECK(done_all, "requests left incomplete");
   if (rank == 0) printf("mix: %ld freed, %ld blocking\n", nfreed, blocking);
   for (int j = 0; j < npool; ++j) {
     free(pool[j].send);
@@ -423,9 +418,9 @@ static void *thread_main(void *p) {
       while (!flag) MPI_Testall(BATCH, reqs, &flag, MPI_STATUSES_IGNORE);
     }
     for (int q = 0; q < BATCH; ++q) {
-      CHECK(reqs[q] == MPI_REQUEST_NULL, "thread %d: request left", a->t);
+      LOCKED_CHECK(reqs[q] == MPI_REQUEST_NULL, "thread %d: request left", a->t);
       const int bad = check_result(&a->ci, ks[q], 0, bufs[q], counts[q]);
-      CHECK(bad < 0, "thread %d: collective %d (count %d, completion %d): element %d wrong", a->t, ks[q], counts[q], how,
+      LOCKED_CHECK(bad < 0, "thread %d: collective %d (count %d, completion %d): element %d wrong", a->t, ks[q], counts[q], how,
             bad);
     }
     /* blocking, offloaded and not */
@@ -433,7 +428,7 @@ static void *thread_main(void *p) {
     for (int i = 0; i < n; ++i) send[i] = input(rank, k, i);
     MPI_Allreduce(send, out, n, MPI_INT, MPI_MAX, a->ci.comm);
     const int bad = check_result(&a->ci, k, 1, out, n);
-    CHECK(bad < 0, "thread %d: blocking MPI_Allreduce count %d: element %d wrong", a->t, n, bad);
+    LOCKED_CHECK(bad < 0, "thread %d: blocking MPI_Allreduce count %d: element %d wrong", a->t, n, bad);
   }
   MPI_Comm_free(&a->ci.comm);  // while the other threads still reduce
   for (int q = 0; q < BATCH; ++q) free(bufs[q]), free(sends[q]);
@@ -464,7 +459,7 @@ static int run_threads(int nthreads) {
     MPI_Request r;
     MPI_Iallreduce(send, buf, 512, MPI_INT, MPI_BXOR, MPI_COMM_WORLD, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
-    CHECK(check_result(&w, 7000000 + k, 2, buf, 512) < 0, "main thread: collective %d wrong", k);
+    LOCKED_CHECK(check_result(&w, 7000000 + k, 2, buf, 512) < 0, "main thread: collective %d wrong", k);
   }
   for (int t = 0; t < nthreads; ++t) pthread_join(th[t], NULL);
   return 0;
@@ -518,7 +513,7 @@ static int run_order(void) {
     }
     MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
     for (int j = 0; j < 2; ++j)
-      CHECK(check_result(&w, 100 * round + j, 0, b + j * n, n) < 0, "opposite orders, round %d, comm %d: wrong", round, j);
+      LOCKED_CHECK(check_result(&w, 100 * round + j, 0, b + j * n, n) < 0, "opposite orders, round %d, comm %d: wrong", round, j);
     MPI_Comm_free(&c[0]);
     MPI_Comm_free(&c[1]);
   }
@@ -535,7 +530,7 @@ static int run_order(void) {
     MPI_Iallreduce(s, b, n, MPI_INT, MPI_MAX, c, &r);
     if (rank < nranks - 1) MPI_Send(&token, 1, MPI_INT, rank + 1, 7, MPI_COMM_WORLD);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
-    CHECK(check_result(&w, 500, 1, b, n) < 0, "chain: wrong");
+    LOCKED_CHECK(check_result(&w, 500, 1, b, n) < 0, "chain: wrong");
     MPI_Comm_free(&c);
   }
   /* 3. The first collectives on a communicator, with a user op and a derived
@@ -559,7 +554,7 @@ static int run_order(void) {
       MPI_Iallreduce(s + j * n, b + j * n, n / 2, pair, op, c, &r[j]);
       MPI_Op_free(&op);
       MPI_Type_free(&pair);
-      CHECK(op == MPI_OP_NULL && pair == MPI_DATATYPE_NULL, "MPI_Op_free/MPI_Type_free left the handle");
+      LOCKED_CHECK(op == MPI_OP_NULL && pair == MPI_DATATYPE_NULL, "MPI_Op_free/MPI_Type_free left the handle");
     }
     MPI_Waitall(3, r, MPI_STATUSES_IGNORE);
     /* Not before: MPI allows freeing a communicator with collectives pending,
@@ -576,7 +571,7 @@ static int run_order(void) {
         }
         if ((unsigned)b[j * n + 2 * e] != acc[0] || (unsigned)b[j * n + 2 * e + 1] != acc[1]) bad = e;
       }
-      CHECK(bad < 0, "first collectives with freed user op/type, %d: element %d wrong", j, bad);
+      LOCKED_CHECK(bad < 0, "first collectives with freed user op/type, %d: element %d wrong", j, bad);
     }
   }
   /* 4. The application's own collectives on a communicator right after an
@@ -597,9 +592,9 @@ static int run_order(void) {
     for (int i = 0; i < n; ++i) s[n + i] = input(rank, 710 + round, i);
     MPI_Iallreduce(s + n, b + n, n, MPI_INT, MPI_MAX, half, &r[2]);
     MPI_Waitall(3, r, MPI_STATUSES_IGNORE);
-    CHECK(check_result(&w, 700 + round, 0, b, n) < 0, "reduction before a split, round %d: wrong", round);
-    CHECK(token == 1000 + round, "Ibcast after an offloaded reduction, round %d: got %d", round, token);
-    CHECK(check_result(&h, 710 + round, 1, b + n, n) < 0, "reduction on the split, round %d: wrong", round);
+    LOCKED_CHECK(check_result(&w, 700 + round, 0, b, n) < 0, "reduction before a split, round %d: wrong", round);
+    LOCKED_CHECK(token == 1000 + round, "Ibcast after an offloaded reduction, round %d: got %d", round, token);
+    LOCKED_CHECK(check_result(&h, 710 + round, 1, b + n, n) < 0, "reduction on the split, round %d: wrong", round);
     MPI_Comm_free(&half);
     MPI_Comm_free(&c);
   }
@@ -621,9 +616,9 @@ static int run_order(void) {
     MPI_Comm_free(&d);
     MPI_Comm_free(&c);
     MPI_Comm_free_keyval(&key);
-    CHECK(attr_copies == 1 && attr_deletes == 2, "attribute callbacks: %d copies (want 1), %d deletes (want 2)",
+    LOCKED_CHECK(attr_copies == 1 && attr_deletes == 2, "attribute callbacks: %d copies (want 1), %d deletes (want 2)",
           attr_copies, attr_deletes);
-    CHECK(check_result(&w, 800, 0, b, n) < 0, "reduction on a communicator with attributes: wrong");
+    LOCKED_CHECK(check_result(&w, 800, 0, b, n) < 0, "reduction on a communicator with attributes: wrong");
   }
   /* 6. A communicator made by MPI_Comm_idup, which the wrapper does not see
    * being made: its reductions pass through, still correct. */
@@ -635,7 +630,7 @@ static int run_order(void) {
     for (int i = 0; i < n; ++i) s[i] = input(rank, 900, i);
     MPI_Iallreduce(s, b, n, MPI_INT, MPI_SUM, c, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
-    CHECK(check_result(&w, 900, 0, b, n) < 0, "reduction on an idup'd communicator: wrong");
+    LOCKED_CHECK(check_result(&w, 900, 0, b, n) < 0, "reduction on an idup'd communicator: wrong");
     MPI_Comm_free(&c);
   }
   free(s);
@@ -665,7 +660,7 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, want, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  CHECK(provided == want, "MPI_Init_thread provided %d, asked %d", provided, want);
+  LOCKED_CHECK(provided == want, "MPI_Init_thread provided %d, asked %d", provided, want);
   if (!strcmp(mode, "mix")) {
     run_mix(argc > 2 ? atoi(argv[2]) : 2000, argc > 3 ? atoi(argv[3]) : 0);
   } else if (!strcmp(mode, "threads")) {
@@ -684,10 +679,9 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
-  long totals[2] = {checks, failures}, sums[2];
-  PMPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) printf("test_mpi_stress %s on %d ranks: %ld checks, %ld failed\n", mode, nranks, sums[0], sums[1]);
-  fflush(stdout);
+  char what[64];
+  snprintf(what, sizeof what, "test_mpi_stress %s", mode);
+  const long failed = mpi_check_summary(what, checks, failures);
   MPI_Finalize();
-  return sums[1] == 0 ? 0 : 1;
+  return failed == 0 ? 0 : 1;
 }

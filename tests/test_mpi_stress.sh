@@ -10,9 +10,6 @@
 # control.
 . "${srcdir:-.}/mpi_common.sh"
 prog=./test_mpi_stress
-out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
-failed=0
 
 # run LABEL NP ARGS... (the program's); WANT: a line the output must have.
 run() {
