@@ -368,6 +368,19 @@ static void errno_kept(void **state) {
     free(q);
     assert_int_equal(errno, 4321);
   }
+  /* hugetlb from an empty pool: the failed MAP_HUGETLB leaves ENOMEM inside
+   * the library, yet the THP block it falls back to is a success. */
+  assert_int_equal(hcops_mem_push(HCOPS_MEM_THREAD, "hugetlb"), 0);
+  const size_t fallbacks = st("fallback.hugetlb_to_thp");
+  errno = 4321;
+  void *h = malloc(4 * MiB + 3);
+  assert_non_null(h);
+  const int pool_was_empty = st("fallback.hugetlb_to_thp") == fallbacks + 1;
+  assert_int_equal(errno, 4321);
+  free(h);
+  assert_int_equal(errno, 4321);
+  assert_int_equal(hcops_mem_pop(HCOPS_MEM_THREAD), 0);
+  if (!pool_was_empty) printf("note: the hugetlb pool was not empty; the failed-map case was not exercised\n");
 }
 
 /* A freed block is reused only for the policy its pages have: after a move

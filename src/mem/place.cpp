@@ -84,8 +84,11 @@ Target resolve(const Tiers &tt, int domain, const Rule &r, std::size_t bytes, st
     case Place::fast: {
       const DomainTier &d = tt.domains[domain];
       if (d.fast.empty()) {
-        note_once("no fast tier", "libhcops_mem: no high-bandwidth memory found (%s); 'fast' places on local DDR",
-                  tt.source.c_str());
+        // Every such allocation comes here: the note's lookup only once.
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true, std::memory_order_relaxed))
+          note_once("no fast tier", "libhcops_mem: no high-bandwidth memory found (%s); 'fast' places on local DDR",
+                    tt.source.c_str());
         return preferred(d.ddr);
       }
       const int node = d.fast.front();
