@@ -1,7 +1,7 @@
 // include/hcops.h: the library's own small C API.
 #include "hcops.h"
 
-#include "../src/engine_info.h"
+#include "gemm/engine_info.h"
 #include "config.h"
 
 extern "C" {

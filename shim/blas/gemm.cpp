@@ -1,5 +1,5 @@
 // sgemm_ / dgemm_: the Fortran entry points of the native GEMM.
-#include "../../src/gemm.h"
+#include "gemm/gemm.h"
 #include "blas_abi.h"
 
 namespace {

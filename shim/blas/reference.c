@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "common/log.h"
 
 static const char *const names[] = {
 #define HCOPS_FORWARD(idx, name) #name,

@@ -4,7 +4,7 @@
 // major, with the swapped M/N and lda/ldb positions mapped back.
 #include <utility>
 
-#include "../../src/gemm.h"
+#include "gemm/gemm.h"
 #include "../blas/blas_abi.h"
 #include "cblas.h"
 

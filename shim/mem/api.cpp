@@ -3,7 +3,7 @@
 #include <errno.h>
 
 #include "hcops.h"
-#include "log.h"
+#include "common/log.h"
 #include "mem/allocator.h"
 
 namespace mem = hcops::mem;

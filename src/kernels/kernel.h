@@ -1,8 +1,8 @@
 // The contract between the GEMM driver and a microkernel family.
 #pragma once
 
-#include "../cpu_features.h"
-#include "../gemm.h"
+#include "common/cpu_features.h"
+#include "gemm/gemm.h"
 
 namespace hcops {
 

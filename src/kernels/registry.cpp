@@ -1,4 +1,4 @@
-#include "kernel.h"
+#include "kernels/kernel.h"
 
 namespace hcops {
 

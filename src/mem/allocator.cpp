@@ -1,4 +1,4 @@
-#include "allocator.h"
+#include "mem/allocator.h"
 
 #include <errno.h>
 #include <numaif.h>
@@ -15,11 +15,11 @@
 #include <map>
 #include <vector>
 
-#include "../env.h"
-#include "../log.h"
-#include "../topology.h"
-#include "place.h"
-#include "tiers.h"
+#include "common/env.h"
+#include "common/log.h"
+#include "common/topology.h"
+#include "mem/place.h"
+#include "mem/tiers.h"
 
 namespace hcops {
 namespace mem {
@@ -351,12 +351,11 @@ bool resize_in_place(void *p, std::size_t size) {
   // The extension takes the policy the block's first page has.
   Target t;
   int mode = 0;
-  unsigned long mask[kMaxNodes / (8 * sizeof(unsigned long))] = {};
-  const bool known = get_mempolicy(&mode, mask, kMaxNodes + 1, p, MPOL_F_ADDR) == 0;
+  NodeMask mask;
+  const bool known = get_mempolicy(&mode, mask.bits, NodeMask::kMaxnode, p, MPOL_F_ADDR) == 0;
   if (known) {
     t.mode = mode;
-    for (int i = 0; i < kMaxNodes; ++i)
-      if (mask[i / (8 * sizeof(unsigned long))] >> (i % (8 * sizeof(unsigned long))) & 1) t.nodes.set(i);
+    t.nodes = mask.to_set();
   }
   Pages got;
   switch (map_range(base + b.mapped, len - b.mapped, b.pages, got)) {

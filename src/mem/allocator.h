@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <string>
 
-#include "arena.h"
-#include "policy.h"
+#include "mem/arena.h"
+#include "mem/policy.h"
 
 namespace hcops {
 namespace mem {

@@ -1,4 +1,4 @@
-#include "arena.h"
+#include "mem/arena.h"
 
 #include <sys/mman.h>
 #include <sys/resource.h>

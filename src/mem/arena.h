@@ -13,7 +13,7 @@
 
 #include <pthread.h>
 
-#include "policy.h"
+#include "mem/policy.h"
 
 namespace hcops {
 namespace mem {

@@ -1,4 +1,4 @@
-#include "place.h"
+#include "mem/place.h"
 
 #include <numaif.h>
 #include <sched.h>
@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "../log.h"
-#include "arena.h"
-#include "tiers.h"
+#include "common/log.h"
+#include "mem/arena.h"
+#include "mem/tiers.h"
 
 #ifndef MPOL_LOCAL
 #define MPOL_LOCAL 4
@@ -224,11 +224,9 @@ void unmap_range(void *addr, std::size_t len) {
 
 namespace {
 long do_mbind(void *addr, std::size_t len, const Target &t, unsigned flags) {
-  unsigned long mask[kMaxNodes / (8 * sizeof(unsigned long))] = {};
-  for (int i = 0; i < kMaxNodes; ++i)
-    if (t.nodes.test(i)) mask[i / (8 * sizeof(unsigned long))] |= 1UL << (i % (8 * sizeof(unsigned long)));
+  const NodeMask mask(t.nodes);
   const bool has_mask = t.mode != MPOL_LOCAL && t.mode != MPOL_DEFAULT;
-  return mbind(addr, len, t.mode, has_mask ? mask : nullptr, has_mask ? kMaxNodes + 1 : 0, flags);
+  return mbind(addr, len, t.mode, has_mask ? mask.bits : nullptr, has_mask ? NodeMask::kMaxnode : 0, flags);
 }
 }  // namespace
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "policy.h"
+#include "mem/policy.h"
 
 namespace hcops {
 namespace mem {

@@ -1,4 +1,4 @@
-#include "policy.h"
+#include "mem/policy.h"
 
 #include <strings.h>
 

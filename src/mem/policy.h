@@ -15,17 +15,18 @@
 // range without a lower bound starts at the threshold.
 #pragma once
 
-#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/nodemask.h"
+
 namespace hcops {
 namespace mem {
 
-constexpr int kMaxNodes = 1024;
-using NodeSet = std::bitset<kMaxNodes>;
+using hcops::kMaxNodes;
+using hcops::NodeSet;
 
 enum class Place : uint8_t {
   system,      // leave it to glibc

@@ -1,4 +1,4 @@
-#include "tiers.h"
+#include "mem/tiers.h"
 
 #include <pthread.h>
 
@@ -6,8 +6,8 @@
 #include <atomic>
 #include <cstring>
 
-#include "../env.h"
-#include "../log.h"
+#include "common/env.h"
+#include "common/log.h"
 
 namespace hcops {
 namespace mem {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "../topology.h"
-#include "policy.h"
+#include "common/topology.h"
+#include "mem/policy.h"
 
 namespace hcops {
 namespace mem {

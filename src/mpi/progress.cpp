@@ -1,4 +1,4 @@
-#include "progress.h"
+#include "mpi/progress.h"
 
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -19,9 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../env.h"
-#include "../log.h"
-#include "../topology.h"
+#include "common/env.h"
+#include "common/log.h"
+#include "common/topology.h"
 
 namespace hcops {
 namespace mpi {

@@ -1,8 +1,9 @@
 // Portable register-blocked microkernel in GCC vector extensions: the
 // `generic` family, baseline x86-64 (SSE2), for CPUs without AVX2+FMA. The
 // intrinsics families are in simd_tile.h.
-#include "../../pack.h"
-#include "../kernel.h"
+#include "kernels/pack.h"
+#include "kernels/kernel.h"
+#include "kernels/generic/vec.h"
 
 namespace hcops {
 namespace kernels {
@@ -11,11 +12,11 @@ namespace {
 
 // 16 xmm registers: two vectors of A per k step and 4 broadcast columns of B
 // keep 8 accumulators live.
-constexpr int kVectorBytes = 16, kNr = 4;
+constexpr int kNr = 4;
 
 template <typename T>
 struct Shape {
-  static constexpr int vl = kVectorBytes / sizeof(T);
+  static constexpr int vl = Vec<T>::lanes;
   static constexpr int mr = 2 * vl;
   static constexpr int nr = kNr;
 };
@@ -24,8 +25,8 @@ template <typename T>
 void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T beta,
              T *__restrict c, long ldc) {
   constexpr int VL = Shape<T>::vl, MR = Shape<T>::mr, NR = Shape<T>::nr;
-  typedef T V __attribute__((vector_size(kVectorBytes)));
-  typedef T U __attribute__((vector_size(kVectorBytes), aligned(alignof(T))));  // unaligned C
+  using V = typename Vec<T>::V;
+  using U = typename Vec<T>::U;  // unaligned C
 
   V acc0[NR], acc1[NR];
 #pragma GCC unroll 16

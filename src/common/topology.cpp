@@ -1,0 +1,161 @@
+#include "common/topology.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/env.h"
+#include "common/log.h"
+
+namespace hcops {
+
+int Topology::total_cores() const {
+  int n = 0;
+  for (const Domain &d : domains) n += static_cast<int>(d.cores.size());
+  return n;
+}
+
+static bool is_hbm(hwloc_obj_t node) {
+  return node->subtype && (!std::strcmp(node->subtype, "HBM") || !std::strcmp(node->subtype, "MCDRAM"));
+}
+
+// Domains are the minimal cpusets among NUMA nodes that own PUs: on a die with
+// one DDR node over four HBM-backed clusters, each cluster is a domain.
+static std::vector<hwloc_obj_t> minimal_nodes(hwloc_topology_t hw) {
+  std::vector<hwloc_obj_t> nodes, out;
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, n));)
+    if (n->cpuset && !hwloc_bitmap_iszero(n->cpuset)) nodes.push_back(n);
+  for (hwloc_obj_t n : nodes) {
+    bool minimal = true, duplicate = false;
+    for (hwloc_obj_t o : nodes)
+      if (o != n && hwloc_bitmap_isincluded(o->cpuset, n->cpuset) && !hwloc_bitmap_isequal(o->cpuset, n->cpuset))
+        minimal = false;
+    for (hwloc_obj_t o : out)
+      if (hwloc_bitmap_isequal(o->cpuset, n->cpuset)) duplicate = true;
+    if (minimal && !duplicate) out.push_back(n);
+  }
+  return out;
+}
+
+// Packed panels go to the smallest DRAM node covering the domain; HBM is left
+// to the placement policies of libhcops_mem.
+static hwloc_obj_t memory_node_for(hwloc_topology_t hw, hwloc_const_bitmap_t cpuset) {
+  hwloc_obj_t best = nullptr;
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, n));) {
+    if (!n->cpuset || !hwloc_bitmap_isincluded(cpuset, n->cpuset)) continue;
+    const bool better = !best || (is_hbm(best) && !is_hbm(n)) ||
+                        (is_hbm(best) == is_hbm(n) && hwloc_bitmap_weight(n->cpuset) < hwloc_bitmap_weight(best->cpuset));
+    if (better) best = n;
+  }
+  return best;
+}
+
+static std::size_t cache_size(hwloc_topology_t hw, hwloc_obj_type_t type, std::size_t def) {
+  hwloc_obj_t c = hwloc_get_obj_by_type(hw, type, 0);
+  return (c && c->attr && c->attr->cache.size) ? c->attr->cache.size : def;
+}
+
+static void add_domain(Topology &t, hwloc_topology_t hw, hwloc_bitmap_t cpuset) {
+  Domain d;
+  d.index = static_cast<int>(t.domains.size());
+  d.cpuset = cpuset;
+  const int ncores = hwloc_get_nbobjs_inside_cpuset_by_type(hw, cpuset, HWLOC_OBJ_CORE);
+  for (int i = 0; i < ncores; ++i) {
+    hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(hw, cpuset, HWLOC_OBJ_CORE, i);
+    hwloc_bitmap_t pus = hwloc_bitmap_dup(core->cpuset);
+    hwloc_bitmap_and(pus, pus, cpuset);
+    if (!hwloc_bitmap_iszero(pus)) d.cores.push_back(hwloc_bitmap_first(pus));
+    hwloc_bitmap_free(pus);
+  }
+  if (d.cores.empty()) {  // no core objects (unusual XML): count PUs instead
+    for (int pu = hwloc_bitmap_first(cpuset); pu >= 0; pu = hwloc_bitmap_next(cpuset, pu)) d.cores.push_back(pu);
+  }
+  if (hwloc_obj_t node = memory_node_for(hw, cpuset)) {
+    d.mem_node = static_cast<int>(node->os_index);
+    d.mem_kind = node->subtype ? node->subtype : "";
+    d.mem_bytes = node->attr ? node->attr->numanode.local_memory : 0;
+  }
+  if (d.cores.empty()) {
+    hwloc_bitmap_free(cpuset);
+    return;
+  }
+  t.domains.push_back(std::move(d));
+}
+
+Topology build_topology(hwloc_topology_t hw, hwloc_const_bitmap_t restrict_to) {
+  Topology t;
+  t.hw = hw;
+  t.this_system = hwloc_topology_is_thissystem(hw);
+  const char *xml = env_raw("HWLOC_XMLFILE");
+  t.source = t.this_system ? "this machine" : (xml ? xml : "synthetic");
+  t.numa_nodes = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_NUMANODE);
+  t.l1d = cache_size(hw, HWLOC_OBJ_L1CACHE, t.l1d);
+  t.l2 = cache_size(hw, HWLOC_OBJ_L2CACHE, t.l2);
+  t.l3 = cache_size(hw, HWLOC_OBJ_L3CACHE, t.l3);
+
+  hwloc_bitmap_t covered = hwloc_bitmap_alloc();
+  for (hwloc_obj_t n : minimal_nodes(hw)) {
+    hwloc_bitmap_t set = hwloc_bitmap_dup(n->cpuset);
+    hwloc_bitmap_andnot(set, set, covered);  // overlapping nodes: first one wins
+    if (restrict_to) hwloc_bitmap_and(set, set, restrict_to);
+    hwloc_bitmap_or(covered, covered, n->cpuset);
+    if (hwloc_bitmap_iszero(set)) {
+      hwloc_bitmap_free(set);
+      continue;
+    }
+    add_domain(t, hw, set);
+  }
+  // PUs outside every NUMA node (some VMs report none) form one more domain.
+  hwloc_bitmap_t rest = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(hw));
+  hwloc_bitmap_andnot(rest, rest, covered);
+  if (restrict_to) hwloc_bitmap_and(rest, rest, restrict_to);
+  if (!hwloc_bitmap_iszero(rest)) add_domain(t, hw, rest);
+  else hwloc_bitmap_free(rest);
+  hwloc_bitmap_free(covered);
+  return t;
+}
+
+static Topology fallback_topology() {
+  Topology t;
+  t.source = "fallback (hwloc failed)";
+  Domain d;
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int i = 0; i < std::max(1L, n); ++i) d.cores.push_back(i);
+  t.domains.push_back(std::move(d));
+  return t;
+}
+
+static Topology load() {
+  hwloc_topology_t hw;
+  if (hwloc_topology_init(&hw) != 0) return fallback_topology();
+  if (hwloc_topology_load(hw) != 0) {
+    hwloc_topology_destroy(hw);
+    const char *xml = env_raw("HWLOC_XMLFILE");
+    warn_once("topology", "hwloc could not load the topology%s%s; assuming one NUMA domain",
+              xml ? " from HWLOC_XMLFILE=" : "", xml ? xml : "");
+    return fallback_topology();
+  }
+  hwloc_bitmap_t bound = nullptr;
+  if (hwloc_topology_is_thissystem(hw)) {
+    bound = hwloc_bitmap_alloc();
+    if (hwloc_get_cpubind(hw, bound, HWLOC_CPUBIND_PROCESS) != 0 || hwloc_bitmap_iszero(bound)) {
+      hwloc_bitmap_free(bound);
+      bound = nullptr;
+    }
+  }
+  Topology t = build_topology(hw, bound);
+  if (bound) hwloc_bitmap_free(bound);
+  if (t.domains.empty()) {
+    warn_once("topology-empty", "hwloc reported no usable cores; assuming one NUMA domain");
+    return fallback_topology();
+  }
+  return t;
+}
+
+const Topology &topology() {
+  static const Topology *t = new Topology(load());  // never destroyed: GEMM may run at exit
+  return *t;
+}
+
+}  // namespace hcops

@@ -1,0 +1,53 @@
+// How one GEMM call is spread over the machine (DiT-HC's two-level scheme):
+// first across compute domains — along N, so each domain packs only its own
+// slice of B into its own memory; along M when N is too narrow to split —
+// then over a grid of mt x nt threads inside each domain, so the threads of a
+// domain share the packed B panel in their common cache instead of each
+// streaming its own.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/topology.h"
+
+namespace hcops {
+
+struct DomainPart {
+  int domain = 0;           // index into Topology::domains
+  int mem_node = -1;        // where this part's packed panels are requested
+  long m0 = 0, m1 = 0;      // rows of C this domain computes
+  long n0 = 0, n1 = 0;      // columns of C this domain computes
+  int first_thread = 0;     // team thread numbers [first_thread, first_thread + threads)
+  int threads = 0;
+  int grid_m = 1, grid_n = 1;  // threads = grid_m * grid_n
+};
+
+struct Plan {
+  bool split_n = true;      // across domains along N (else along M)
+  int threads = 1;
+  std::vector<DomainPart> parts;
+  std::string describe() const;
+};
+
+struct PlanLimits {
+  int mr = 8, nr = 4;           // microkernel tile
+  double min_flops_per_thread = 2e6;  // below this a thread costs more than it gives
+};
+
+// [begin, end) of piece `idx` when [0, len) is cut into `parts` nearly equal
+// pieces whose boundaries fall on multiples of `align` (whole tiles). How a
+// part's rows are dealt to its grid_m thread rows, and columns to grid_n.
+inline void tile_range(long len, int parts, int idx, long align, long &begin, long &end) {
+  const long units = (len + align - 1) / align;
+  const long per = units / parts, extra = units % parts;
+  const long u0 = idx * per + (idx < extra ? idx : extra);
+  const long u1 = u0 + per + (idx < extra ? 1 : 0);
+  begin = u0 * align < len ? u0 * align : len;
+  end = u1 * align < len ? u1 * align : len;
+}
+
+// threads: the most the caller allows (>= 1). The plan may use fewer.
+Plan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim);
+
+}  // namespace hcops

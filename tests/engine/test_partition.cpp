@@ -1,0 +1,151 @@
+// The two-level partition on the large machines of shared/topologies: every
+// element of C is owned by exactly one thread, every domain gets work when
+// there is enough, and each part requests memory on its own domain's node.
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+extern "C" {
+#include <cmocka.h>  // 1.1 has no C++ guard of its own
+}
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gemm/partition.h"
+#include "common/topology.h"
+
+namespace {
+
+const char *xml_files[] = {"epyc-nps4-2s.xml", "lx2-like-2cpu-8die-256core.xml", "xeon-max-flat-snc4-2s.xml"};
+struct Expect {
+  size_t domains;
+  int cores;
+} expected[] = {{8, 128}, {16, 256}, {8, 112}};
+
+const char *topology_dir() {
+  const char *dir = std::getenv("HCOPS_TOPOLOGY_DIR");
+  return dir ? dir : "../../shared/topologies";
+}
+
+hcops::Topology load(const char *name) {
+  std::string path = std::string(topology_dir()) + "/" + name;
+  hwloc_topology_t hw;
+  assert_int_equal(hwloc_topology_init(&hw), 0);
+  assert_int_equal(hwloc_topology_set_xml(hw, path.c_str()), 0);
+  assert_int_equal(hwloc_topology_load(hw), 0);
+  return hcops::build_topology(hw, nullptr);
+}
+
+// Every (i, j) of C is covered by exactly one thread's rectangle.
+void check_cover(const hcops::Plan &plan, long m, long n, int mr, int nr) {
+  std::vector<unsigned char> owner(size_t(m) * n, 0);
+  int threads = 0;
+  for (const hcops::DomainPart &p : plan.parts) {
+    assert_int_equal(p.grid_m * p.grid_n, p.threads);
+    assert_int_equal(p.first_thread, threads);
+    threads += p.threads;
+    for (int r = 0; r < p.threads; ++r) {
+      long i0, i1, j0, j1;
+      hcops::tile_range(p.m1 - p.m0, p.grid_m, r % p.grid_m, mr, i0, i1);
+      hcops::tile_range(p.n1 - p.n0, p.grid_n, r / p.grid_m, nr, j0, j1);
+      for (long j = p.n0 + j0; j < p.n0 + j1; ++j)
+        for (long i = p.m0 + i0; i < p.m0 + i1; ++i) ++owner[i + j * m];
+    }
+  }
+  assert_int_equal(threads, plan.threads);
+  for (unsigned char o : owner) assert_int_equal(o, 1);
+}
+
+void test_domains(void **) {
+  for (int t = 0; t < 3; ++t) {
+    hcops::Topology topo = load(xml_files[t]);
+    assert_false(topo.this_system);
+    assert_int_equal(topo.domains.size(), expected[t].domains);
+    assert_int_equal(topo.total_cores(), expected[t].cores);
+    for (const hcops::Domain &d : topo.domains) {
+      assert_true(d.mem_node >= 0);
+      assert_true(d.mem_kind.empty());  // packed panels go to DRAM, HBM is for libhcops_mem
+      assert_true(hwloc_bitmap_isset(d.cpuset, d.cores.front()));
+    }
+  }
+}
+
+void test_every_domain_gets_work(void **) {
+  for (int t = 0; t < 3; ++t) {
+    hcops::Topology topo = load(xml_files[t]);
+    const int cores = topo.total_cores();
+    // A DiT Linear layer (fc1 of DiT-XL: 4608 x 512 x 1152) and a large square product.
+    const long shapes[][3] = {{4608, 2048, 1152}, {8192, 8192, 8192}};
+    for (const auto &s : shapes) {
+      const hcops::Plan plan = hcops::plan_gemm(topo, s[0], s[1], s[2], cores, {32, 12});
+      assert_int_equal(plan.parts.size(), topo.domains.size());
+      assert_true(plan.split_n);
+      for (const hcops::DomainPart &p : plan.parts) {
+        assert_true(p.threads >= 1);
+        assert_int_equal(p.mem_node, topo.domains[p.domain].mem_node);
+        assert_true(p.n1 > p.n0);
+      }
+      check_cover(plan, s[0], s[1], 32, 12);
+    }
+  }
+}
+
+void test_narrow_n_splits_m(void **) {
+  hcops::Topology topo = load(xml_files[0]);
+  // adaLN modulation: n = batch = 8; splitting N would leave domains idle.
+  const hcops::Plan plan = hcops::plan_gemm(topo, 2304, 8, 384, 16, {32, 12});
+  assert_false(plan.split_n);
+  assert_true(plan.parts.size() > 1);
+  check_cover(plan, 2304, 8, 32, 12);
+}
+
+void test_small_work_uses_few_threads(void **) {
+  hcops::Topology topo = load(xml_files[1]);
+  const hcops::Plan tiny = hcops::plan_gemm(topo, 16, 16, 16, 256, {32, 12});
+  assert_int_equal(tiny.threads, 1);
+  check_cover(tiny, 16, 16, 32, 12);
+  const hcops::Plan attn = hcops::plan_gemm(topo, 256, 256, 64, 256, {32, 12});
+  assert_true(attn.threads >= 2 && attn.threads <= 8);  // 8.4 MFLOP is not worth 256 threads
+  check_cover(attn, 256, 256, 32, 12);
+}
+
+void test_fewer_threads_than_domains(void **) {
+  for (int t = 0; t < 3; ++t) {
+    hcops::Topology topo = load(xml_files[t]);
+    for (int threads : {1, 2, 3, 5}) {
+      const hcops::Plan plan = hcops::plan_gemm(topo, 1000, 999, 300, threads, {32, 12});
+      assert_int_equal(plan.threads, threads);
+      assert_int_equal(plan.parts.size(), size_t(threads));
+      check_cover(plan, 1000, 999, 32, 12);
+    }
+  }
+}
+
+void test_odd_shapes_cover(void **) {
+  hcops::Topology topo = load(xml_files[2]);
+  const long shapes[][3] = {{1, 1, 1}, {1, 5000, 7}, {5000, 1, 7}, {33, 13, 1000}, {777, 555, 333}};
+  for (const auto &s : shapes)
+    for (int threads : {1, 7, 16, 112}) check_cover(hcops::plan_gemm(topo, s[0], s[1], s[2], threads, {16, 12}), s[0], s[1], 16, 12);
+}
+
+}  // namespace
+
+int main() {
+  if (access(topology_dir(), R_OK) != 0) {
+    std::printf("SKIP: no synthetic topologies in %s\n", topology_dir());
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_domains),
+      cmocka_unit_test(test_every_domain_gets_work),
+      cmocka_unit_test(test_narrow_n_splits_m),
+      cmocka_unit_test(test_small_work_uses_few_threads),
+      cmocka_unit_test(test_fewer_threads_than_domains),
+      cmocka_unit_test(test_odd_shapes_cover),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
