@@ -16,6 +16,11 @@ const char *hcops_version(void);
  * environment in effect. m, n or k <= 0 omits the partition. */
 void hcops_print_info(FILE *out, long m, long n, long k);
 
+/* The GEMM kernel families this CPU can run and HCOPS_ISA allows, in the
+ * order the engine prefers them, one name per line ("avx512\navx2\ngeneric\n").
+ * Any of them is a valid HCOPS_ISA value. The string is static. */
+const char *hcops_kernel_families(void);
+
 /* Path of the reference BLAS that non-GEMM routines forward to, resolving it
  * now if needed; NULL when none could be loaded. */
 const char *hcops_reference_blas(void);

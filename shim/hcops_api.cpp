@@ -1,19 +1,25 @@
 // include/hcops.h: the library's own small C API.
 #include "hcops.h"
 
-#include "gemm/engine_info.h"
+#include <string>
+
 #include "config.h"
+#include "gemm/engine_info.h"
 
 extern "C" {
 
 const char *hcops_version(void) { return PACKAGE_VERSION; }
 
+const char *hcops_kernel_families(void) {
+  static const std::string names = hcops::runnable_families();
+  return names.c_str();
+}
+
 void hcops_print_info(FILE *out, long m, long n, long k) {
   const char *ref = hcops_reference_blas();
   std::fprintf(out, "hcops %s\n", hcops_version());
   std::fprintf(out, "%s", hcops::engine_info(m, n, k).c_str());
-  std::fprintf(out, "reference BLAS (forwarded routines): %s\n",
-               ref ? ref : "none found (set HCOPS_REFERENCE_BLAS)");
+  std::fprintf(out, "reference BLAS (forwarded routines): %s\n", ref ? ref : "none found (set HCOPS_REFERENCE_BLAS)");
 }
 
 }  // extern "C"

@@ -1,5 +1,6 @@
 /* hcops-info: what HCOps detected and what it would do.
- *   hcops-info [M N K]   also show the partition of an M x N x K SGEMM */
+ *   hcops-info [M N K]   also show the partition of an M x N x K SGEMM
+ *   hcops-info --families  the kernel families this CPU runs, one per line */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,14 @@ int main(int argc, char **argv) {
   long m = 0, n = 0, k = 0;
   if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
     printf("usage: hcops-info [M N K]\n"
+           "       hcops-info --families\n"
            "Prints the HCOps version, CPU features and kernels, topology (HWLOC_XMLFILE is honoured),\n"
-           "the reference BLAS and the environment in effect; with M N K, the partition of that SGEMM.\n");
+           "the reference BLAS and the environment in effect; with M N K, the partition of that SGEMM.\n"
+           "--families lists the kernel families this CPU runs (valid HCOPS_ISA values), best first.\n");
+    return 0;
+  }
+  if (argc == 2 && !strcmp(argv[1], "--families")) {
+    fputs(hcops_kernel_families(), stdout);
     return 0;
   }
   if (argc == 4) {

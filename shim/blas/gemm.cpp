@@ -1,13 +1,13 @@
 // sgemm_ / dgemm_: the Fortran entry points of the native GEMM.
-#include "gemm/gemm.h"
 #include "blas_abi.h"
+#include "shim/common/gemm_call.h"
 
 namespace {
 
-template <typename T>
-void fortran_gemm(const char *xname, const char *routine, const char *transa, const char *transb,
-                  const int *m, const int *n, const int *k, const T *alpha, const T *a, const int *lda,
-                  const T *b, const int *ldb, const T *beta, T *c, const int *ldc) {
+template <typename Ty, typename T = typename Ty::c_type>
+void fortran_gemm(const char *xname, const char *routine, const char *transa, const char *transb, const int *m,
+                  const int *n, const int *k, const T *alpha, const T *a, const int *lda, const T *b, const int *ldb,
+                  const T *beta, T *c, const int *ldc) {
   int info = hcops_gemm_arg_error(*transa, *transb, *m, *n, *k, *lda, *ldb, *ldc);
   if (info) {
     xerbla_(xname, &info, 6);
@@ -15,7 +15,7 @@ void fortran_gemm(const char *xname, const char *routine, const char *transa, co
   }
   if (*m == 0 || *n == 0 || ((*alpha == T(0) || *k == 0) && *beta == T(1))) return;
   auto trans = [](char t) { return (t == 'N' || t == 'n') ? hcops::Trans::N : hcops::Trans::T; };
-  hcops::gemm<T>({trans(*transa), trans(*transb), *m, *n, *k, *alpha, a, *lda, b, *ldb, *beta, c, *ldc}, routine);
+  hcops::run_gemm<Ty>(routine, {trans(*transa), trans(*transb), *m, *n, *k, *alpha, a, *lda, b, *ldb, *beta, c, *ldc});
 }
 
 }  // namespace
@@ -25,13 +25,13 @@ extern "C" {
 void sgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k, const float *alpha,
             const float *a, const int *lda, const float *b, const int *ldb, const float *beta, float *c,
             const int *ldc) {
-  fortran_gemm<float>("SGEMM ", "sgemm_", transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  fortran_gemm<hcops::Sgemm>("SGEMM ", "sgemm_", transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void dgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k, const double *alpha,
             const double *a, const int *lda, const double *b, const int *ldb, const double *beta, double *c,
             const int *ldc) {
-  fortran_gemm<double>("DGEMM ", "dgemm_", transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  fortran_gemm<hcops::Dgemm>("DGEMM ", "dgemm_", transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // extern "C"

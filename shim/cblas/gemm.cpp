@@ -4,9 +4,9 @@
 // major, with the swapped M/N and lda/ldb positions mapped back.
 #include <utility>
 
-#include "gemm/gemm.h"
 #include "../blas/blas_abi.h"
 #include "cblas.h"
+#include "shim/common/gemm_call.h"
 
 namespace {
 
@@ -22,18 +22,22 @@ bool trans_char(CBLAS_TRANSPOSE t, char &c) {
 int cblas_position(int fortran_info, bool row_major) {
   int p = fortran_info + 1;
   if (row_major) {
-    if (p == 4) p = 5;
-    else if (p == 5) p = 4;
-    else if (p == 9) p = 11;
-    else if (p == 11) p = 9;
+    if (p == 4)
+      p = 5;
+    else if (p == 5)
+      p = 4;
+    else if (p == 9)
+      p = 11;
+    else if (p == 11)
+      p = 9;
   }
   return p;
 }
 
-template <typename T>
-void cblas_gemm(const char *routine, CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, CBLAS_TRANSPOSE transb,
-                CBLAS_INT m, CBLAS_INT n, CBLAS_INT k, T alpha, const T *a, CBLAS_INT lda, const T *b,
-                CBLAS_INT ldb, T beta, T *c, CBLAS_INT ldc) {
+template <typename Ty, typename T = typename Ty::c_type>
+void cblas_gemm(const char *routine, CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, CBLAS_TRANSPOSE transb, CBLAS_INT m,
+                CBLAS_INT n, CBLAS_INT k, T alpha, const T *a, CBLAS_INT lda, const T *b, CBLAS_INT ldb, T beta, T *c,
+                CBLAS_INT ldc) {
   const bool row = layout == CblasRowMajor;
   if (!row && layout != CblasColMajor) {
     cblas_xerbla(1, routine, "Illegal layout setting, %d\n", static_cast<int>(layout));
@@ -61,7 +65,7 @@ void cblas_gemm(const char *routine, CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa
   }
   if (m == 0 || n == 0 || ((alpha == T(0) || k == 0) && beta == T(1))) return;
   auto trans = [](char t) { return t == 'N' ? hcops::Trans::N : hcops::Trans::T; };
-  hcops::gemm<T>({trans(ta), trans(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc}, routine);
+  hcops::run_gemm<Ty>(routine, {trans(ta), trans(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 
 }  // namespace
@@ -71,13 +75,13 @@ extern "C" {
 void cblas_sgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, CBLAS_TRANSPOSE transb, const CBLAS_INT m,
                  const CBLAS_INT n, const CBLAS_INT k, const float alpha, const float *a, const CBLAS_INT lda,
                  const float *b, const CBLAS_INT ldb, const float beta, float *c, const CBLAS_INT ldc) {
-  cblas_gemm<float>("cblas_sgemm", layout, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  cblas_gemm<hcops::Sgemm>("cblas_sgemm", layout, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void cblas_dgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, CBLAS_TRANSPOSE transb, const CBLAS_INT m,
                  const CBLAS_INT n, const CBLAS_INT k, const double alpha, const double *a, const CBLAS_INT lda,
                  const double *b, const CBLAS_INT ldb, const double beta, double *c, const CBLAS_INT ldc) {
-  cblas_gemm<double>("cblas_dgemm", layout, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  cblas_gemm<hcops::Dgemm>("cblas_dgemm", layout, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // extern "C"

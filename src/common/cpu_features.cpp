@@ -4,9 +4,6 @@
 
 #include <cstring>
 
-#include "common/env.h"
-#include "common/log.h"
-
 namespace hcops {
 
 static unsigned long long xcr0() {
@@ -31,9 +28,9 @@ static CpuFeatures detect() {
   f.sse2 = d & (1u << 26);
   const bool osxsave = c & (1u << 27);
   const unsigned long long xcr = osxsave ? xcr0() : 0;
-  const bool os_avx = (xcr & 0x6) == 0x6;             // XMM and YMM state
+  const bool os_avx = (xcr & 0x6) == 0x6;                 // XMM and YMM state
   const bool os_avx512 = os_avx && (xcr & 0xe0) == 0xe0;  // opmask, ZMM_Hi256, Hi16_ZMM
-  const bool os_amx = (xcr & 0x60000) == 0x60000;      // XTILECFG, XTILEDATA
+  const bool os_amx = (xcr & 0x60000) == 0x60000;         // XTILECFG, XTILEDATA
   f.avx = os_avx && (c & (1u << 28));
   f.fma = f.avx && (c & (1u << 12));
 
@@ -64,54 +61,40 @@ static CpuFeatures detect() {
   return f;
 }
 
-std::string CpuFeatures::describe() const {
+namespace {
+struct FeatureName {
+  uint64_t bit;
+  const char *name;
+};
+constexpr FeatureName kNames[] = {
+    {kSse2, "sse2"},         {kAvx, "avx"},           {kFma, "fma"},
+    {kAvx2, "avx2"},         {kAvx512f, "avx512f"},   {kAvx512dq, "avx512dq"},
+    {kAvx512bw, "avx512bw"}, {kAvx512vl, "avx512vl"}, {kAvx512Bf16, "avx512_bf16"},
+    {kAmxTile, "amx_tile"},  {kAmxBf16, "amx_bf16"},
+};
+}  // namespace
+
+uint64_t CpuFeatures::mask() const {
+  const bool on[] = {sse2, avx, fma, avx2, avx512f, avx512dq, avx512bw, avx512vl, avx512_bf16, amx_tile, amx_bf16};
+  static_assert(sizeof on / sizeof *on == sizeof kNames / sizeof *kNames, "one flag per feature name");
+  uint64_t m = 0;
+  for (size_t i = 0; i < sizeof on / sizeof *on; ++i)
+    if (on[i]) m |= kNames[i].bit;
+  return m;
+}
+
+std::string feature_names(uint64_t mask) {
   std::string s;
-  auto add = [&](bool on, const char *name) {
-    if (on) s += (s.empty() ? "" : " ") + std::string(name);
-  };
-  add(sse2, "sse2");
-  add(avx, "avx");
-  add(fma, "fma");
-  add(avx2, "avx2");
-  add(avx512f, "avx512f");
-  add(avx512dq, "avx512dq");
-  add(avx512bw, "avx512bw");
-  add(avx512vl, "avx512vl");
-  add(avx512_bf16, "avx512_bf16");
-  add(amx_tile, "amx_tile");
-  add(amx_bf16, "amx_bf16");
+  for (const FeatureName &f : kNames)
+    if (mask & f.bit) s += (s.empty() ? "" : " ") + std::string(f.name);
   return s;
 }
+
+std::string CpuFeatures::describe() const { return feature_names(mask()); }
 
 const CpuFeatures &cpu_features() {
   static const CpuFeatures f = detect();
   return f;
-}
-
-const char *isa_name(Isa isa) {
-  static const char *const names[] = {"generic", "avx2", "avx512"};
-  return names[static_cast<int>(isa)];
-}
-
-Isa best_isa(const CpuFeatures &f) {
-  if (f.avx512f && f.avx512vl && f.avx512bw && f.avx512dq) return Isa::avx512;
-  if (f.avx2 && f.fma) return Isa::avx2;
-  return Isa::generic;
-}
-
-Isa selected_isa() {
-  static const Isa isa = [] {
-    static const char *const choices[] = {"generic", "avx2", "avx512", nullptr};
-    const Isa best = best_isa(cpu_features());
-    const Isa asked = static_cast<Isa>(env_choice("HCOPS_ISA", choices, static_cast<int>(best)));
-    if (asked > best) {
-      warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU; using %s",
-                isa_name(asked), isa_name(best));
-      return best;
-    }
-    return asked;
-  }();
-  return isa;
 }
 
 }  // namespace hcops

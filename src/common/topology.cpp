@@ -74,7 +74,6 @@ static void add_domain(Topology &t, hwloc_topology_t hw, hwloc_bitmap_t cpuset) 
   if (hwloc_obj_t node = memory_node_for(hw, cpuset)) {
     d.mem_node = static_cast<int>(node->os_index);
     d.mem_kind = node->subtype ? node->subtype : "";
-    d.mem_bytes = node->attr ? node->attr->numanode.local_memory : 0;
   }
   if (d.cores.empty()) {
     hwloc_bitmap_free(cpuset);

@@ -17,7 +17,6 @@ struct Domain {
   std::vector<int> cores;     // OS index of the first PU of each allowed core
   int mem_node = -1;          // OS index of the NUMA node packed panels go to
   std::string mem_kind;       // hwloc subtype of that node ("" = DRAM)
-  unsigned long long mem_bytes = 0;
   hwloc_bitmap_t cpuset = nullptr;  // allowed PUs of the domain
 };
 

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "kernels/kernel.h"
 #include "common/topology.h"
+#include "kernels/kernel.h"
 
 namespace hcops {
 
@@ -16,12 +16,13 @@ struct Blocking {
   long mc, kc, nc;
 };
 
-template <typename T>
-Blocking blocking_for(const Topology &topo, const KernelInfo<T> &k) {
+template <typename Ty>
+Blocking blocking_for(const Topology &topo, const GemmKernel<Ty> &k) {
+  constexpr long sa = sizeof(typename Ty::packed_a_type), sb = sizeof(typename Ty::packed_b_type);
   Blocking b;
-  b.kc = std::clamp<long>(topo.l1d * 3 / 4 / (k.nr * sizeof(T)) / 16 * 16, 64, 512);
-  b.mc = std::clamp<long>(topo.l2 / 2 / (b.kc * sizeof(T)) / k.mr * k.mr, k.mr, 4096);
-  b.nc = std::clamp<long>(topo.l3 / 2 / (b.kc * sizeof(T)) / k.nr * k.nr, 16L * k.nr, 8192 / k.nr * k.nr);
+  b.kc = std::clamp<long>(topo.l1d * 3 / 4 / (k.nr * sb) / 16 * 16, 64, 512);
+  b.mc = std::clamp<long>(topo.l2 / 2 / (b.kc * sa) / k.mr * k.mr, k.mr, 4096);
+  b.nc = std::clamp<long>(topo.l3 / 2 / (b.kc * sb) / k.nr * k.nr, 16L * k.nr, 8192 / k.nr * k.nr);
   return b;
 }
 

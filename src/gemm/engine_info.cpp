@@ -3,14 +3,14 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "gemm/blocking.h"
 #include "common/cpu_features.h"
 #include "common/env.h"
-#include "kernels/kernel.h"
-#include "gemm/pack_policy.h"
-#include "gemm/partition.h"
 #include "common/team.h"
 #include "common/topology.h"
+#include "gemm/blocking.h"
+#include "gemm/pack_policy.h"
+#include "gemm/partition.h"
+#include "kernels/registry.h"
 
 namespace hcops {
 
@@ -26,39 +26,81 @@ std::string format(const char *fmt, ...) {
   return buf;
 }
 
-template <typename T>
-std::string kernel_line(const char *name, const KernelInfo<T> &k, const Topology &topo) {
+template <typename Ty>
+std::string kernel_line(const char *name, const Topology &topo) {
+  const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
+  if (!chosen.kernel) return format("  %s: no kernel family serves it; computed unpacked\n", name);
+  const GemmKernel<Ty> &k = *chosen.kernel;
   const Blocking b = blocking_for(topo, k);
-  const char *packing = !k.ukernel_direct                    ? "always packed (no in-place kernel)"
-                        : b_packing() == BPacking::always ? "always packed (HCOPS_PACK_B=always)"
-                        : b_packing() == BPacking::never  ? "read in place (HCOPS_PACK_B=never)"
-                                                          : "read in place when op(B) = B, or B^T with m <= 2 mc and kc rows within L2/2; else packed";
-  return format("  %s: microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s\n", name, k.mr, k.nr, b.mc, b.kc,
-                b.nc, packing);
+  const char *packing =
+      !k.full_direct                    ? "always packed (no in-place kernel)"
+      : b_packing() == BPacking::always ? "always packed (HCOPS_PACK_B=always)"
+      : b_packing() == BPacking::never
+          ? "read in place (HCOPS_PACK_B=never)"
+          : "read in place when op(B) = B, or B^T with m <= 2 mc and kc rows within L2/2; else packed";
+  return format("  %s: %s, microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s\n", name, chosen.family->name, k.mr,
+                k.nr, b.mc, b.kc, b.nc, packing);
+}
+
+std::string served(const KernelList &list) {
+  std::string s;
+  for (int i = 0; i < list.count; ++i) {
+    const KernelRef &r = list.refs[i];
+    s += format("%s%s:%s:%s", i ? " " : "", dtype_name(r.a), dtype_name(r.b), dtype_name(r.c));
+    if (r.packed_a != r.a || r.packed_b != r.b)
+      s += format("(packed %s:%s)", dtype_name(r.packed_a), dtype_name(r.packed_b));
+  }
+  return s;
+}
+
+// The family first fit gives f32 GEMM: what "kernel family" reports.
+const char *family_name() {
+  const ChosenKernel<Sgemm> &c = chosen_kernel<Sgemm>();
+  return c.family ? c.family->name : "none";
+}
+
+const char *best_family() {
+  for (int i = 0; i < kernel_family_count(); ++i)
+    if (family_runs_here(kernel_families()[i])) return kernel_families()[i].name;
+  return "none";
 }
 
 }  // namespace
 
+std::string runnable_families() {
+  std::string s;
+  for (int i = first_allowed_family(); i < kernel_family_count(); ++i)
+    if (family_runs_here(kernel_families()[i])) s += std::string(kernel_families()[i].name) + "\n";
+  return s;
+}
+
 std::string engine_info(long m, long n, long k) {
   const CpuFeatures &f = cpu_features();
   const Topology &topo = topology();
-  const KernelSet &ks = kernels_for(selected_isa());
   std::string s;
   s += format("cpu: %s (%s)\n", f.brand.c_str(), f.vendor.c_str());
   s += format("cpu features: %s\n", f.describe().c_str());
-  s += format("kernel family: %s (best for this CPU: %s)\n", isa_name(selected_isa()), isa_name(best_isa(f)));
-  s += kernel_line("sgemm", ks.s, topo);
-  s += kernel_line("dgemm", ks.d, topo);
+  s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_family());
+  s += kernel_line<Sgemm>("sgemm", topo);
+  s += kernel_line<Dgemm>("dgemm", topo);
+  s += "kernel families (first fit, in this order; HCOPS_ISA=<name> skips those before it):\n";
+  for (int i = 0; i < kernel_family_count(); ++i) {
+    const KernelFamily &fam = kernel_families()[i];
+    s += format("  %-8s %-13s needs %s; serves %s; %s\n", fam.name,
+                family_runs_here(fam) ? "runs here," : "not on this CPU,", feature_names(fam.needs).c_str(),
+                served(fam.kernels).c_str(), fam.summary);
+  }
   s += format("topology: %s; %d NUMA node(s), %zu compute domain(s), %d core(s); L1d %zu KiB, L2 %zu KiB, L3 %zu KiB\n",
               topo.source.c_str(), topo.numa_nodes, topo.domains.size(), topo.total_cores(), topo.l1d >> 10,
               topo.l2 >> 10, topo.l3 >> 10);
   for (const Domain &d : topo.domains)
     s += format("  domain %d: %zu core(s) (first PU %d), packing memory on node %d%s%s\n", d.index, d.cores.size(),
-                d.cores.empty() ? -1 : d.cores.front(), d.mem_node, d.mem_kind.empty() ? "" : " ",
-                d.mem_kind.c_str());
+                d.cores.empty() ? -1 : d.cores.front(), d.mem_node, d.mem_kind.empty() ? "" : " ", d.mem_kind.c_str());
   s += format("threads: up to %d (%s)\n", max_threads(), thread_policy());
   if (m > 0 && n > 0 && k > 0) {
-    const Plan plan = plan_gemm(topo, m, n, k, max_threads(), PlanLimits{ks.s.mr, ks.s.nr});
+    const ChosenKernel<Sgemm> &c = chosen_kernel<Sgemm>();
+    const Plan plan =
+        plan_gemm(topo, m, n, k, max_threads(), c.kernel ? PlanLimits{c.kernel->mr, c.kernel->nr} : PlanLimits{});
     s += format("sgemm %ld x %ld x %ld: ", m, n, k) + plan.describe();
   }
   s += "environment: " + env_summary() + "\n";

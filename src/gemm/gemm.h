@@ -1,30 +1,65 @@
 // The GEMM engine: column-major C = alpha * op(A) * op(B) + beta * C on
-// already validated arguments. Knows nothing of Fortran or CBLAS.
+// already validated arguments. Knows nothing of Fortran, CBLAS or oneDNN:
+// the ABI layers in shim/ check and translate their arguments, call gemm(),
+// and report what it says it did.
 #pragma once
+
+#include "common/dtype.h"
 
 namespace hcops {
 
 enum class Trans : char { N = 'N', T = 'T' };
 
-template <typename T>
+// The datatypes of one GEMM: A, B and C as the caller stores them, the
+// element types of the packed A and B panels, and the type alpha, beta and
+// the accumulation use. bf16 inputs with f32 accumulation and an f32 or bf16
+// C are GemmTypes<bf16, bf16, float|bf16, float>; f32 inputs rounded to bf16
+// while packing are GemmTypes<float, float, float, float, bf16, bf16>.
+template <typename A, typename B, typename C, typename Acc = C, typename PackedA = A, typename PackedB = B>
+struct GemmTypes {
+  using a_type = A;
+  using b_type = B;
+  using c_type = C;
+  using acc_type = Acc;
+  using packed_a_type = PackedA;
+  using packed_b_type = PackedB;
+  static constexpr Dtype a = DtypeOf<A>::value, b = DtypeOf<B>::value, c = DtypeOf<C>::value;
+  static constexpr Dtype acc = DtypeOf<Acc>::value;
+  static constexpr Dtype packed_a = DtypeOf<PackedA>::value, packed_b = DtypeOf<PackedB>::value;
+};
+
+using Sgemm = GemmTypes<float, float, float>;
+using Dgemm = GemmTypes<double, double, double>;
+
+template <typename Ty>
 struct GemmArgs {
   Trans ta, tb;
   long m, n, k;
-  T alpha;
-  const T *a;
+  typename Ty::acc_type alpha;
+  const typename Ty::a_type *a;
   long lda;
-  const T *b;
+  const typename Ty::b_type *b;
   long ldb;
-  T beta;
-  T *c;
+  typename Ty::acc_type beta;
+  typename Ty::c_type *c;
   long ldc;
 };
 
-// `routine` names the entry point for HCOPS_VERBOSE ("sgemm_", ...).
-template <typename T>
-void gemm(const GemmArgs<T> &args, const char *routine);
+// What gemm() did, for the ABI layer's verbose line.
+struct GemmReport {
+  const char *family = "none";  // kernel family (kernels/families.def); "none": C only scaled
+  int mr = 0, nr = 0;           // microkernel tile
+  const char *b = "none";       // op(B) "packed", "in-place", or "unpacked" (no packing memory)
+  int threads = 1;              // threads that computed
+  int domains = 1;              // compute domains the product was split over
+  char split = 'n';             // across domains along 'n' or 'm'
+  int grid_m = 1, grid_n = 1;   // thread grid inside the first domain
+};
 
-extern template void gemm<float>(const GemmArgs<float> &, const char *);
-extern template void gemm<double>(const GemmArgs<double> &, const char *);
+template <typename Ty>
+GemmReport gemm(const GemmArgs<Ty> &args);
+
+extern template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
+extern template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
 
 }  // namespace hcops

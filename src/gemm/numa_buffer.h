@@ -16,7 +16,6 @@ class NumaBuffer {
   // the current memory when it is big enough and on the same node.
   void *ensure(std::size_t bytes, int node);
   void *data() const { return ptr_; }
-  int node() const { return node_; }
 
  private:
   void *ptr_ = nullptr;

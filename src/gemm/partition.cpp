@@ -96,8 +96,8 @@ Plan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const 
 std::string Plan::describe() const {
   std::string s;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%d thread(s) over %zu domain(s), split along %s\n", threads,
-                parts.size(), split_n ? "N" : "M");
+  std::snprintf(buf, sizeof buf, "%d thread(s) over %zu domain(s), split along %s\n", threads, parts.size(),
+                split_n ? "N" : "M");
   s += buf;
   for (const DomainPart &p : parts) {
     std::snprintf(buf, sizeof buf,

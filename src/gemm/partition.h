@@ -14,24 +14,24 @@
 namespace hcops {
 
 struct DomainPart {
-  int domain = 0;           // index into Topology::domains
-  int mem_node = -1;        // where this part's packed panels are requested
-  long m0 = 0, m1 = 0;      // rows of C this domain computes
-  long n0 = 0, n1 = 0;      // columns of C this domain computes
-  int first_thread = 0;     // team thread numbers [first_thread, first_thread + threads)
+  int domain = 0;        // index into Topology::domains
+  int mem_node = -1;     // where this part's packed panels are requested
+  long m0 = 0, m1 = 0;   // rows of C this domain computes
+  long n0 = 0, n1 = 0;   // columns of C this domain computes
+  int first_thread = 0;  // team thread numbers [first_thread, first_thread + threads)
   int threads = 0;
   int grid_m = 1, grid_n = 1;  // threads = grid_m * grid_n
 };
 
 struct Plan {
-  bool split_n = true;      // across domains along N (else along M)
+  bool split_n = true;  // across domains along N (else along M)
   int threads = 1;
   std::vector<DomainPart> parts;
   std::string describe() const;
 };
 
 struct PlanLimits {
-  int mr = 8, nr = 4;           // microkernel tile
+  int mr = 8, nr = 4;                 // microkernel tile
   double min_flops_per_thread = 2e6;  // below this a thread costs more than it gives
 };
 

@@ -11,6 +11,7 @@ namespace {
 // it must not leave the child's first GEMM waiting forever.
 pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 std::vector<Workspace *> *pool = new std::vector<Workspace *>;  // never destroyed: GEMM may run at exit
+long created = 0;                                               // under pool_lock
 
 void lock_pool() { pthread_mutex_lock(&pool_lock); }
 void unlock_pool() { pthread_mutex_unlock(&pool_lock); }
@@ -35,8 +36,16 @@ Workspace *acquire_workspace() {
     ws = pool->back();
     pool->pop_back();
   }
+  if (!ws) ++created;
   unlock_pool();
   return ws ? ws : new Workspace;
+}
+
+long workspaces_created() {
+  lock_pool();
+  const long n = created;
+  unlock_pool();
+  return n;
 }
 
 void release_workspace(Workspace *ws) {

@@ -7,15 +7,15 @@
 #include <memory>
 #include <vector>
 
-#include "gemm/numa_buffer.h"
 #include "common/team.h"
+#include "gemm/numa_buffer.h"
 
 namespace hcops {
 
 struct Workspace {
-  std::vector<std::unique_ptr<NumaBuffer>> b_panels;   // one per domain part
-  std::vector<std::unique_ptr<NumaBuffer>> a_blocks;   // one per team thread
-  std::unique_ptr<DomainBarrier[]> barriers;           // one per domain part
+  std::vector<std::unique_ptr<NumaBuffer>> b_panels;  // one per domain part
+  std::vector<std::unique_ptr<NumaBuffer>> a_blocks;  // one per team thread
+  std::unique_ptr<DomainBarrier[]> barriers;          // one per domain part
   size_t nbarriers = 0;
 
   // Sizes the vectors for `parts` parts and `threads` threads.
@@ -23,6 +23,8 @@ struct Workspace {
 };
 
 Workspace *acquire_workspace();
+// How many workspaces this process has made: a GEMM in flight holds one.
+long workspaces_created();
 void release_workspace(Workspace *ws);
 
 // RAII holder.

@@ -1,7 +1,8 @@
-// The contract between the GEMM driver and a microkernel family.
+// The contract between the GEMM driver and a kernel family: what one
+// family provides for one combination of datatypes (GemmKernel), and how a
+// family lists what it provides (KernelList, kernels/families.def).
 #pragma once
 
-#include "common/cpu_features.h"
 #include "gemm/gemm.h"
 
 namespace hcops {
@@ -10,57 +11,97 @@ namespace hcops {
 // dimension ldc. A~ is a packed mr x kc panel (mr values per k step), B~ a
 // packed kc x nr panel (nr values per k step), both aligned to 64 bytes.
 // beta == 0 never reads C, so NaN there does not propagate.
-template <typename T>
-using MicroKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc);
+template <typename Ty>
+using MicroKernel = void (*)(long kc, typename Ty::acc_type alpha, const typename Ty::packed_a_type *a,
+                             const typename Ty::packed_b_type *b, typename Ty::acc_type beta, typename Ty::c_type *c,
+                             long ldc);
 
 // The same for a partial tile: only C[0:m, 0:n] (m <= mr, n <= nr) is read or
 // written; the packed panels are full size (zero-padded).
-template <typename T>
-using EdgeKernel = void (*)(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int m, int n);
+template <typename Ty>
+using EdgeKernel = void (*)(long kc, typename Ty::acc_type alpha, const typename Ty::packed_a_type *a,
+                            const typename Ty::packed_b_type *b, typename Ty::acc_type beta, typename Ty::c_type *c,
+                            long ldc, int m, int n);
 
 // The same two with B read in place: B(p, j) = b[p * rsb + j * csb], so op(B)
 // needs no packing (rsb = 1, csb = ldb for B; rsb = ldb, csb = 1 for B^T).
-template <typename T>
-using DirectKernel = void (*)(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc);
-template <typename T>
-using DirectEdgeKernel = void (*)(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c,
-                                  long ldc, int m, int n);
+template <typename Ty>
+using DirectKernel = void (*)(long kc, typename Ty::acc_type alpha, const typename Ty::packed_a_type *a,
+                              const typename Ty::b_type *b, long rsb, long csb, typename Ty::acc_type beta,
+                              typename Ty::c_type *c, long ldc);
+template <typename Ty>
+using DirectEdgeKernel = void (*)(long kc, typename Ty::acc_type alpha, const typename Ty::packed_a_type *a,
+                                  const typename Ty::b_type *b, long rsb, long csb, typename Ty::acc_type beta,
+                                  typename Ty::c_type *c, long ldc, int m, int n);
 
-// Packing into the panel layouts above (see pack.h). Each family supplies its
-// own, compiled with its ISA flags: packing is plain copying, which the
-// compiler vectorises only when it may use the family's registers.
-template <typename T>
-using PackA = void (*)(T *dst, const T *a, long lda, Trans ta, long i0, long mc, long p0, long kc);
-template <typename T>
-using PackB = void (*)(T *dst, const T *b, long ldb, Trans tb, long p0, long kc, long j0, long nc);
+// Packing into the panel layouts above (see pack.h), converting to the
+// packed types on the way. Each family supplies its own, compiled with its
+// ISA flags: packing is plain copying, which the compiler vectorises only
+// when it may use the family's registers.
+template <typename Ty>
+using PackA = void (*)(typename Ty::packed_a_type *dst, const typename Ty::a_type *a, long lda, Trans ta, long i0,
+                       long mc, long p0, long kc);
+template <typename Ty>
+using PackB = void (*)(typename Ty::packed_b_type *dst, const typename Ty::b_type *b, long ldb, Trans tb, long p0,
+                       long kc, long j0, long nc);
 
-template <typename T>
-struct KernelInfo {
-  int mr, nr;
-  MicroKernel<T> ukernel;
-  EdgeKernel<T> edge;
-  PackA<T> pack_a;
-  PackB<T> pack_b;
-  DirectKernel<T> ukernel_direct;  // null: the family always packs B
-  DirectEdgeKernel<T> edge_direct;
+template <typename Ty>
+struct GemmKernel;
+
+// One packed mc x kc block of A against the columns [j0, j1) of one kc-deep
+// block of op(B): the jr/ir loops around the microkernel.
+template <typename Ty>
+struct MacroBlock {
+  long kc, mc;
+  long j0, j1;  // columns, relative to the block's first
+  typename Ty::acc_type alpha, beta;
+  const typename Ty::packed_a_type *a;         // ceil(mc / mr) panels of kc x mr
+  const typename Ty::packed_b_type *b_packed;  // ceil(nc / nr) panels of kc x nr; null when read in place
+  const typename Ty::b_type *b;                // op(B) in place at the block's first column
+  long rsb, csb;                               // its strides
+  typename Ty::c_type *c;                      // C at the block's first row and column
+  long ldc;
 };
 
-struct KernelSet {
-  Isa isa;
-  KernelInfo<float> s;
-  KernelInfo<double> d;
-  template <typename T> const KernelInfo<T> &get() const;
+// A family may replace the loops (an AMX family configures its tiles once
+// per block there); macro_kernel.h has the default.
+template <typename Ty>
+using MacroKernel = void (*)(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk);
+
+// What a family provides for the datatypes Ty, by name.
+template <typename Ty>
+struct GemmKernel {
+  int mr, nr;   // microkernel tile
+  int k_align;  // packed k is a multiple of this (bf16 pairs: 2)
+  MicroKernel<Ty> full;
+  EdgeKernel<Ty> edge;
+  DirectKernel<Ty> full_direct;  // null: the family always packs B
+  DirectEdgeKernel<Ty> edge_direct;
+  PackA<Ty> pack_a;
+  PackB<Ty> pack_b;
+  MacroKernel<Ty> macro;
 };
-template <> inline const KernelInfo<float> &KernelSet::get<float>() const { return s; }
-template <> inline const KernelInfo<double> &KernelSet::get<double>() const { return d; }
 
-// The family for `isa`; the caller guarantees the CPU can execute it.
-const KernelSet &kernels_for(Isa isa);
+// A family's GEMM kernels, type-erased for the table: one entry per
+// combination of datatypes it serves.
+struct KernelRef {
+  Dtype a, b, c, acc, packed_a, packed_b;
+  const void *kernel;  // a GemmKernel<Ty> with those datatypes
 
-namespace kernels {
-namespace generic { extern const KernelSet set; }
-namespace avx2 { extern const KernelSet set; }
-namespace avx512 { extern const KernelSet set; }
-}  // namespace kernels
+  template <typename Ty>
+  static constexpr KernelRef of(const GemmKernel<Ty> &k) {
+    return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, &k};
+  }
+  template <typename Ty>
+  constexpr bool serves() const {
+    return a == Ty::a && b == Ty::b && c == Ty::c && acc == Ty::acc && packed_a == Ty::packed_a &&
+           packed_b == Ty::packed_b;
+  }
+};
+
+struct KernelList {
+  const KernelRef *refs;
+  int count;
+};
 
 }  // namespace hcops

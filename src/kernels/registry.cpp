@@ -1,13 +1,82 @@
-#include "kernels/kernel.h"
+#include "kernels/registry.h"
+
+#include <strings.h>
+
+#include <string>
+
+#include "common/cpu_features.h"
+#include "common/env.h"
+#include "common/log.h"
 
 namespace hcops {
 
-const KernelSet &kernels_for(Isa isa) {
-  switch (isa) {
-    case Isa::avx512: return kernels::avx512::set;
-    case Isa::avx2: return kernels::avx2::set;
-    default: return kernels::generic::set;
+namespace kernels {
+#define HCOPS_KERNEL_FAMILY(ns, needs, summary) \
+  namespace ns {                                \
+  extern const KernelList kernels;              \
   }
+#include "kernels/families.def"
+#undef HCOPS_KERNEL_FAMILY
+}  // namespace kernels
+
+namespace {
+
+const KernelFamily kTable[] = {
+#define HCOPS_KERNEL_FAMILY(ns, needs, summary) {#ns, (needs), summary, kernels::ns::kernels},
+#include "kernels/families.def"
+#undef HCOPS_KERNEL_FAMILY
+};
+constexpr int kCount = sizeof kTable / sizeof *kTable;
+
+int first_runnable() {
+  for (int i = 0; i < kCount; ++i)
+    if (family_runs_here(kTable[i])) return i;
+  return kCount - 1;
 }
+
+}  // namespace
+
+const KernelFamily *kernel_families() { return kTable; }
+int kernel_family_count() { return kCount; }
+
+bool family_runs_here(const KernelFamily &f) { return (cpu_features().mask() & f.needs) == f.needs; }
+
+int first_allowed_family() {
+  static const int first = [] {
+    const char *asked = env_raw("HCOPS_ISA");
+    if (!asked) return 0;
+    for (int i = 0; i < kCount; ++i) {
+      if (strcasecmp(asked, kTable[i].name) != 0) continue;
+      if (family_runs_here(kTable[i])) return i;
+      warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU (it needs %s); using %s", kTable[i].name,
+                feature_names(kTable[i].needs & ~cpu_features().mask()).c_str(), kTable[first_runnable()].name);
+      return 0;
+    }
+    std::string names;
+    for (int i = 0; i < kCount; ++i) names += (i ? "|" : "") + std::string(kTable[i].name);
+    warn_once("HCOPS_ISA", "HCOPS_ISA=\"%s\" is not one of %s; ignored", asked, names.c_str());
+    return 0;
+  }();
+  return first;
+}
+
+template <typename Ty>
+const ChosenKernel<Ty> &chosen_kernel() {
+  static const ChosenKernel<Ty> chosen = [] {
+    for (int i = first_allowed_family(); i < kCount; ++i) {
+      if (!family_runs_here(kTable[i])) continue;
+      const KernelList &list = kTable[i].kernels;
+      for (int j = 0; j < list.count; ++j) {
+        const KernelRef &r = list.refs[j];
+        if (r.template serves<Ty>()) return ChosenKernel<Ty>{&kTable[i], static_cast<const GemmKernel<Ty> *>(r.kernel)};
+      }
+    }
+    return ChosenKernel<Ty>{nullptr, nullptr};
+  }();
+  return chosen;
+}
+
+template const ChosenKernel<Sgemm> &chosen_kernel<Sgemm>();
+template const ChosenKernel<Dgemm> &chosen_kernel<Dgemm>();
 
 }  // namespace hcops

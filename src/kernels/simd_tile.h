@@ -15,6 +15,10 @@
 #include <array>
 #include <utility>
 
+#include "kernels/kernel.h"
+#include "kernels/macro_kernel.h"
+#include "kernels/pack.h"
+
 namespace hcops {
 namespace kernels {
 
@@ -90,7 +94,7 @@ __attribute__((always_inline)) inline void tile(long kc, T alpha, const T *__res
   }
 }
 
-// The KernelInfo entry points for traits W with an NR-wide tile: packed B
+// The GemmKernel entry points for traits W with an NR-wide tile: packed B
 // (full, edge) and B in place (full_direct, edge_direct).
 template <typename W, typename T, int NR>
 struct SimdKernel {
@@ -119,8 +123,8 @@ struct SimdKernel {
     return std::array<Fn, sizeof...(N)>{&cols<kDirect, N + 1>...};
   }
 
-  static void edge_direct(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc,
-                          int m, int n) {
+  static void edge_direct(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc, int m,
+                          int n) {
     static constexpr auto by_cols = table<true>(std::make_integer_sequence<int, NR>{});
     by_cols[n - 1](kc, alpha, a, b, rsb, csb, beta, c, ldc, m);
   }
@@ -130,6 +134,29 @@ struct SimdKernel {
     by_cols[n - 1](kc, alpha, a, b, NR, 1, beta, c, ldc, m);
   }
 };
+
+// The GemmKernel of a traits family for datatypes Ty (A, B, C all W's
+// element type): a 2-vector x NR tile, B packed or read in place, the
+// default macro-kernel, and the family's pack_a.
+namespace {
+template <typename Ty, typename W, int NR>
+constexpr GemmKernel<Ty> simd_gemm_kernel(PackA<Ty> pack_a) {
+  using T = typename Ty::c_type;
+  using K = SimdKernel<W, T, NR>;
+  return {
+      .mr = 2 * W::lanes,
+      .nr = NR,
+      .k_align = 1,
+      .full = &K::full,
+      .edge = &K::edge,
+      .full_direct = &K::full_direct,
+      .edge_direct = &K::edge_direct,
+      .pack_a = pack_a,
+      .pack_b = &pack_b<T, NR>,
+      .macro = &macro_kernel<Ty>,
+  };
+}
+}  // namespace
 
 }  // namespace kernels
 }  // namespace hcops

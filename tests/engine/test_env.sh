@@ -43,12 +43,33 @@ run "HCOPS_VERBOSE=2" HCOPS_VERBOSE=2
 n=$(count '^hcops_verbose,summary,sgemm_,N,N,')
 [ "$n" = 2 ] && ok "HCOPS_VERBOSE=2 prints a summary per shape" || ko "HCOPS_VERBOSE=2 printed $n summary lines"
 
-best=$($info | sed -n 's/.*best for this CPU: \([a-z0-9]*\).*/\1/p')
-for isa in generic avx2 avx512; do
-  case "$isa:$best" in avx512:avx2|avx512:generic|avx2:generic) continue ;; esac
+# Every family this CPU runs (the registry's list, not a copy of it here)
+# can be forced, and the verbose line names it.
+families=$($info --families)
+[ -n "$families" ] && ok "hcops-info --families: $(echo $families)" || ko "hcops-info --families lists nothing"
+best=$(echo "$families" | head -n 1)
+$info | grep -q "^kernel family: $best (best for this CPU: $best)" && ok "first fit is $best" ||
+  ko "hcops-info does not choose $best: $($info | grep '^kernel family')"
+for isa in $families; do
   run "HCOPS_ISA=$isa" HCOPS_ISA=$isa
   HCOPS_ISA=$isa $info | grep -q "^kernel family: $isa " && ok "HCOPS_ISA=$isa selects $isa" || ko "HCOPS_ISA=$isa not selected"
+  run "HCOPS_ISA=$isa HCOPS_VERBOSE=1" HCOPS_ISA=$isa HCOPS_VERBOSE=1
+  n=$(count "^hcops_verbose,exec,sgemm_,.*,hcops:$isa,tile=")
+  [ "$n" = 2 ] && ok "verbose names hcops:$isa" || ko "verbose does not name hcops:$isa: $(cat "$err")"
 done
+upper=$(echo "$best" | tr a-z A-Z)
+HCOPS_ISA=$upper $info | grep -q "^kernel family: $best " && ok "HCOPS_ISA is case-insensitive" || ko "HCOPS_ISA=$upper"
+# A family in the table that this CPU cannot run: one warning, then the best.
+unsupported=$($info | sed -n 's/^  \([a-z0-9_]*\) *not on this CPU,.*/\1/p' | head -n 1)
+if [ -n "$unsupported" ]; then
+  run "HCOPS_ISA=$unsupported (not on this CPU)" HCOPS_ISA=$unsupported
+  n=$(count "^hcops: warning: HCOPS_ISA=$unsupported is not supported by this CPU")
+  [ "$n" = 1 ] && ok "HCOPS_ISA=$unsupported warns once" || ko "HCOPS_ISA=$unsupported: $(cat "$err")"
+  HCOPS_ISA=$unsupported $info 2>/dev/null | grep -q "^kernel family: $best " && ok "and falls back to $best" ||
+    ko "HCOPS_ISA=$unsupported does not fall back to $best"
+else
+  echo "SKIP: every kernel family of the table runs on this CPU; the unsupported-family fallback is not exercised"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

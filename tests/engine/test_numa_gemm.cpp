@@ -14,11 +14,12 @@ extern "C" {
 #include <cstdlib>
 #include <random>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "common/cpu_features.h"
 #include "gemm/gemm.h"
-#include "kernels/kernel.h"
+#include "kernels/registry.h"
 #include "gemm/numa_buffer.h"
 #include "gemm/partition.h"
 #include "common/team.h"
@@ -35,7 +36,10 @@ void check_gemm(hcops::Trans ta, hcops::Trans tb, long m, long n, long k) {
   for (T &x : a) x = T(u(rng));
   for (T &x : b) x = T(u(rng));
   for (T &x : c) x = NAN;  // beta = 0 must overwrite, padding must stay NaN
-  hcops::gemm<T>({ta, tb, m, n, k, T(0.5), a.data(), lda, b.data(), ldb, T(0), c.data(), ldc}, "test");
+  using Ty = std::conditional_t<std::is_same_v<T, float>, hcops::Sgemm, hcops::Dgemm>;
+  const hcops::GemmReport rep =
+      hcops::gemm<Ty>({ta, tb, m, n, k, T(0.5), a.data(), lda, b.data(), ldb, T(0), c.data(), ldc});
+  assert_true(rep.threads >= 1 && rep.threads <= hcops::max_threads());
   for (long j = 0; j < n; ++j) {
     for (long i = 0; i < m; ++i) {
       double ref = 0, mag = 0;
@@ -64,7 +68,7 @@ void test_results_and_placement(void **) {
   const hcops::Topology &topo = hcops::topology();
   const int threads = hcops::max_threads();
   assert_int_equal(threads, static_cast<int>(topo.domains.size()));  // numa_gemm.sh asks one per domain
-  const auto &kern = hcops::kernels_for(hcops::selected_isa()).get<float>();
+  const auto &kern = *hcops::chosen_kernel<hcops::Sgemm>().kernel;
   const long m = 300, n = 64L * kern.nr * threads / 4, k = 200;
   const hcops::Plan plan = hcops::plan_gemm(topo, m, n, k, threads, {kern.mr, kern.nr});
   assert_int_equal(plan.parts.size(), topo.domains.size());

@@ -13,7 +13,7 @@ import sys
 
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 CHILD_TIMEOUT_S = 120
-VERBOSE_FIELDS = 16  # hcops_verbose,exec,routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc,threads,ms,gflops
+VERBOSE_FIELDS = 18  # hcops_verbose,exec,routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc,threads,ms,gflops,impl,details
 
 
 def emit(record):

@@ -3,10 +3,10 @@
 // rows use vmaskmov, which is slow on some AMD parts but runs on edge tiles only.
 #include <immintrin.h>
 
-#include "kernels/pack.h"
-#include "kernels/kernel.h"
-#include "kernels/simd_tile.h"
 #include "kernels/avx2/vec.h"
+#include "kernels/kernel.h"
+#include "kernels/pack.h"
+#include "kernels/simd_tile.h"
 
 namespace hcops {
 namespace kernels {
@@ -15,16 +15,13 @@ namespace {
 
 constexpr int kNr = 6;
 
-using S = SimdKernel<F32, float, kNr>;
-using D = SimdKernel<F64, double, kNr>;
+const GemmKernel<Sgemm> sgemm = simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>);
+const GemmKernel<Dgemm> dgemm = simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>);
+const KernelRef refs[] = {KernelRef::of(sgemm), KernelRef::of(dgemm)};
 
 }  // namespace
 
-extern const KernelSet set = {
-    Isa::avx2,
-    {2 * F32::lanes, kNr, &S::full, &S::edge, &pack_a<float, 2 * F32::lanes>, &pack_b<float, kNr>, &S::full_direct, &S::edge_direct},
-    {2 * F64::lanes, kNr, &D::full, &D::edge, &pack_a<double, 2 * F64::lanes>, &pack_b<double, kNr>, &D::full_direct, &D::edge_direct},
-};
+extern const KernelList kernels = {refs, sizeof refs / sizeof *refs};
 
 }  // namespace avx2
 }  // namespace kernels

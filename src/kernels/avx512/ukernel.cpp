@@ -3,11 +3,11 @@
 // ~90% of the FMA peak on L2-resident panels.
 #include <immintrin.h>
 
-#include "kernels/pack.h"
-#include "kernels/kernel.h"
-#include "kernels/simd_tile.h"
-#include "kernels/avx512/vec.h"
 #include "kernels/avx512/transpose_pack.h"
+#include "kernels/avx512/vec.h"
+#include "kernels/kernel.h"
+#include "kernels/pack.h"
+#include "kernels/simd_tile.h"
 
 namespace hcops {
 namespace kernels {
@@ -16,16 +16,15 @@ namespace {
 
 constexpr int kNr = 12;
 
-using S = SimdKernel<F32, float, kNr>;
-using D = SimdKernel<F64, double, kNr>;
+const GemmKernel<Sgemm> sgemm =
+    simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes, transpose_rows<F32, float>>);
+const GemmKernel<Dgemm> dgemm =
+    simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes, transpose_rows<F64, double>>);
+const KernelRef refs[] = {KernelRef::of(sgemm), KernelRef::of(dgemm)};
 
 }  // namespace
 
-extern const KernelSet set = {
-    Isa::avx512,
-    {2 * F32::lanes, kNr, &S::full, &S::edge, &pack_a<float, 2 * F32::lanes, transpose_rows<F32, float>>, &pack_b<float, kNr>, &S::full_direct, &S::edge_direct},
-    {2 * F64::lanes, kNr, &D::full, &D::edge, &pack_a<double, 2 * F64::lanes, transpose_rows<F64, double>>, &pack_b<double, kNr>, &D::full_direct, &D::edge_direct},
-};
+extern const KernelList kernels = {refs, sizeof refs / sizeof *refs};
 
 }  // namespace avx512
 }  // namespace kernels

@@ -1,9 +1,10 @@
 // Portable register-blocked microkernel in GCC vector extensions: the
 // `generic` family, baseline x86-64 (SSE2), for CPUs without AVX2+FMA. The
 // intrinsics families are in simd_tile.h.
-#include "kernels/pack.h"
-#include "kernels/kernel.h"
 #include "kernels/generic/vec.h"
+#include "kernels/kernel.h"
+#include "kernels/macro_kernel.h"
+#include "kernels/pack.h"
 
 namespace hcops {
 namespace kernels {
@@ -22,8 +23,7 @@ struct Shape {
 };
 
 template <typename T>
-void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T beta,
-             T *__restrict c, long ldc) {
+void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T beta, T *__restrict c, long ldc) {
   constexpr int VL = Shape<T>::vl, MR = Shape<T>::mr, NR = Shape<T>::nr;
   using V = typename Vec<T>::V;
   using U = typename Vec<T>::U;  // unaligned C
@@ -65,17 +65,32 @@ void edge(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int 
   alignas(64) T tile[MR * Shape<T>::nr];
   ukernel<T>(kc, alpha, a, b, T(0), tile, MR);
   for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i)
-      c[i + j * ldc] = tile[i + j * MR] + (beta == T(0) ? T(0) : beta * c[i + j * ldc]);
+    for (int i = 0; i < m; ++i) c[i + j * ldc] = tile[i + j * MR] + (beta == T(0) ? T(0) : beta * c[i + j * ldc]);
 }
+
+template <typename Ty, typename T = typename Ty::c_type>
+constexpr GemmKernel<Ty> kernel_for() {
+  return {
+      .mr = Shape<T>::mr,
+      .nr = Shape<T>::nr,
+      .k_align = 1,
+      .full = &ukernel<T>,
+      .edge = &edge<T>,
+      .full_direct = nullptr,  // always packs B
+      .edge_direct = nullptr,
+      .pack_a = &pack_a<T, Shape<T>::mr>,
+      .pack_b = &pack_b<T, Shape<T>::nr>,
+      .macro = &macro_kernel<Ty>,
+  };
+}
+
+const GemmKernel<Sgemm> sgemm = kernel_for<Sgemm>();
+const GemmKernel<Dgemm> dgemm = kernel_for<Dgemm>();
+const KernelRef refs[] = {KernelRef::of(sgemm), KernelRef::of(dgemm)};
 
 }  // namespace
 
-extern const KernelSet set = {
-    Isa::generic,
-    {Shape<float>::mr, Shape<float>::nr, &ukernel<float>, &edge<float>, &pack_a<float, Shape<float>::mr>, &pack_b<float, Shape<float>::nr>, nullptr, nullptr},
-    {Shape<double>::mr, Shape<double>::nr, &ukernel<double>, &edge<double>, &pack_a<double, Shape<double>::mr>, &pack_b<double, Shape<double>::nr>, nullptr, nullptr},
-};
+extern const KernelList kernels = {refs, sizeof refs / sizeof *refs};
 
 }  // namespace generic
 }  // namespace kernels
