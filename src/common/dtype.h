@@ -3,14 +3,32 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace hcops {
 
 enum class Dtype : uint8_t { f32, f64, bf16 };
 
-// bfloat16 as stored: the high half of an IEEE binary32.
+// bfloat16 as stored: the high half of an IEEE binary32. From float it
+// rounds to nearest even (NaN stays NaN, quietened); to float it is exact.
 struct bf16 {
   uint16_t bits;
+
+  bf16() = default;
+  explicit bf16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+      bits = static_cast<uint16_t>((u >> 16) | 0x40u);
+    else
+      bits = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  explicit operator float() const {
+    const uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
 };
 
 template <typename T>

@@ -27,7 +27,7 @@ void scale_c(const GemmArgs<Ty> &g) {
   for (long j = 0; j < g.n; ++j)
     for (long i = 0; i < g.m; ++i) {
       C &c = g.c[i + j * g.ldc];
-      c = g.beta == Acc<Ty>(0) ? C(0) : C(g.beta * c);
+      c = g.beta == Acc<Ty>(0) ? C(0) : C(g.beta * Acc<Ty>(c));
     }
 }
 
@@ -223,5 +223,7 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
 
 template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
 template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
+template GemmReport gemm<Bf16Gemm>(const GemmArgs<Bf16Gemm> &);
+template GemmReport gemm<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &);
 
 }  // namespace hcops

@@ -30,6 +30,10 @@ struct GemmTypes {
 
 using Sgemm = GemmTypes<float, float, float>;
 using Dgemm = GemmTypes<double, double, double>;
+// bf16 A and B, f32 accumulation, f32 or bf16 C. No kernel family serves
+// them yet: gemm() computes them unpacked (correct, slow).
+using Bf16Gemm = GemmTypes<bf16, bf16, float, float>;
+using Bf16Bf16Gemm = GemmTypes<bf16, bf16, bf16, float>;
 
 template <typename Ty>
 struct GemmArgs {
@@ -61,5 +65,7 @@ GemmReport gemm(const GemmArgs<Ty> &args);
 
 extern template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
 extern template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
+extern template GemmReport gemm<Bf16Gemm>(const GemmArgs<Bf16Gemm> &);
+extern template GemmReport gemm<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &);
 
 }  // namespace hcops

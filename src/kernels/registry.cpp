@@ -78,5 +78,7 @@ const ChosenKernel<Ty> &chosen_kernel() {
 
 template const ChosenKernel<Sgemm> &chosen_kernel<Sgemm>();
 template const ChosenKernel<Dgemm> &chosen_kernel<Dgemm>();
+template const ChosenKernel<Bf16Gemm> &chosen_kernel<Bf16Gemm>();
+template const ChosenKernel<Bf16Bf16Gemm> &chosen_kernel<Bf16Bf16Gemm>();
 
 }  // namespace hcops

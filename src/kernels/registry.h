@@ -39,5 +39,7 @@ const ChosenKernel<Ty> &chosen_kernel();
 
 extern template const ChosenKernel<Sgemm> &chosen_kernel<Sgemm>();
 extern template const ChosenKernel<Dgemm> &chosen_kernel<Dgemm>();
+extern template const ChosenKernel<Bf16Gemm> &chosen_kernel<Bf16Gemm>();
+extern template const ChosenKernel<Bf16Bf16Gemm> &chosen_kernel<Bf16Bf16Gemm>();
 
 }  // namespace hcops
