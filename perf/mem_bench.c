@@ -24,7 +24,7 @@ static const size_t kSmall[] = {16, 256, 4096, 64 << 10};
 static const size_t kLarge[] = {2 << 20, 16 << 20, 64 << 20};
 #define COUNT(a) (sizeof(a) / sizeof(a[0]))
 
-static long small_iters = 1L << 21; /* ~40 ms per batch at 20 ns a pair */
+static long small_iters = 1L << 21;            /* ~40 ms per batch at 20 ns a pair */
 static size_t touch_bytes = (size_t)256 << 20; /* per batch */
 static long notouch_iters = 2000;
 static size_t page;

@@ -44,10 +44,10 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #define MAX_ITERS 10000
@@ -207,15 +207,24 @@ static int parse(int argc, char **argv, struct opts *o, int rank) {
     }
     ++i;
     if (!strcmp(a, "--compute")) {
-      if (!strcmp(v, "busy")) o->kinds[0] = BUSY, o->nkinds = 1;
-      else if (!strcmp(v, "idle")) o->kinds[0] = IDLE, o->nkinds = 1;
-      else if (strcmp(v, "both")) return usage(rank), 0;
-    } else if (!strcmp(a, "--min-size")) o->min_size = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "--max-size")) o->max_size = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "--factor")) o->factor = atoi(v);
-    else if (!strcmp(a, "--warmup")) o->warmup = atoi(v);
-    else if (!strcmp(a, "--iters")) o->iters = atoi(v);
-    else if (!strcmp(a, "--budget")) o->budget = atof(v);
+      if (!strcmp(v, "busy"))
+        o->kinds[0] = BUSY, o->nkinds = 1;
+      else if (!strcmp(v, "idle"))
+        o->kinds[0] = IDLE, o->nkinds = 1;
+      else if (strcmp(v, "both"))
+        return usage(rank), 0;
+    } else if (!strcmp(a, "--min-size"))
+      o->min_size = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--max-size"))
+      o->max_size = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--factor"))
+      o->factor = atoi(v);
+    else if (!strcmp(a, "--warmup"))
+      o->warmup = atoi(v);
+    else if (!strcmp(a, "--iters"))
+      o->iters = atoi(v);
+    else if (!strcmp(a, "--budget"))
+      o->budget = atof(v);
     else if (!strcmp(a, "--fixed-us")) {
       for (char *p = (char *)v; *p && o->nfixed < 64;) {
         char *end;
@@ -223,19 +232,19 @@ static int parse(int argc, char **argv, struct opts *o, int rank) {
         if (end == p) return usage(rank), 0;
         p = *end == ',' ? end + 1 : end;
       }
-    }
-    else return usage(rank), 0;
+    } else
+      return usage(rank), 0;
   }
-  if (o->min_size < sizeof(float) || o->max_size < o->min_size || o->factor < 2 || o->warmup < 0 ||
-      o->iters < 0 || o->iters > MAX_ITERS || o->warmup > MAX_ITERS || o->budget <= 0)
+  if (o->min_size < sizeof(float) || o->max_size < o->min_size || o->factor < 2 || o->warmup < 0 || o->iters < 0 ||
+      o->iters > MAX_ITERS || o->warmup > MAX_ITERS || o->budget <= 0)
     return usage(rank), 0;
   return 1;
 }
 
 /* Iallreduce + compute(target) + Wait, `iters` timed iterations after
  * `warmup` untimed ones: per-iteration overall and compute times. */
-static void overlap_loop(enum kind k, double target, const float *send, float *recv, int count, int warmup,
-                         int iters, double *overall, double *comp) {
+static void overlap_loop(enum kind k, double target, const float *send, float *recv, int count, int warmup, int iters,
+                         double *overall, double *comp) {
   MPI_Request req;
   for (int i = 0; i < warmup; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -293,8 +302,10 @@ int main(int argc, char **argv) {
            wrapped ? "loaded" : "not loaded");
     printf("# CPUs:");
     for (int r = 0; r < nranks; ++r) printf(" rank %d {%s}", r, all_cpus + (size_t)r * sizeof cpus);
-    printf("\n# busy work unit %.3f us at start (rank 0; recalibrated per size); float MPI_SUM; OSU method, medians per rank, mean over ranks\n",
-           busy_unit_s * 1e6);
+    printf(
+        "\n# busy work unit %.3f us at start (rank 0; recalibrated per size); float MPI_SUM; OSU method, medians per "
+        "rank, mean over ranks\n",
+        busy_unit_s * 1e6);
     fflush(stdout);
     free(all_cpus);
   }
@@ -312,8 +323,8 @@ int main(int argc, char **argv) {
     const enum kind k = (enum kind)o.kinds[ki];
     if (rank == 0) {
       printf("\n# compute: %s\n", kind_name[k]);
-      printf("%10s %6s %11s %11s %11s %11s %11s %6s %8s", "bytes", "iters", "pure_med_us", "pure_min_us",
-             "target_us", "compute_us", "overall_us", "infl", "overlap%");
+      printf("%10s %6s %11s %11s %11s %11s %11s %6s %8s", "bytes", "iters", "pure_med_us", "pure_min_us", "target_us",
+             "compute_us", "overall_us", "infl", "overlap%");
       if (o.nfixed) printf(" %11s %11s %11s", "fix_tgt_us", "fix_comp_us", "fix_all_us");
       printf("\n");
       fflush(stdout);
@@ -382,8 +393,8 @@ int main(int argc, char **argv) {
         fix_overall = mean_over_ranks(median(overall, fiters), nranks);
       }
       if (rank == 0) {
-        printf("%10zu %6d %11.1f %11.1f %11.1f %11.1f %11.1f %6.2f %8.1f", bytes, iters, pure_med * 1e6,
-               pure_min * 1e6, target * 1e6, comp_med * 1e6, overall_med * 1e6, comp_med / target, overlap);
+        printf("%10zu %6d %11.1f %11.1f %11.1f %11.1f %11.1f %6.2f %8.1f", bytes, iters, pure_med * 1e6, pure_min * 1e6,
+               target * 1e6, comp_med * 1e6, overall_med * 1e6, comp_med / target, overlap);
         if (si < o.nfixed) printf(" %11.1f %11.1f %11.1f", fix_target * 1e6, fix_comp * 1e6, fix_overall * 1e6);
         printf("\n");
         if (o.csv)
@@ -395,8 +406,9 @@ int main(int argc, char **argv) {
     }
   }
   if (rank == 0 && o.csv)
-    printf("# csv columns: csv,kind,bytes,iters,pure_med_us,pure_min_us,target_us,compute_us,overall_us,"
-           "exposed_us,overlap_pct,wrapper,fixed_target_us,fixed_compute_us,fixed_overall_us (-1: no --fixed-us)\n");
+    printf(
+        "# csv columns: csv,kind,bytes,iters,pure_med_us,pure_min_us,target_us,compute_us,overall_us,"
+        "exposed_us,overlap_pct,wrapper,fixed_target_us,fixed_compute_us,fixed_overall_us (-1: no --fixed-us)\n");
   free(send);
   free(recv);
   free(pure);

@@ -18,16 +18,16 @@
 #define REPS 5
 
 /* acc = acc * x + y converges to 1 with x, y below: no overflow, no denormals. */
-#define FMA_LOOP(name, isa, vec, set1, fmadd, add)                          \
-  __attribute__((target(isa))) static double name(long iters) {             \
-    const vec x = set1(0.999999), y = set1(1e-6);                           \
-    vec acc[CHAINS];                                                        \
-    for (int i = 0; i < CHAINS; ++i) acc[i] = set1(0);                      \
-    for (long it = 0; it < iters; ++it) {                                   \
+#define FMA_LOOP(name, isa, vec, set1, fmadd, add)                                            \
+  __attribute__((target(isa))) static double name(long iters) {                               \
+    const vec x = set1(0.999999), y = set1(1e-6);                                             \
+    vec acc[CHAINS];                                                                          \
+    for (int i = 0; i < CHAINS; ++i) acc[i] = set1(0);                                        \
+    for (long it = 0; it < iters; ++it) {                                                     \
       _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i) acc[i] = fmadd(acc[i], x, y); \
-    }                                                                       \
-    for (int i = 1; i < CHAINS; ++i) acc[0] = add(acc[0], acc[i]);          \
-    return acc[0][0]; /* keeps the chains live */                           \
+    }                                                                                         \
+    for (int i = 1; i < CHAINS; ++i) acc[0] = add(acc[0], acc[i]);                            \
+    return acc[0][0]; /* keeps the chains live */                                             \
   }
 
 FMA_LOOP(avx512_f32, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
@@ -105,8 +105,10 @@ int main(int argc, char **argv) {
   const char *csv = NULL;
   int json = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
-    else if (!strcmp(argv[i], "--json")) json = 1;
+    if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv = argv[++i];
+    else if (!strcmp(argv[i], "--json"))
+      json = 1;
     else {
       fprintf(stderr, "usage: hcops-peak [--csv FILE] [--json]\n");
       return 2;
@@ -127,8 +129,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (out) fprintf(out, "isa,precision,threads,gflops\n");
-  if (json) printf("{");
-  else printf("%-8s %-9s %7s %9s\n", "isa", "precision", "threads", "GFLOPS");
+  if (json)
+    printf("{");
+  else
+    printf("%-8s %-9s %7s %9s\n", "isa", "precision", "threads", "GFLOPS");
   int shown = 0;
   for (size_t f = 0; f < sizeof families / sizeof *families; ++f) {
     if (!families[f].supported()) continue;
@@ -142,8 +146,10 @@ int main(int argc, char **argv) {
           const double g = run(k, t, cpus);
           best = g > best ? g : best;
         }
-        if (json) printf("%s\"%d\": %.1f", t > 1 ? ", " : "", t, best);
-        else printf("%-8s %-9s %7d %9.1f\n", families[f].isa, k->precision, t, best);
+        if (json)
+          printf("%s\"%d\": %.1f", t > 1 ? ", " : "", t, best);
+        else
+          printf("%-8s %-9s %7d %9.1f\n", families[f].isa, k->precision, t, best);
         if (out) fprintf(out, "%s,%s,%d,%.1f\n", families[f].isa, k->precision, t, best);
       }
       if (json) printf("}");

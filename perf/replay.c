@@ -15,13 +15,12 @@
 #include <time.h>
 
 typedef void (*sgemm_fn)(const char *, const char *, const int *, const int *, const int *, const float *,
-                         const float *, const int *, const float *, const int *, const float *, float *,
-                         const int *);
+                         const float *, const int *, const float *, const int *, const float *, float *, const int *);
 typedef void (*dgemm_fn)(const char *, const char *, const int *, const int *, const int *, const double *,
                          const double *, const int *, const double *, const int *, const double *, double *,
                          const int *);
-typedef int (*dnnl_fn)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
-                       int64_t, float, float *, int64_t);
+typedef int (*dnnl_fn)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t,
+                       float, float *, int64_t);
 
 struct call {
   char ta, tb;
@@ -39,7 +38,7 @@ static void run(const struct call *c, const void *a, const void *b, void *out) {
     fortran_d(&c->ta, &c->tb, &c->m, &c->n, &c->k, &alpha, a, &c->lda, b, &c->ldb, &beta, out, &c->ldc);
   } else if (fortran) {
     fortran(&c->ta, &c->tb, &c->m, &c->n, &c->k, &c->alpha, a, &c->lda, b, &c->ldb, &c->beta, out, &c->ldc);
-  } else {  /* column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T */
+  } else { /* column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T */
     dnnl(c->tb, c->ta, c->n, c->m, c->k, c->alpha, b, c->ldb, a, c->lda, c->beta, out, c->ldc);
   }
 }
@@ -54,8 +53,10 @@ static double now(void) {
 static void fill(void *x, size_t n, size_t stride, int dbl) {
   for (size_t i = 0; i < n; ++i) {
     const double v = (double)((i * stride) % 1000) / 1000.0 - 0.5;
-    if (dbl) ((double *)x)[i] = v;
-    else ((float *)x)[i] = (float)v;
+    if (dbl)
+      ((double *)x)[i] = v;
+    else
+      ((float *)x)[i] = (float)v;
   }
 }
 
@@ -104,7 +105,7 @@ int main(int argc, char **argv) {
     struct call c;
     if (sscanf(line, " %c,%c,%d,%d,%d,%f,%d,%d,%f,%d", &c.ta, &c.tb, &c.m, &c.n, &c.k, &c.alpha, &c.lda, &c.ldb,
                &c.beta, &c.ldc) != 10)
-      continue;  /* header */
+      continue; /* header */
     if (n == cap) calls = realloc(calls, (cap *= 2) * sizeof *calls);
     calls[n++] = c;
     const size_t sa = (size_t)c.lda * (c.ta == 'N' ? c.k : c.m), sb = (size_t)c.ldb * (c.tb == 'N' ? c.n : c.k);
@@ -128,14 +129,15 @@ int main(int argc, char **argv) {
       run(&calls[i], a, b, c);
       part[is_attention(&calls[i])] += now() - t0;
     }
-    if (r == 0) continue;  /* warm-up: page faults, thread pools, packing buffers */
+    if (r == 0) continue; /* warm-up: page faults, thread pools, packing buffers */
     if (part[0] + part[1] < best[0] + best[1]) {
       best[0] = part[0];
       best[1] = part[1];
     }
   }
-  printf("{\"calls\": %zu, \"linear_s\": %.6f, \"attention_s\": %.6f, \"linear_gflop\": %.3f, "
-         "\"attention_gflop\": %.3f}\n",
-         n, best[0], best[1], flops[0] * 1e-9, flops[1] * 1e-9);
+  printf(
+      "{\"calls\": %zu, \"linear_s\": %.6f, \"attention_s\": %.6f, \"linear_gflop\": %.3f, "
+      "\"attention_gflop\": %.3f}\n",
+      n, best[0], best[1], flops[0] * 1e-9, flops[1] * 1e-9);
   return 0;
 }

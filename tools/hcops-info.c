@@ -38,11 +38,12 @@ static long parse(const char *s) {
 int main(int argc, char **argv) {
   long m = 0, n = 0, k = 0;
   if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-    printf("usage: hcops-info [M N K]\n"
-           "       hcops-info --families\n"
-           "Prints the HCOps version, CPU features and kernels, topology (HWLOC_XMLFILE is honoured),\n"
-           "the reference BLAS and the environment in effect; with M N K, the partition of that SGEMM.\n"
-           "--families lists the kernel families this CPU runs (valid HCOPS_ISA values), best first.\n");
+    printf(
+        "usage: hcops-info [M N K]\n"
+        "       hcops-info --families\n"
+        "Prints the HCOps version, CPU features and kernels, topology (HWLOC_XMLFILE is honoured),\n"
+        "the reference BLAS and the environment in effect; with M N K, the partition of that SGEMM.\n"
+        "--families lists the kernel families this CPU runs (valid HCOPS_ISA values), best first.\n");
     return 0;
   }
   if (argc == 2 && !strcmp(argv[1], "--families")) {

@@ -45,8 +45,8 @@ int env_choice(const char *name, const char *const *choices, int def) {
 std::string env_summary() {
   std::string out;
   for (char **e = environ; e && *e; ++e)
-    if (!std::strncmp(*e, "HCOPS_", 6) || !std::strncmp(*e, "OMP_", 4) ||
-        !std::strncmp(*e, "HWLOC_XMLFILE=", 14) || !std::strncmp(*e, "GOMP_", 5)) {
+    if (!std::strncmp(*e, "HCOPS_", 6) || !std::strncmp(*e, "OMP_", 4) || !std::strncmp(*e, "HWLOC_XMLFILE=", 14) ||
+        !std::strncmp(*e, "GOMP_", 5)) {
       out += out.empty() ? "" : " ";
       out += *e;
     }

@@ -42,9 +42,7 @@ int process_threads() {
 void before_fork() { g_parent_threaded = process_threads() > 1; }
 void in_child() { g_forked_serial = g_forked_serial || g_parent_threaded; }
 
-__attribute__((constructor)) void register_fork_handlers() {
-  pthread_atfork(before_fork, nullptr, in_child);
-}
+__attribute__((constructor)) void register_fork_handlers() { pthread_atfork(before_fork, nullptr, in_child); }
 
 // The caller already parallelises: nest no team of ours inside it.
 bool in_parallel_region() { return omp_in_parallel() || omp_get_level() > 0; }
@@ -86,8 +84,10 @@ void DomainBarrier::wait() {
     return;
   }
   for (int spin = 0; generation_.load(std::memory_order_acquire) == gen; ++spin) {
-    if (spin < 2000) __builtin_ia32_pause();
-    else sched_yield();
+    if (spin < 2000)
+      __builtin_ia32_pause();
+    else
+      sched_yield();
   }
 }
 

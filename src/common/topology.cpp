@@ -44,8 +44,9 @@ static hwloc_obj_t memory_node_for(hwloc_topology_t hw, hwloc_const_bitmap_t cpu
   hwloc_obj_t best = nullptr;
   for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, n));) {
     if (!n->cpuset || !hwloc_bitmap_isincluded(cpuset, n->cpuset)) continue;
-    const bool better = !best || (is_hbm(best) && !is_hbm(n)) ||
-                        (is_hbm(best) == is_hbm(n) && hwloc_bitmap_weight(n->cpuset) < hwloc_bitmap_weight(best->cpuset));
+    const bool better =
+        !best || (is_hbm(best) && !is_hbm(n)) ||
+        (is_hbm(best) == is_hbm(n) && hwloc_bitmap_weight(n->cpuset) < hwloc_bitmap_weight(best->cpuset));
     if (better) best = n;
   }
   return best;
@@ -109,8 +110,10 @@ Topology build_topology(hwloc_topology_t hw, hwloc_const_bitmap_t restrict_to) {
   hwloc_bitmap_t rest = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(hw));
   hwloc_bitmap_andnot(rest, rest, covered);
   if (restrict_to) hwloc_bitmap_and(rest, rest, restrict_to);
-  if (!hwloc_bitmap_iszero(rest)) add_domain(t, hw, rest);
-  else hwloc_bitmap_free(rest);
+  if (!hwloc_bitmap_iszero(rest))
+    add_domain(t, hw, rest);
+  else
+    hwloc_bitmap_free(rest);
   hwloc_bitmap_free(covered);
   return t;
 }

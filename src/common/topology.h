@@ -13,19 +13,19 @@
 namespace hcops {
 
 struct Domain {
-  int index = 0;              // position in Topology::domains
-  std::vector<int> cores;     // OS index of the first PU of each allowed core
-  int mem_node = -1;          // OS index of the NUMA node packed panels go to
-  std::string mem_kind;       // hwloc subtype of that node ("" = DRAM)
+  int index = 0;                    // position in Topology::domains
+  std::vector<int> cores;           // OS index of the first PU of each allowed core
+  int mem_node = -1;                // OS index of the NUMA node packed panels go to
+  std::string mem_kind;             // hwloc subtype of that node ("" = DRAM)
   hwloc_bitmap_t cpuset = nullptr;  // allowed PUs of the domain
 };
 
 struct Topology {
   std::vector<Domain> domains;
   std::size_t l1d = 32 << 10, l2 = 1 << 20, l3 = 16 << 20;  // per instance, bytes
-  bool this_system = true;    // false for an XML topology: no binding possible
-  std::string source;         // "this machine" or the XML path
-  int numa_nodes = 0;         // all NUMA nodes, including memory-only ones
+  bool this_system = true;                                  // false for an XML topology: no binding possible
+  std::string source;                                       // "this machine" or the XML path
+  int numa_nodes = 0;                                       // all NUMA nodes, including memory-only ones
   int total_cores() const;
   hwloc_topology_t hw = nullptr;
 };

@@ -2,28 +2,28 @@
 // numa_gemm.sh): results are right although the 100+ cores and their NUMA
 // nodes do not exist here, every domain packs its panels with memory requested
 // on its own node, and binding is never attempted on a machine that is not this one.
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
 
 #include <cmath>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <set>
 #include <type_traits>
 #include <vector>
 
 #include "common/cpu_features.h"
-#include "gemm/gemm.h"
-#include "kernels/registry.h"
-#include "gemm/numa_buffer.h"
-#include "gemm/partition.h"
 #include "common/team.h"
 #include "common/topology.h"
+#include "gemm/gemm.h"
+#include "gemm/numa_buffer.h"
+#include "gemm/partition.h"
+#include "kernels/registry.h"
 
 namespace {
 

@@ -1,9 +1,9 @@
 // The two-level partition on the large machines of shared/topologies: every
 // element of C is owned by exactly one thread, every domain gets work when
 // there is enough, and each part requests memory on its own domain's node.
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
@@ -15,8 +15,8 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "gemm/partition.h"
 #include "common/topology.h"
+#include "gemm/partition.h"
 
 namespace {
 
@@ -129,7 +129,8 @@ void test_odd_shapes_cover(void **) {
   hcops::Topology topo = load(xml_files[2]);
   const long shapes[][3] = {{1, 1, 1}, {1, 5000, 7}, {5000, 1, 7}, {33, 13, 1000}, {777, 555, 333}};
   for (const auto &s : shapes)
-    for (int threads : {1, 7, 16, 112}) check_cover(hcops::plan_gemm(topo, s[0], s[1], s[2], threads, {16, 12}), s[0], s[1], 16, 12);
+    for (int threads : {1, 7, 16, 112})
+      check_cover(hcops::plan_gemm(topo, s[0], s[1], s[2], threads, {16, 12}), s[0], s[1], 16, 12);
 }
 
 }  // namespace

@@ -21,9 +21,13 @@ namespace avx512 {
 namespace {
 
 template <int imm>
-inline __m512 shuffle_lanes(__m512 a, __m512 b) { return _mm512_shuffle_f32x4(a, b, imm); }
+inline __m512 shuffle_lanes(__m512 a, __m512 b) {
+  return _mm512_shuffle_f32x4(a, b, imm);
+}
 template <int imm>
-inline __m512d shuffle_lanes(__m512d a, __m512d b) { return _mm512_shuffle_f64x2(a, b, imm); }
+inline __m512d shuffle_lanes(__m512d a, __m512d b) {
+  return _mm512_shuffle_f64x2(a, b, imm);
+}
 
 // The 128-bit lanes of in[0], in[s], in[2s], in[3s] as a 4 x 4 matrix,
 // transposed into out[0], out[s], out[2s], out[3s].
