@@ -207,24 +207,15 @@ static int parse(int argc, char **argv, struct opts *o, int rank) {
     }
     ++i;
     if (!strcmp(a, "--compute")) {
-      if (!strcmp(v, "busy"))
-        o->kinds[0] = BUSY, o->nkinds = 1;
-      else if (!strcmp(v, "idle"))
-        o->kinds[0] = IDLE, o->nkinds = 1;
-      else if (strcmp(v, "both"))
-        return usage(rank), 0;
-    } else if (!strcmp(a, "--min-size"))
-      o->min_size = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "--max-size"))
-      o->max_size = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "--factor"))
-      o->factor = atoi(v);
-    else if (!strcmp(a, "--warmup"))
-      o->warmup = atoi(v);
-    else if (!strcmp(a, "--iters"))
-      o->iters = atoi(v);
-    else if (!strcmp(a, "--budget"))
-      o->budget = atof(v);
+      if (!strcmp(v, "busy")) o->kinds[0] = BUSY, o->nkinds = 1;
+      else if (!strcmp(v, "idle")) o->kinds[0] = IDLE, o->nkinds = 1;
+      else if (strcmp(v, "both")) return usage(rank), 0;
+    } else if (!strcmp(a, "--min-size")) o->min_size = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--max-size")) o->max_size = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--factor")) o->factor = atoi(v);
+    else if (!strcmp(a, "--warmup")) o->warmup = atoi(v);
+    else if (!strcmp(a, "--iters")) o->iters = atoi(v);
+    else if (!strcmp(a, "--budget")) o->budget = atof(v);
     else if (!strcmp(a, "--fixed-us")) {
       for (char *p = (char *)v; *p && o->nfixed < 64;) {
         char *end;
@@ -232,8 +223,7 @@ static int parse(int argc, char **argv, struct opts *o, int rank) {
         if (end == p) return usage(rank), 0;
         p = *end == ',' ? end + 1 : end;
       }
-    } else
-      return usage(rank), 0;
+    } else return usage(rank), 0;
   }
   if (o->min_size < sizeof(float) || o->max_size < o->min_size || o->factor < 2 || o->warmup < 0 || o->iters < 0 ||
       o->iters > MAX_ITERS || o->warmup > MAX_ITERS || o->budget <= 0)

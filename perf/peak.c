@@ -105,10 +105,8 @@ int main(int argc, char **argv) {
   const char *csv = NULL;
   int json = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--csv") && i + 1 < argc)
-      csv = argv[++i];
-    else if (!strcmp(argv[i], "--json"))
-      json = 1;
+    if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    else if (!strcmp(argv[i], "--json")) json = 1;
     else {
       fprintf(stderr, "usage: hcops-peak [--csv FILE] [--json]\n");
       return 2;
@@ -129,10 +127,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (out) fprintf(out, "isa,precision,threads,gflops\n");
-  if (json)
-    printf("{");
-  else
-    printf("%-8s %-9s %7s %9s\n", "isa", "precision", "threads", "GFLOPS");
+  if (json) printf("{");
+  else printf("%-8s %-9s %7s %9s\n", "isa", "precision", "threads", "GFLOPS");
   int shown = 0;
   for (size_t f = 0; f < sizeof families / sizeof *families; ++f) {
     if (!families[f].supported()) continue;
@@ -146,10 +142,8 @@ int main(int argc, char **argv) {
           const double g = run(k, t, cpus);
           best = g > best ? g : best;
         }
-        if (json)
-          printf("%s\"%d\": %.1f", t > 1 ? ", " : "", t, best);
-        else
-          printf("%-8s %-9s %7d %9.1f\n", families[f].isa, k->precision, t, best);
+        if (json) printf("%s\"%d\": %.1f", t > 1 ? ", " : "", t, best);
+        else printf("%-8s %-9s %7d %9.1f\n", families[f].isa, k->precision, t, best);
         if (out) fprintf(out, "%s,%s,%d,%.1f\n", families[f].isa, k->precision, t, best);
       }
       if (json) printf("}");

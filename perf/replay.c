@@ -53,10 +53,8 @@ static double now(void) {
 static void fill(void *x, size_t n, size_t stride, int dbl) {
   for (size_t i = 0; i < n; ++i) {
     const double v = (double)((i * stride) % 1000) / 1000.0 - 0.5;
-    if (dbl)
-      ((double *)x)[i] = v;
-    else
-      ((float *)x)[i] = (float)v;
+    if (dbl) ((double *)x)[i] = v;
+    else ((float *)x)[i] = (float)v;
   }
 }
 

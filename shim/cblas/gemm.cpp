@@ -22,14 +22,10 @@ bool trans_char(CBLAS_TRANSPOSE t, char &c) {
 int cblas_position(int fortran_info, bool row_major) {
   int p = fortran_info + 1;
   if (row_major) {
-    if (p == 4)
-      p = 5;
-    else if (p == 5)
-      p = 4;
-    else if (p == 9)
-      p = 11;
-    else if (p == 11)
-      p = 9;
+    if (p == 4) p = 5;
+    else if (p == 5) p = 4;
+    else if (p == 9) p = 11;
+    else if (p == 11) p = 9;
   }
   return p;
 }

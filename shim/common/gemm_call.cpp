@@ -15,8 +15,7 @@ void report_gemm(const char *routine, char ta, char tb, long m, long n, long k, 
   if (rep.mr)
     std::snprintf(details, sizeof details, "tile=%dx%d b=%s domains=%d split=%c grid=%dx%d", rep.mr, rep.nr, rep.b,
                   rep.domains, rep.split, rep.grid_m, rep.grid_n);
-  else
-    std::snprintf(details, sizeof details, "%s", alpha == 0 || k == 0 ? "C scaled by beta only" : "unpacked");
+  else std::snprintf(details, sizeof details, "%s", alpha == 0 || k == 0 ? "C scaled by beta only" : "unpacked");
   report_exec("routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc", "routine,transa,transb,m,n,k", call, key,
               std::string("hcops:") + rep.family, details, rep.threads, 2.0 * m * n * k, seconds);
 }

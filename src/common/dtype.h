@@ -18,10 +18,8 @@ struct bf16 {
   explicit bf16(float f) {
     uint32_t u;
     std::memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-      bits = static_cast<uint16_t>((u >> 16) | 0x40u);
-    else
-      bits = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    if ((u & 0x7fffffffu) > 0x7f800000u) bits = static_cast<uint16_t>((u >> 16) | 0x40u);
+    else bits = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   }
   explicit operator float() const {
     const uint32_t u = static_cast<uint32_t>(bits) << 16;

@@ -84,10 +84,8 @@ void DomainBarrier::wait() {
     return;
   }
   for (int spin = 0; generation_.load(std::memory_order_acquire) == gen; ++spin) {
-    if (spin < 2000)
-      __builtin_ia32_pause();
-    else
-      sched_yield();
+    if (spin < 2000) __builtin_ia32_pause();
+    else sched_yield();
   }
 }
 

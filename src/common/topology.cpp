@@ -110,10 +110,8 @@ Topology build_topology(hwloc_topology_t hw, hwloc_const_bitmap_t restrict_to) {
   hwloc_bitmap_t rest = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(hw));
   hwloc_bitmap_andnot(rest, rest, covered);
   if (restrict_to) hwloc_bitmap_and(rest, rest, restrict_to);
-  if (!hwloc_bitmap_iszero(rest))
-    add_domain(t, hw, rest);
-  else
-    hwloc_bitmap_free(rest);
+  if (!hwloc_bitmap_iszero(rest)) add_domain(t, hw, rest);
+  else hwloc_bitmap_free(rest);
   hwloc_bitmap_free(covered);
   return t;
 }

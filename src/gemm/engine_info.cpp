@@ -88,7 +88,7 @@ std::string engine_info(long m, long n, long k) {
     const KernelFamily &fam = kernel_families()[i];
     s += format("  %-8s %-13s needs %s; serves %s; %s\n", fam.name,
                 family_runs_here(fam) ? "runs here," : "not on this CPU,", feature_names(fam.needs).c_str(),
-                served(fam.kernels).c_str(), fam.summary);
+                served(*fam.kernels).c_str(), fam.summary);
   }
   s += format("topology: %s; %d NUMA node(s), %zu compute domain(s), %d core(s); L1d %zu KiB, L2 %zu KiB, L3 %zu KiB\n",
               topo.source.c_str(), topo.numa_nodes, topo.domains.size(), topo.total_cores(), topo.l1d >> 10,

@@ -194,10 +194,8 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
   if (g.m == 0 || g.n == 0) return rep;
   const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
   if (g.alpha == Acc<Ty>(0) || g.k == 0 || !chosen.kernel) {
-    if (g.alpha == Acc<Ty>(0) || g.k == 0)
-      scale_c(g);
-    else
-      unpacked_gemm(g);  // no family serves these datatypes (never for f32/f64: generic serves them)
+    if (g.alpha == Acc<Ty>(0) || g.k == 0) scale_c(g);
+    else unpacked_gemm(g);  // no family serves these datatypes (never for f32/f64: generic serves them)
     rep.b = g.alpha == Acc<Ty>(0) || g.k == 0 ? "none" : "unpacked";
     return rep;
   }

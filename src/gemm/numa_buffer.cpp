@@ -49,10 +49,8 @@ void *NumaBuffer::ensure(std::size_t bytes, int node) {
       ++requests()[node];
     }
     if (topology().this_system && topology().numa_nodes > 1) {
-      if (prefer_node(p, size_, node))
-        ++applied;
-      else
-        warn_once("mbind", "cannot place packing buffers on NUMA node %d; using first-touch placement", node);
+      if (prefer_node(p, size_, node)) ++applied;
+      else warn_once("mbind", "cannot place packing buffers on NUMA node %d; using first-touch placement", node);
     }
   }
   ptr_ = p;

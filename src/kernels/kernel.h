@@ -104,4 +104,12 @@ struct KernelList {
   int count;
 };
 
+// The KernelList of a family's GemmKernels (each a GemmKernel<Ty> object):
+//   extern const KernelList kernels = kernel_list<sgemm, dgemm>();
+template <const auto &...K>
+KernelList kernel_list() {
+  static const KernelRef refs[] = {KernelRef::of(K)...};
+  return {refs, static_cast<int>(sizeof...(K))};
+}
+
 }  // namespace hcops

@@ -25,14 +25,11 @@ void macro_kernel(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk) {
       auto *c = blk.c + ir + jr * blk.ldc;
       const auto *a = blk.a + ir * kc;
       const bool full = nrows == mr && ncols == nr;
-      if (direct && full)
-        k.full_direct(kc, blk.alpha, a, bdirect, blk.rsb, blk.csb, blk.beta, c, blk.ldc);
+      if (direct && full) k.full_direct(kc, blk.alpha, a, bdirect, blk.rsb, blk.csb, blk.beta, c, blk.ldc);
       else if (direct)
         k.edge_direct(kc, blk.alpha, a, bdirect, blk.rsb, blk.csb, blk.beta, c, blk.ldc, int(nrows), int(ncols));
-      else if (full)
-        k.full(kc, blk.alpha, a, bpanel, blk.beta, c, blk.ldc);
-      else
-        k.edge(kc, blk.alpha, a, bpanel, blk.beta, c, blk.ldc, int(nrows), int(ncols));
+      else if (full) k.full(kc, blk.alpha, a, bpanel, blk.beta, c, blk.ldc);
+      else k.edge(kc, blk.alpha, a, bpanel, blk.beta, c, blk.ldc, int(nrows), int(ncols));
     }
   }
 }

@@ -60,10 +60,8 @@ template <typename T, int MR, Interleave<T> interleave = interleave_rows<T>>
 void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i0, long mc, long p0, long kc) {
   for (long ir = 0; ir < mc; ir += MR, dst += MR * kc) {
     const long rows = std::min<long>(MR, mc - ir);
-    if (ta == Trans::N)
-      copy_panel<T, MR>(dst, a + (i0 + ir) + p0 * lda, lda, kc, rows);
-    else
-      interleave(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
+    if (ta == Trans::N) copy_panel<T, MR>(dst, a + (i0 + ir) + p0 * lda, lda, kc, rows);
+    else interleave(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
   }
 }
 
@@ -72,10 +70,8 @@ template <typename T, int NR>
 void pack_b(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, long p0, long kc, long j0, long nc) {
   for (long jr = 0; jr < nc; jr += NR, dst += NR * kc) {
     const long cols = std::min<long>(NR, nc - jr);
-    if (tb == Trans::T)
-      copy_panel<T, NR>(dst, b + (j0 + jr) + p0 * ldb, ldb, kc, cols);
-    else
-      interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
+    if (tb == Trans::T) copy_panel<T, NR>(dst, b + (j0 + jr) + p0 * ldb, ldb, kc, cols);
+    else interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, NR);
   }
 }
 

@@ -22,7 +22,7 @@ namespace kernels {
 namespace {
 
 const KernelFamily kTable[] = {
-#define HCOPS_KERNEL_FAMILY(ns, needs, summary) {#ns, (needs), summary, kernels::ns::kernels},
+#define HCOPS_KERNEL_FAMILY(ns, needs, summary) {#ns, (needs), summary, &kernels::ns::kernels},
 #include "kernels/families.def"
 #undef HCOPS_KERNEL_FAMILY
 };
@@ -65,7 +65,7 @@ const ChosenKernel<Ty> &chosen_kernel() {
   static const ChosenKernel<Ty> chosen = [] {
     for (int i = first_allowed_family(); i < kCount; ++i) {
       if (!family_runs_here(kTable[i])) continue;
-      const KernelList &list = kTable[i].kernels;
+      const KernelList &list = *kTable[i].kernels;
       for (int j = 0; j < list.count; ++j) {
         const KernelRef &r = list.refs[j];
         if (r.template serves<Ty>()) return ChosenKernel<Ty>{&kTable[i], static_cast<const GemmKernel<Ty> *>(r.kernel)};

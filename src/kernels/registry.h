@@ -10,10 +10,10 @@
 namespace hcops {
 
 struct KernelFamily {
-  const char *name;     // HCOPS_ISA value, folder under src/kernels/
-  uint64_t needs;       // CpuFeature bits
-  const char *summary;  // for hcops-info
-  KernelList kernels;   // the datatypes it serves
+  const char *name;           // HCOPS_ISA value, folder under src/kernels/
+  uint64_t needs;             // CpuFeature bits
+  const char *summary;        // for hcops-info
+  const KernelList *kernels;  // the datatypes it serves (read after static initialisation)
 };
 
 // The table, in order of preference.

@@ -111,10 +111,8 @@ struct SimdKernel {
   template <bool kDirect, int N>
   static void cols(long kc, T alpha, const T *a, const T *b, long rsb, long csb, T beta, T *c, long ldc, int m) {
     const long rs = kDirect ? rsb : NR, cs = kDirect ? csb : 1;
-    if (m <= W::lanes)
-      tile<W, T, N, true, 1>(kc, alpha, a, b, rs, cs, beta, c, ldc, W::mask(m), W::mask(0));
-    else
-      tile<W, T, N, true, 2>(kc, alpha, a, b, rs, cs, beta, c, ldc, W::mask(W::lanes), W::mask(m - W::lanes));
+    if (m <= W::lanes) tile<W, T, N, true, 1>(kc, alpha, a, b, rs, cs, beta, c, ldc, W::mask(m), W::mask(0));
+    else tile<W, T, N, true, 2>(kc, alpha, a, b, rs, cs, beta, c, ldc, W::mask(W::lanes), W::mask(m - W::lanes));
   }
 
   template <bool kDirect, int... N>

@@ -8,21 +8,16 @@
 #include "kernels/pack.h"
 #include "kernels/simd_tile.h"
 
-namespace hcops {
-namespace kernels {
-namespace avx2 {
+namespace hcops::kernels::avx2 {
 namespace {
 
 constexpr int kNr = 6;
 
 const GemmKernel<Sgemm> sgemm = simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>);
 const GemmKernel<Dgemm> dgemm = simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>);
-const KernelRef refs[] = {KernelRef::of(sgemm), KernelRef::of(dgemm)};
 
 }  // namespace
 
-extern const KernelList kernels = {refs, sizeof refs / sizeof *refs};
+extern const KernelList kernels = kernel_list<sgemm, dgemm>();
 
-}  // namespace avx2
-}  // namespace kernels
-}  // namespace hcops
+}  // namespace hcops::kernels::avx2

@@ -6,9 +6,7 @@
 
 #include <immintrin.h>
 
-namespace hcops {
-namespace kernels {
-namespace avx2 {
+namespace hcops::kernels::avx2 {
 
 // Lanes [0, rows) all ones: the mask vmaskmov wants.
 inline __m256i lane_mask32(int rows) {
@@ -50,6 +48,4 @@ struct F64 {
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
 };
 
-}  // namespace avx2
-}  // namespace kernels
-}  // namespace hcops
+}  // namespace hcops::kernels::avx2

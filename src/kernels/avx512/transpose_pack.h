@@ -15,9 +15,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-namespace hcops {
-namespace kernels {
-namespace avx512 {
+namespace hcops::kernels::avx512 {
 namespace {
 
 template <int imm>
@@ -93,8 +91,6 @@ void transpose_rows(T *dst, const T *src, long ld, long kc, long rows, int width
 }
 
 }  // namespace
-}  // namespace avx512
-}  // namespace kernels
-}  // namespace hcops
+}  // namespace hcops::kernels::avx512
 
 #pragma GCC diagnostic pop

@@ -9,9 +9,7 @@
 #include "kernels/pack.h"
 #include "kernels/simd_tile.h"
 
-namespace hcops {
-namespace kernels {
-namespace avx512 {
+namespace hcops::kernels::avx512 {
 namespace {
 
 constexpr int kNr = 12;
@@ -20,12 +18,9 @@ const GemmKernel<Sgemm> sgemm =
     simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes, transpose_rows<F32, float>>);
 const GemmKernel<Dgemm> dgemm =
     simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes, transpose_rows<F64, double>>);
-const KernelRef refs[] = {KernelRef::of(sgemm), KernelRef::of(dgemm)};
 
 }  // namespace
 
-extern const KernelList kernels = {refs, sizeof refs / sizeof *refs};
+extern const KernelList kernels = kernel_list<sgemm, dgemm>();
 
-}  // namespace avx512
-}  // namespace kernels
-}  // namespace hcops
+}  // namespace hcops::kernels::avx512

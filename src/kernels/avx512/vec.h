@@ -6,9 +6,7 @@
 
 #include <immintrin.h>
 
-namespace hcops {
-namespace kernels {
-namespace avx512 {
+namespace hcops::kernels::avx512 {
 
 struct F32 {
   using V = __m512;
@@ -42,6 +40,4 @@ struct F64 {
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
 };
 
-}  // namespace avx512
-}  // namespace kernels
-}  // namespace hcops
+}  // namespace hcops::kernels::avx512

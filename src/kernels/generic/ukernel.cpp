@@ -6,9 +6,7 @@
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
 
-namespace hcops {
-namespace kernels {
-namespace generic {
+namespace hcops::kernels::generic {
 namespace {
 
 // 16 xmm registers: two vectors of A per k step and 4 broadcast columns of B
@@ -86,12 +84,9 @@ constexpr GemmKernel<Ty> kernel_for() {
 
 const GemmKernel<Sgemm> sgemm = kernel_for<Sgemm>();
 const GemmKernel<Dgemm> dgemm = kernel_for<Dgemm>();
-const KernelRef refs[] = {KernelRef::of(sgemm), KernelRef::of(dgemm)};
 
 }  // namespace
 
-extern const KernelList kernels = {refs, sizeof refs / sizeof *refs};
+extern const KernelList kernels = kernel_list<sgemm, dgemm>();
 
-}  // namespace generic
-}  // namespace kernels
-}  // namespace hcops
+}  // namespace hcops::kernels::generic

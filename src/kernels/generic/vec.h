@@ -5,9 +5,7 @@
 // row count: partial vectors are element loops, slow but rare.
 #pragma once
 
-namespace hcops {
-namespace kernels {
-namespace generic {
+namespace hcops::kernels::generic {
 
 constexpr int kVectorBytes = 16;
 
@@ -38,6 +36,4 @@ struct Vec {
 using F32 = Vec<float>;
 using F64 = Vec<double>;
 
-}  // namespace generic
-}  // namespace kernels
-}  // namespace hcops
+}  // namespace hcops::kernels::generic
