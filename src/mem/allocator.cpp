@@ -252,7 +252,6 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
   if (config->cache_limit && align_slots == 1) {
     if (void *p = reuse(r, where, len)) {
       Block &b = arena().block(p);
-      b.requested = size;
       // Counted as this request's target (whose policy the block has), not
       // as first made: where fast and DDR share a node, or after a move,
       // the two differ, and HCOPS_MEM_FAST_LIMIT must hold either way.
@@ -292,7 +291,6 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
               describe(r).c_str(), std::strerror(errno));
   }
   Block &b = arena().block(p);
-  b.requested = size;
   b.mapped = len;
   b.slots = static_cast<uint32_t>(slots);
   b.pages = got;
@@ -344,7 +342,6 @@ bool resize_in_place(void *p, std::size_t size) {
     if (b.counted_fast) stats_.fast_in_use.fetch_sub(b.mapped - len, std::memory_order_relaxed);
     b.mapped = len;
     b.slots = static_cast<uint32_t>(slots);
-    b.requested = size;
     return true;
   }
   if (slots > b.slots && !arena().extend(p, b.slots, slots)) return false;
@@ -377,12 +374,10 @@ bool resize_in_place(void *p, std::size_t size) {
   if (b.counted_fast) stats_.fast_in_use.fetch_add(len - b.mapped, std::memory_order_relaxed);
   b.mapped = len;
   b.slots = static_cast<uint32_t>(std::max<std::size_t>(slots, b.slots));
-  b.requested = size;
   return true;
 }
 
 std::size_t usable_size(const void *p) { return arena().block(p).mapped; }
-std::size_t requested_size(const void *p) { return arena().block(p).requested; }
 
 bool push_policy(Scope s, const char *text, ParseError &err) {
   Policy parsed;

@@ -50,7 +50,6 @@ void release(void *p);
 // move it.
 bool resize_in_place(void *p, std::size_t size);
 std::size_t usable_size(const void *p);
-std::size_t requested_size(const void *p);
 
 // Policy stacks (hcops_mem_push/pop). Thread scope overrides process scope.
 enum class Scope { thread, process };
