@@ -32,25 +32,42 @@ void count_growth(const Block &b, Pages got, std::size_t bytes) {
   counters.bytes[row_of(b)][static_cast<int>(got)].fetch_add(bytes, std::memory_order_relaxed);
 }
 
+namespace {
+
+// The counters hcops_mem_stat() answers by name, besides the page-kind bytes
+// below. stat() and stat_names() both read this table, so what is answered
+// and what is listed cannot differ.
+struct Named {
+  const char *name;
+  const std::atomic<std::size_t> *value;
+};
+const Named kNamed[] = {
+    {"live", &counters.live},
+    {"peak", &counters.peak},
+    {"allocations", &counters.allocations},
+    {"frees", &counters.frees},
+    {"fast_in_use", &counters.fast_in_use},
+    {"fallback.hugetlb_to_thp", &counters.hugetlb_to_thp},
+    {"fallback.thp_to_base", &counters.thp_to_base},
+    {"fallback.fast_to_ddr", &counters.fast_to_ddr},
+    {"fallback.to_glibc", &counters.to_glibc},
+    {"system_rule", &counters.system_rule},
+    {"policy_refused", &counters.policy_refused},
+    {"cache_hits", &counters.cache_hits},
+    {"cached", &counters.cached},
+    {"threshold", &threshold},
+};
+// Indexed by Pages.
+const char *const kKinds[] = {"thp", "hugetlb", "base"};
+
+}  // namespace
+
 std::size_t stat(const char *name) {
   const std::string n = name ? name : "";
-  if (n == "live") return counters.live.load();
-  if (n == "peak") return counters.peak.load();
-  if (n == "allocations") return counters.allocations.load();
-  if (n == "frees") return counters.frees.load();
-  if (n == "fast_in_use") return counters.fast_in_use.load();
-  if (n == "fallback.hugetlb_to_thp") return counters.hugetlb_to_thp.load();
-  if (n == "fallback.thp_to_base") return counters.thp_to_base.load();
-  if (n == "fallback.fast_to_ddr") return counters.fast_to_ddr.load();
-  if (n == "fallback.to_glibc") return counters.to_glibc.load();
-  if (n == "system_rule") return counters.system_rule.load();
-  if (n == "policy_refused") return counters.policy_refused.load();
-  if (n == "cache_hits") return counters.cache_hits.load();
-  if (n == "cached") return counters.cached.load();
-  if (n == "threshold") return threshold.load();
-  static const char *const kinds[] = {"thp", "hugetlb", "base"};
+  for (const Named &c : kNamed)
+    if (n == c.name) return c.value->load();
   for (int k = 0; k < 3; ++k) {
-    const std::string prefix = std::string("bytes.") + kinds[k];
+    const std::string prefix = std::string("bytes.") + kKinds[k];
     if (n == prefix) {
       std::size_t sum = 0;
       for (int row = 0; row <= kStatNodes; ++row) sum += counters.bytes[row][k].load();
@@ -62,6 +79,16 @@ std::size_t stat(const char *name) {
     }
   }
   return SIZE_MAX;
+}
+
+std::vector<std::string> stat_names() {
+  std::vector<std::string> names;
+  for (const Named &c : kNamed) names.push_back(c.name);
+  for (const char *kind : kKinds) {
+    names.push_back(std::string("bytes.") + kind);
+    names.push_back(std::string("bytes.") + kind + ".node<N>");
+  }
+  return names;
 }
 
 std::string stats_report() {
@@ -77,9 +104,8 @@ std::string stats_report() {
       std::to_string(counters.cache_hits.load()) + ", cached at exit " + mib(counters.cached.load()) + "\n";
   for (int row = 0; row <= kStatNodes; ++row) {
     std::string line;
-    static const char *const kinds[] = {"thp", "hugetlb", "base"};
     for (int k = 0; k < 3; ++k)
-      if (const std::size_t b = counters.bytes[row][k].load()) line += std::string(" ") + kinds[k] + " " + mib(b);
+      if (const std::size_t b = counters.bytes[row][k].load()) line += std::string(" ") + kKinds[k] + " " + mib(b);
     if (line.empty()) continue;
     s += "hcops_mem: allocated on " +
          (row == 0 ? std::string("the faulting CPU's node(s)") : "node " + std::to_string(row - 1)) + ":" + line + "\n";

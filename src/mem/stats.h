@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "mem/arena.h"
 
@@ -32,6 +33,9 @@ void count_growth(const Block &b, Pages got, std::size_t bytes);
 
 // Named counters for hcops_mem_stat(); SIZE_MAX for an unknown name.
 std::size_t stat(const char *name);
+// Every name stat() answers, the per-node ones as "bytes.<kind>.node<N>"
+// (N from 0 to kStatNodes - 1). include/hcops.h must document each.
+std::vector<std::string> stat_names();
 // The HCOPS_MEM_STATS report, one line each.
 std::string stats_report();
 
