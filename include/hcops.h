@@ -50,10 +50,25 @@ long hcops_mem_move_async(void *addr, size_t len, const char *target);
 /* Waits for an asynchronous move: its result, 0 or -1 with errno. */
 int hcops_mem_wait(long ticket);
 
-/* A counter by name: "live", "peak", "allocations", "frees", "fast_in_use",
- * "fallback.hugetlb_to_thp", "fallback.fast_to_ddr", "fallback.to_glibc",
- * "system_rule", "policy_refused", "threshold", "bytes.<thp|hugetlb|base>"
- * and "bytes.<kind>.node<N>" (cumulative). (size_t)-1 for an unknown name. */
+/* A counter of the large allocations (those libhcops_mem serves) by name;
+ * (size_t)-1 for an unknown name. Sizes are bytes mapped.
+ *   "live"                     bytes in live blocks
+ *   "peak"                     the highest live bytes so far
+ *   "allocations", "frees"     blocks handed out (reuse included) and freed
+ *   "fast_in_use"              live bytes on the fast tier (HCOPS_MEM_FAST_LIMIT)
+ *   "fallback.hugetlb_to_thp"  hugetlb wanted, none to be had: THP instead
+ *   "fallback.thp_to_base"     huge pages wanted, THP unavailable: base pages
+ *   "fallback.fast_to_ddr"     fast wanted, full or over the limit: local DDR
+ *   "fallback.to_glibc"        left to glibc: too large, arena full, map failed
+ *   "system_rule"              left to glibc by a rule of placement system
+ *   "policy_refused"           NUMA policy refused by the kernel: first touch
+ *   "cache_hits"               blocks handed out again from the reuse cache
+ *   "cached"                   bytes of freed blocks kept mapped for reuse
+ *   "threshold"                the smallest size served (HCOPS_MEM_THRESHOLD)
+ *   "bytes.<thp|hugetlb|base>" bytes handed out with that page kind, cumulative
+ *   "bytes.<thp|hugetlb|base>.node<N>"  the same aimed at node N, 0 to 63
+ *                              (63 counts every node from 63 on)
+ * Each name in double quotes here is answered (tests/mem/test_mem_counters). */
 size_t hcops_mem_stat(const char *name);
 /* Writes the configuration (threshold, policy, fast nodes) and statistics. */
 void hcops_mem_print_info(FILE *out);

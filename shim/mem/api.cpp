@@ -5,6 +5,9 @@
 #include "hcops.h"
 #include "common/log.h"
 #include "mem/allocator.h"
+#include "mem/config.h"
+#include "mem/mover.h"
+#include "mem/stats.h"
 
 namespace mem = hcops::mem;
 

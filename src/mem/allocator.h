@@ -1,11 +1,11 @@
-// The large-allocation side of libhcops_mem, below the malloc ABI: the
-// configuration read at start-up, the policy stacks, allocation into the
-// arena and the statistics. shim/mem/ turns the C allocation calls into these.
+// The large-allocation side of libhcops_mem, below the malloc ABI: start-up,
+// the policy stacks, and allocation into the arena (fresh or from the reuse
+// cache). shim/mem/ turns the C allocation calls into these; the
+// configuration, statistics, reuse cache and mover have their own files.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
-#include <string>
 
 #include "mem/arena.h"
 #include "mem/policy.h"
@@ -50,27 +50,11 @@ void release(void *p);
 // move it.
 bool resize_in_place(void *p, std::size_t size);
 std::size_t usable_size(const void *p);
-std::size_t requested_size(const void *p);
 
 // Policy stacks (hcops_mem_push/pop). Thread scope overrides process scope.
 enum class Scope { thread, process };
 bool push_policy(Scope s, const char *text, ParseError &err);
 bool pop_policy(Scope s);
-
-// Moves [addr, addr + len) to `target` (a placement: fast, ddr, local,
-// interleave[:n], bind:n); 0, or -1 with errno.
-int move(void *addr, std::size_t len, const char *target);
-// The same on the helper thread; returns a ticket > 0, or -1 with errno.
-long move_async(void *addr, std::size_t len, const char *target);
-// Waits for a ticket; its move's result (0, or -1 with errno set).
-int wait_move(long ticket);
-
-// Named counters for hcops_mem_stat(); SIZE_MAX for an unknown name.
-std::size_t stat(const char *name);
-// The HCOPS_MEM_STATS report, one line each.
-std::string stats_report();
-// What hcops-info shows: threshold, policy, tiers, arena.
-std::string describe_config();
 
 // pthread_atfork hooks for every lock of this module.
 void before_fork();

@@ -22,7 +22,6 @@ constexpr std::size_t kSlot = std::size_t(2) << 20;
 
 // What the arena knows of one live allocation, kept at its first slot.
 struct Block {
-  std::size_t requested = 0;  // the size asked for (bytes valid for realloc's copy)
   std::size_t mapped = 0;     // bytes mapped read-write from the start
   uint32_t slots = 0;         // address space held, in slots
   Pages pages = Pages::base;  // the kind obtained (after any fallback)

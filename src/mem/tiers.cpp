@@ -14,28 +14,64 @@ namespace mem {
 
 namespace {
 
-bool is_hbm(hwloc_obj_t n) {
+bool hbm_subtype(hwloc_obj_t n) {
   return n->subtype && (!std::strcmp(n->subtype, "HBM") || !std::strcmp(n->subtype, "MCDRAM"));
 }
 
-// Nodes whose cpuset covers the domain's, nearest (smallest cpuset) first.
-std::vector<hwloc_obj_t> covering_nodes(hwloc_topology_t hw, hwloc_const_bitmap_t cpuset) {
-  std::vector<hwloc_obj_t> out;
-  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, n));)
-    if (n->cpuset && hwloc_bitmap_isincluded(cpuset, n->cpuset)) out.push_back(n);
+hwloc_location at(hwloc_const_bitmap_t cpuset) {
+  hwloc_location loc;
+  loc.type = HWLOC_LOCATION_TYPE_CPUSET;
+  loc.location.cpuset = const_cast<hwloc_cpuset_t>(cpuset);  // hwloc reads it only
+  return loc;
+}
+
+// The NUMA nodes local to a domain as hwloc sees them (locality equal to or
+// larger than its cpuset), nearest (smallest locality) first.
+std::vector<hwloc_obj_t> local_nodes(hwloc_topology_t hw, hwloc_const_bitmap_t cpuset) {
+  hwloc_location loc = at(cpuset);
+  unsigned nr = static_cast<unsigned>(std::max(1, hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_NUMANODE)));
+  std::vector<hwloc_obj_t> out(nr);
+  if (hwloc_get_local_numanode_objs(hw, &loc, &nr, out.data(), HWLOC_LOCAL_NUMANODE_FLAG_LARGER_LOCALITY) != 0)
+    return {};
+  out.resize(std::min<std::size_t>(nr, out.size()));
   std::stable_sort(out.begin(), out.end(), [](hwloc_obj_t a, hwloc_obj_t b) {
     return hwloc_bitmap_weight(a->cpuset) < hwloc_bitmap_weight(b->cpuset);
   });
   return out;
 }
 
+// Bandwidth from the domain to `node` in MiB/s (hwloc memory attributes,
+// from the firmware's HMAT or an XML); 0 when unknown.
 hwloc_uint64_t bandwidth(hwloc_topology_t hw, hwloc_obj_t node, hwloc_const_bitmap_t cpuset) {
-  hwloc_location loc;
-  loc.type = HWLOC_LOCATION_TYPE_CPUSET;
-  loc.location.cpuset = const_cast<hwloc_cpuset_t>(cpuset);  // hwloc reads it only
+  hwloc_location loc = at(cpuset);
   hwloc_uint64_t v = 0;
   if (hwloc_memattr_get_value(hw, HWLOC_MEMATTR_ID_BANDWIDTH, node, &loc, 0, &v) != 0) return 0;
   return v;
+}
+
+// The domain's DDR node among its local nodes that are not fast by name: the
+// nearest, and of equally near ones the slowest when hwloc knows their
+// bandwidth, since an HBM node hwloc did not label shares its DDR node's
+// locality and may come first. nullptr when there is none.
+hwloc_obj_t ddr_node(hwloc_topology_t hw, const std::vector<hwloc_obj_t> &nodes, const std::vector<bool> &named_fast,
+                     hwloc_const_bitmap_t cpuset) {
+  hwloc_obj_t best = nullptr;
+  hwloc_uint64_t best_bw = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (named_fast[i]) continue;
+    if (!best) {
+      best = nodes[i];
+      best_bw = bandwidth(hw, best, cpuset);
+      continue;
+    }
+    if (hwloc_bitmap_weight(nodes[i]->cpuset) != hwloc_bitmap_weight(best->cpuset)) break;
+    const hwloc_uint64_t bw = bandwidth(hw, nodes[i], cpuset);
+    if (bw && best_bw && bw < best_bw) {
+      best = nodes[i];
+      best_bw = bw;
+    }
+  }
+  return best;
 }
 
 bool parse_node_list(const char *text, NodeSet &set) {
@@ -79,20 +115,21 @@ Tiers build_tiers(const Topology &topo, const char *fast_env) {
               fast_env);
   }
   const bool use_env = from_env && listed.any();
+  // How each domain's fast nodes were found; the label names every way used.
   bool by_subtype = false, by_bandwidth = false;
   hwloc_topology_t hw = topo.hw;
   for (const Domain &d : topo.domains) {
     DomainTier dt;
     dt.ddr = d.mem_node;
     if (hw && d.cpuset) {
-      const auto nodes = covering_nodes(hw, d.cpuset);
-      hwloc_obj_t ddr = nullptr;
-      for (hwloc_obj_t n : nodes) {
-        const int os = static_cast<int>(n->os_index);
-        const bool fast = use_env ? listed.test(os) : is_hbm(n);
-        if (fast) dt.fast.push_back(os);
-        else if (!ddr) ddr = n;
+      const std::vector<hwloc_obj_t> nodes = local_nodes(hw, d.cpuset);
+      std::vector<bool> named_fast(nodes.size());
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        named_fast[i] = use_env ? listed.test(static_cast<int>(nodes[i]->os_index)) : hbm_subtype(nodes[i]);
+        if (named_fast[i]) dt.fast.push_back(static_cast<int>(nodes[i]->os_index));
       }
+      if (!use_env && !dt.fast.empty()) by_subtype = true;
+      const hwloc_obj_t ddr = ddr_node(hw, nodes, named_fast, d.cpuset);
       if (ddr) dt.ddr = static_cast<int>(ddr->os_index);
       if (!use_env && dt.fast.empty() && ddr) {
         const hwloc_uint64_t base = bandwidth(hw, ddr, d.cpuset);
@@ -102,7 +139,6 @@ Tiers build_tiers(const Topology &topo, const char *fast_env) {
             by_bandwidth = true;
           }
       }
-      if (!use_env && !dt.fast.empty() && !by_bandwidth) by_subtype = true;
       const int lastpu = hwloc_bitmap_last(d.cpuset);
       if (lastpu >= static_cast<int>(t.domain_of_pu.size())) t.domain_of_pu.resize(lastpu + 1, -1);
       for (int pu = hwloc_bitmap_first(d.cpuset); pu >= 0; pu = hwloc_bitmap_next(d.cpuset, pu))

@@ -1,8 +1,10 @@
 // The memory tiers of the machine as the placement policies see them: for
 // each compute domain of topology.h, its high-bandwidth ("fast") nodes and its
-// DDR node. Fast nodes come from HCOPS_MEM_FAST_NODES when set, else from
-// hwloc: NUMA nodes of subtype HBM or MCDRAM, or nodes whose bandwidth to the
-// domain (hwloc memory attributes) is at least 1.5x that of its DDR node.
+// DDR node. Among the domain's local NUMA nodes (hwloc's local-node query),
+// fast nodes come from HCOPS_MEM_FAST_NODES when set, else from hwloc: nodes
+// of subtype HBM or MCDRAM, or, in a domain without such nodes, nodes whose
+// bandwidth to the domain (hwloc memory attributes) is at least 1.5x that of
+// its DDR node.
 #pragma once
 
 #include <string>
@@ -23,7 +25,7 @@ struct Tiers {
   std::vector<DomainTier> domains;  // parallel to Topology::domains
   std::vector<int> domain_of_pu;    // PU OS index -> domain, -1 outside all
   NodeSet fast_nodes, ddr_nodes;
-  std::string source;  // how the fast nodes were found
+  std::string source;  // how the fast nodes were found, every way any domain used
   bool any_fast() const { return fast_nodes.any(); }
   // The domain of PU `pu` (0 when unknown, so a policy always has a target).
   int domain_of(int pu) const;

@@ -186,14 +186,15 @@ bool have_topologies() {
   return false;
 }
 
-hcops::Topology load(const char *name) {
-  const std::string path = std::string(topology_dir()) + "/" + name;
+hcops::Topology load_path(const std::string &path) {
   hwloc_topology_t hw;
   assert_int_equal(hwloc_topology_init(&hw), 0);
   assert_int_equal(hwloc_topology_set_xml(hw, path.c_str()), 0);
   assert_int_equal(hwloc_topology_load(hw), 0);
   return hcops::build_topology(hw, nullptr);
 }
+
+hcops::Topology load(const char *name) { return load_path(std::string(topology_dir()) + "/" + name); }
 
 const char *subtype(const hcops::Topology &topo, int os_index) {
   hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(topo.hw, static_cast<unsigned>(os_index));
@@ -296,6 +297,34 @@ mem::Rule rule_of(const char *text) {
   return p.rules[0];
 }
 
+// HBM that hwloc names by subtype in some domains and only by bandwidth in
+// others (firmware that reports HMAT but no memory-side cache or type):
+// tests/mem/hbm-subtype-and-bandwidth.xml, a smaller Xeon Max (2 packages x
+// 2 SNC domains, a 64 GiB DDR and a 16 GiB HBM node each) with the subtype
+// left on the HBM of domains 1 and 2 only and a bandwidth attribute (HBM 4x
+// DDR) on every node. In domain 3 the unlabelled HBM node comes first
+// (node 6) and its DDR node second (7).
+void test_tiers_subtype_and_bandwidth_mixed(void **) {
+  const hcops::Topology topo = load_path(std::string(HCOPS_MEM_TEST_DIR) + "/hbm-subtype-and-bandwidth.xml");
+  const mem::Tiers t = mem::build_tiers(topo, nullptr);
+  assert_int_equal(t.domains.size(), 4);
+  const int hbm[] = {1, 3, 5, 6}, ddr[] = {0, 2, 4, 7};
+  for (int d = 0; d < 4; ++d) {
+    if (t.domains[d].fast != std::vector<int>{hbm[d]} || t.domains[d].ddr != ddr[d])
+      fail_msg("domain %d: %s", d, t.describe().c_str());
+    // The nodes resolve() then chooses.
+    mem::Target x = mem::resolve(t, d, rule_of("fast"), std::size_t(8) << 20, 0, 0);
+    assert_int_equal(x.node, hbm[d]);
+    assert_true(x.fast);
+    x = mem::resolve(t, d, rule_of("ddr"), std::size_t(8) << 20, 0, 0);
+    assert_int_equal(x.node, ddr[d]);
+  }
+  assert_true(t.fast_nodes == nodes({1, 3, 5, 6}));
+  assert_true(t.ddr_nodes == nodes({0, 2, 4, 7}));
+  // Both ways were used, whichever domain came first.
+  assert_string_equal(t.source.c_str(), "hwloc node subtype and bandwidth");
+}
+
 // Where each placement sends an allocation made from every domain of a
 // machine with HBM, and the fast tier's fallback to the domain's own DDR when
 // HCOPS_MEM_FAST_LIMIT would be passed (this one-node machine cannot show a
@@ -369,6 +398,7 @@ int main() {
       cmocka_unit_test(test_tiers_lx2),
       cmocka_unit_test(test_tiers_epyc_has_none),
       cmocka_unit_test(test_tiers_listed_nodes_override),
+      cmocka_unit_test(test_tiers_subtype_and_bandwidth_mixed),
       cmocka_unit_test(test_resolve_xeon_max),
       cmocka_unit_test(test_resolve_epyc_fast_is_ddr),
   };
