@@ -7,6 +7,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "common/mem_nodes.h"
 
 namespace hcops {
 
@@ -14,10 +15,6 @@ int Topology::total_cores() const {
   int n = 0;
   for (const Domain &d : domains) n += static_cast<int>(d.cores.size());
   return n;
-}
-
-static bool is_hbm(hwloc_obj_t node) {
-  return node->subtype && (!std::strcmp(node->subtype, "HBM") || !std::strcmp(node->subtype, "MCDRAM"));
 }
 
 // Domains are the minimal cpusets among NUMA nodes that own PUs: on a die with
@@ -38,19 +35,8 @@ static std::vector<hwloc_obj_t> minimal_nodes(hwloc_topology_t hw) {
   return out;
 }
 
-// Packed panels go to the smallest DRAM node covering the domain; HBM is left
-// to the placement policies of libhcops_mem.
-static hwloc_obj_t memory_node_for(hwloc_topology_t hw, hwloc_const_bitmap_t cpuset) {
-  hwloc_obj_t best = nullptr;
-  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, n));) {
-    if (!n->cpuset || !hwloc_bitmap_isincluded(cpuset, n->cpuset)) continue;
-    const bool better =
-        !best || (is_hbm(best) && !is_hbm(n)) ||
-        (is_hbm(best) == is_hbm(n) && hwloc_bitmap_weight(n->cpuset) < hwloc_bitmap_weight(best->cpuset));
-    if (better) best = n;
-  }
-  return best;
-}
+// Packed panels go to the domain's DDR node (mem_nodes.h); HBM is left to
+// the placement policies of libhcops_mem.
 
 static std::size_t cache_size(hwloc_topology_t hw, hwloc_obj_type_t type, std::size_t def) {
   hwloc_obj_t c = hwloc_get_obj_by_type(hw, type, 0);
@@ -72,7 +58,7 @@ static void add_domain(Topology &t, hwloc_topology_t hw, hwloc_bitmap_t cpuset) 
   if (d.cores.empty()) {  // no core objects (unusual XML): count PUs instead
     for (int pu = hwloc_bitmap_first(cpuset); pu >= 0; pu = hwloc_bitmap_next(cpuset, pu)) d.cores.push_back(pu);
   }
-  if (hwloc_obj_t node = memory_node_for(hw, cpuset)) {
+  if (hwloc_obj_t node = ddr_node(hw, cpuset)) {
     d.mem_node = static_cast<int>(node->os_index);
     d.mem_kind = node->subtype ? node->subtype : "";
   }

@@ -8,71 +8,12 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "common/mem_nodes.h"
 
 namespace hcops {
 namespace mem {
 
 namespace {
-
-bool hbm_subtype(hwloc_obj_t n) {
-  return n->subtype && (!std::strcmp(n->subtype, "HBM") || !std::strcmp(n->subtype, "MCDRAM"));
-}
-
-hwloc_location at(hwloc_const_bitmap_t cpuset) {
-  hwloc_location loc;
-  loc.type = HWLOC_LOCATION_TYPE_CPUSET;
-  loc.location.cpuset = const_cast<hwloc_cpuset_t>(cpuset);  // hwloc reads it only
-  return loc;
-}
-
-// The NUMA nodes local to a domain as hwloc sees them (locality equal to or
-// larger than its cpuset), nearest (smallest locality) first.
-std::vector<hwloc_obj_t> local_nodes(hwloc_topology_t hw, hwloc_const_bitmap_t cpuset) {
-  hwloc_location loc = at(cpuset);
-  unsigned nr = static_cast<unsigned>(std::max(1, hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_NUMANODE)));
-  std::vector<hwloc_obj_t> out(nr);
-  if (hwloc_get_local_numanode_objs(hw, &loc, &nr, out.data(), HWLOC_LOCAL_NUMANODE_FLAG_LARGER_LOCALITY) != 0)
-    return {};
-  out.resize(std::min<std::size_t>(nr, out.size()));
-  std::stable_sort(out.begin(), out.end(), [](hwloc_obj_t a, hwloc_obj_t b) {
-    return hwloc_bitmap_weight(a->cpuset) < hwloc_bitmap_weight(b->cpuset);
-  });
-  return out;
-}
-
-// Bandwidth from the domain to `node` in MiB/s (hwloc memory attributes,
-// from the firmware's HMAT or an XML); 0 when unknown.
-hwloc_uint64_t bandwidth(hwloc_topology_t hw, hwloc_obj_t node, hwloc_const_bitmap_t cpuset) {
-  hwloc_location loc = at(cpuset);
-  hwloc_uint64_t v = 0;
-  if (hwloc_memattr_get_value(hw, HWLOC_MEMATTR_ID_BANDWIDTH, node, &loc, 0, &v) != 0) return 0;
-  return v;
-}
-
-// The domain's DDR node among its local nodes that are not fast by name: the
-// nearest, and of equally near ones the slowest when hwloc knows their
-// bandwidth, since an HBM node hwloc did not label shares its DDR node's
-// locality and may come first. nullptr when there is none.
-hwloc_obj_t ddr_node(hwloc_topology_t hw, const std::vector<hwloc_obj_t> &nodes, const std::vector<bool> &named_fast,
-                     hwloc_const_bitmap_t cpuset) {
-  hwloc_obj_t best = nullptr;
-  hwloc_uint64_t best_bw = 0;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (named_fast[i]) continue;
-    if (!best) {
-      best = nodes[i];
-      best_bw = bandwidth(hw, best, cpuset);
-      continue;
-    }
-    if (hwloc_bitmap_weight(nodes[i]->cpuset) != hwloc_bitmap_weight(best->cpuset)) break;
-    const hwloc_uint64_t bw = bandwidth(hw, nodes[i], cpuset);
-    if (bw && best_bw && bw < best_bw) {
-      best = nodes[i];
-      best_bw = bw;
-    }
-  }
-  return best;
-}
 
 bool parse_node_list(const char *text, NodeSet &set) {
   ParseError err;
@@ -122,19 +63,19 @@ Tiers build_tiers(const Topology &topo, const char *fast_env) {
     DomainTier dt;
     dt.ddr = d.mem_node;
     if (hw && d.cpuset) {
-      const std::vector<hwloc_obj_t> nodes = local_nodes(hw, d.cpuset);
+      const std::vector<hwloc_obj_t> nodes = local_numa_nodes(hw, d.cpuset);
       std::vector<bool> named_fast(nodes.size());
       for (std::size_t i = 0; i < nodes.size(); ++i) {
-        named_fast[i] = use_env ? listed.test(static_cast<int>(nodes[i]->os_index)) : hbm_subtype(nodes[i]);
+        named_fast[i] = use_env ? listed.test(static_cast<int>(nodes[i]->os_index)) : hbm_by_subtype(nodes[i]);
         if (named_fast[i]) dt.fast.push_back(static_cast<int>(nodes[i]->os_index));
       }
       if (!use_env && !dt.fast.empty()) by_subtype = true;
       const hwloc_obj_t ddr = ddr_node(hw, nodes, named_fast, d.cpuset);
       if (ddr) dt.ddr = static_cast<int>(ddr->os_index);
       if (!use_env && dt.fast.empty() && ddr) {
-        const hwloc_uint64_t base = bandwidth(hw, ddr, d.cpuset);
+        const hwloc_uint64_t base = node_bandwidth(hw, ddr, d.cpuset);
         for (hwloc_obj_t n : nodes)
-          if (n != ddr && base && bandwidth(hw, n, d.cpuset) * 2 >= base * 3) {
+          if (n != ddr && base && node_bandwidth(hw, n, d.cpuset) * 2 >= base * 3) {
             dt.fast.push_back(static_cast<int>(n->os_index));
             by_bandwidth = true;
           }
@@ -153,7 +94,7 @@ Tiers build_tiers(const Topology &topo, const char *fast_env) {
     t.domains.push_back(dt);
   }
   if (t.domains.empty()) t.domains.push_back(DomainTier{});
-  t.source = use_env ? "HCOPS_MEM_FAST_NODES"
+  t.source = use_env                      ? "HCOPS_MEM_FAST_NODES"
              : by_subtype && by_bandwidth ? "hwloc node subtype and bandwidth"
              : by_subtype                 ? "hwloc node subtype HBM/MCDRAM"
              : by_bandwidth               ? "hwloc bandwidth attributes"

@@ -303,7 +303,8 @@ mem::Rule rule_of(const char *text) {
 // 2 SNC domains, a 64 GiB DDR and a 16 GiB HBM node each) with the subtype
 // left on the HBM of domains 1 and 2 only and a bandwidth attribute (HBM 4x
 // DDR) on every node. In domain 3 the unlabelled HBM node comes first
-// (node 6) and its DDR node second (7).
+// (node 6) and its DDR node second (7). The GEMM engine's packing node
+// must be the DDR node too.
 void test_tiers_subtype_and_bandwidth_mixed(void **) {
   const hcops::Topology topo = load_path(std::string(HCOPS_MEM_TEST_DIR) + "/hbm-subtype-and-bandwidth.xml");
   const mem::Tiers t = mem::build_tiers(topo, nullptr);
@@ -312,6 +313,8 @@ void test_tiers_subtype_and_bandwidth_mixed(void **) {
   for (int d = 0; d < 4; ++d) {
     if (t.domains[d].fast != std::vector<int>{hbm[d]} || t.domains[d].ddr != ddr[d])
       fail_msg("domain %d: %s", d, t.describe().c_str());
+    // The GEMM engine packs its panels on the same DDR node (common/mem_nodes.h).
+    assert_int_equal(topo.domains[d].mem_node, ddr[d]);
     // The nodes resolve() then chooses.
     mem::Target x = mem::resolve(t, d, rule_of("fast"), std::size_t(8) << 20, 0, 0);
     assert_int_equal(x.node, hbm[d]);
