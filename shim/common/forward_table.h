@@ -67,7 +67,9 @@ __attribute__((visibility("hidden"))) extern struct hcops_foreign HCOPS_FORWARD_
 
 static void HCOPS_FWD_FIND(void) { hcops_foreign_find(&HCOPS_FORWARD_LIB); }
 
-/* The alias the trampolines' resolve stub names, carrying the C count. */
+/* The alias the trampolines' resolve stub names, carrying the C count. In a
+ * function only because top-level asm takes no operands (GCC 12); the
+ * function itself is empty and never called. */
 __attribute__((used)) static void HCOPS_FWD_CAT(hcops_forward_count_alias_, HCOPS_FORWARD_TABLE)(void) {
   __asm__(".globl " HCOPS_FWD_STR(HCOPS_FORWARD_LIB) "_%c0\n\t"
           ".hidden " HCOPS_FWD_STR(HCOPS_FORWARD_LIB) "_%c0\n\t"
