@@ -1,0 +1,84 @@
+/* The C side of one foreign library's forward table, generated from its
+ * symbol list. Define before including:
+ *   HCOPS_FORWARD_TABLE  a C identifier naming the table: blas
+ *   HCOPS_FORWARD_DEF    the symbol list to include: "shim/blas/forwarded.def"
+ * and the same two in the .S that includes forward_x86_64.inc.
+ *
+ * Defines the name table (by index, not by position), the slot array
+ * hcops_forward_slots_<table>, and checks at build time that the indexes
+ * are unique and dense (0..N-1). The assembly checks the same of its own
+ * reading of the list, and reaches the description through the alias
+ * hcops_forward_lib_<table>_<N> defined here with the C count: two counts
+ * that differ leave it undefined and the link fails. */
+#include <pthread.h>
+
+#include "shim/common/forward.h"
+
+#if !defined(HCOPS_FORWARD_TABLE) || !defined(HCOPS_FORWARD_DEF)
+#error "define HCOPS_FORWARD_TABLE and HCOPS_FORWARD_DEF before including forward_table.h"
+#endif
+
+#define HCOPS_FWD_CAT_(a, b) a##b
+#define HCOPS_FWD_CAT(a, b) HCOPS_FWD_CAT_(a, b)
+#define HCOPS_FWD_STR_(a) #a
+#define HCOPS_FWD_STR(a) HCOPS_FWD_STR_(a)
+/* The description the library's .c defines. */
+#define HCOPS_FORWARD_LIB HCOPS_FWD_CAT(hcops_forward_lib_, HCOPS_FORWARD_TABLE)
+#define HCOPS_FWD_SLOTS HCOPS_FWD_CAT(hcops_forward_slots_, HCOPS_FORWARD_TABLE)
+#define HCOPS_FWD_NAMES HCOPS_FWD_CAT(hcops_forward_names_, HCOPS_FORWARD_TABLE)
+#define HCOPS_FWD_FIND HCOPS_FWD_CAT(hcops_forward_find_, HCOPS_FORWARD_TABLE)
+
+/* N: one per line of the list. */
+enum {
+#define HCOPS_FORWARD(idx, name) +1
+  HCOPS_FWD_CAT(hcops_forward_count_, HCOPS_FORWARD_TABLE) = 0
+#include HCOPS_FORWARD_DEF
+#undef HCOPS_FORWARD
+};
+#define HCOPS_FWD_COUNT HCOPS_FWD_CAT(hcops_forward_count_, HCOPS_FORWARD_TABLE)
+
+/* Every index below N ... */
+#define HCOPS_FORWARD(idx, name)                            \
+  _Static_assert((idx) < HCOPS_FWD_COUNT, HCOPS_FORWARD_DEF \
+                 ": the index of " #name " is not below the count of lines (an index skipped or too large)");
+#include HCOPS_FORWARD_DEF
+#undef HCOPS_FORWARD
+
+/* ... and none twice (a "duplicate case value" error names both lines), so
+ * the N indexes are exactly 0..N-1. */
+__attribute__((unused)) static void HCOPS_FWD_CAT(hcops_forward_unique_, HCOPS_FORWARD_TABLE)(unsigned i) {
+  switch (i) {
+#define HCOPS_FORWARD(idx, name) \
+  case idx:                      \
+    break;
+#include HCOPS_FORWARD_DEF
+#undef HCOPS_FORWARD
+  }
+}
+
+static const char *const HCOPS_FWD_NAMES[HCOPS_FWD_COUNT] = {
+#define HCOPS_FORWARD(idx, name) [idx] = #name,
+#include HCOPS_FORWARD_DEF
+#undef HCOPS_FORWARD
+};
+
+__attribute__((visibility("hidden"))) void *HCOPS_FWD_SLOTS[HCOPS_FWD_COUNT];
+__attribute__((visibility("hidden"))) extern struct hcops_foreign HCOPS_FORWARD_LIB;
+
+static void HCOPS_FWD_FIND(void) { hcops_foreign_find(&HCOPS_FORWARD_LIB); }
+
+/* The alias the trampolines' resolve stub names, carrying the C count. In a
+ * function only because top-level asm takes no operands (GCC 12); the
+ * function itself is empty and never called. */
+__attribute__((used)) static void HCOPS_FWD_CAT(hcops_forward_count_alias_, HCOPS_FORWARD_TABLE)(void) {
+  __asm__(".globl " HCOPS_FWD_STR(HCOPS_FORWARD_LIB) "_%c0\n\t"
+          ".hidden " HCOPS_FWD_STR(HCOPS_FORWARD_LIB) "_%c0\n\t"
+          ".set " HCOPS_FWD_STR(HCOPS_FORWARD_LIB) "_%c0, " HCOPS_FWD_STR(HCOPS_FORWARD_LIB)
+          :
+          : "i"(HCOPS_FWD_COUNT));
+}
+
+/* The table's part of the description. */
+#define HCOPS_FORWARD_TABLE_FIELDS                                                                      \
+  .names = HCOPS_FWD_NAMES, .slots = HCOPS_FWD_SLOTS, .count = HCOPS_FWD_COUNT, .find = HCOPS_FWD_FIND, \
+  .once = PTHREAD_ONCE_INIT
