@@ -1,18 +1,33 @@
 /* Error reporting and character comparison of the reference BLAS. Kept in a
  * file of their own and called through the PLT, so an application's own
  * xerbla_ takes precedence, as with reference BLAS. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "blas_abi.h"
+#include "cblas.h"
+#include "../cblas/cblas_state.h"
 
-/* The message of the reference xerbla. Unlike reference BLAS (STOP), it
- * returns, as OpenBLAS and MKL do: a preloaded library must not end a
- * process that only passed one bad argument; the routine does nothing. */
+/* The reference xerbla, with netlib CBLAS's twist: an error found by the
+ * Fortran check of a CBLAS routine (CBLAS_CallFromC set) is reported as
+ * cblas_xerbla(info + 1, "cblas_<routine>", ""), the CBLAS call having one
+ * more argument in front. Unlike reference BLAS (STOP), it returns, as
+ * OpenBLAS and MKL do: a preloaded library must not end a process that only
+ * passed one bad argument; the routine does nothing. */
 void xerbla_(const char *srname, const int *info, size_t srname_len) {
   /* C callers often pass no length: trust it only when plausible. */
   size_t n = (srname_len > 0 && srname_len <= 32) ? srname_len : strnlen(srname, 32);
   while (n > 0 && (srname[n - 1] == ' ' || srname[n - 1] == '\0')) --n;
+  if (CBLAS_CallFromC) {
+    /* netlib keeps the blank of "SGEMM " ("cblas_sgemm "); we drop it, as
+     * its testers' handlers do, so the name is the routine's. */
+    char rout[6 + 32 + 1] = "cblas_";
+    for (size_t i = 0; i < n; ++i) rout[6 + i] = (char)tolower((unsigned char)srname[i]);
+    rout[6 + n] = '\0';
+    cblas_xerbla(*info + 1, rout, "");
+    return;
+  }
   fprintf(stderr, " ** On entry to %.*s parameter number %2d had an illegal value\n", (int)n, srname, *info);
 }
 
