@@ -12,6 +12,11 @@ extern "C" {
 
 void xerbla_(const char *srname, const int *info, size_t srname_len);
 
+/* The xerbla_ the application or one of its modules defines, which errors
+ * would reach without HCOps; NULL when there is none (xerbla_handler.c). */
+typedef void (*hcops_xerbla_fn)(const char *srname, const int *info, size_t srname_len);
+__attribute__((visibility("hidden"))) hcops_xerbla_fn hcops_application_xerbla(void);
+
 /* Reference BLAS argument checks of xGEMM, in reference order: the position
  * of the first bad argument (1 transa, 2 transb, 3 m, 4 n, 5 k, 8 lda,
  * 10 ldb, 13 ldc), or 0. */

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Every entry point of the reference BLAS/CBLAS ABI must be exported by the
-# library under test ($HCOPS_LIB), and no C++ symbol may leak from it.
+# Every entry point and variable of the reference BLAS/CBLAS ABI must be
+# exported by the library under test ($HCOPS_LIB), and no C++ symbol may leak
+# from it.
 #
 # The API list is read from the netlib reference library installed on this
 # machine, so the check follows the platform's ABI; the checked-in
@@ -66,6 +67,21 @@ passed=$((passed + $(wc -l <"$tmp/api") - $(wc -l <"$tmp/missing")))
 while IFS= read -r name; do
     fail "$name is not exported by $HCOPS_LIB"
 done <"$tmp/missing"
+
+# The reference's exported variables (netlib CBLAS's RowMajorStrg and
+# CBLAS_CallFromC, read by error handlers written for it) must be exported
+# as variables too.
+if [ -r "$REFERENCE_LIB" ]; then
+    defined_names "$REFERENCE_LIB" BDG >"$tmp/data_api"
+    defined_names "$HCOPS_LIB" BDG >"$tmp/data_exported"
+    while IFS= read -r name; do
+        if grep -qx "$name" "$tmp/data_exported"; then
+            pass
+        else
+            fail "variable $name is not exported by $HCOPS_LIB"
+        fi
+    done <"$tmp/data_api"
+fi
 
 nm -D --defined-only "$HCOPS_LIB" | awk 'NF >= 3 { print $3 }' | grep '^_Z' >"$tmp/cxx"
 if [ -s "$tmp/cxx" ]; then
