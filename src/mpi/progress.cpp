@@ -479,8 +479,6 @@ bool start(int provided) {
   return true;
 }
 
-bool running() { return engine->on; }
-
 // The shadow is made with PMPI_Comm_create over the communicator's whole
 // group rather than PMPI_Comm_dup, which would run the application's
 // attribute copy callbacks (and, at free, its delete callbacks) on a

@@ -26,7 +26,6 @@ namespace mpi {
 // gave `provided`; returns false when the engine cannot run (then every call
 // passes through untouched).
 bool start(int provided);
-bool running();
 
 // MPI_Iallreduce offloaded: the request for the application, or false when
 // the call should pass through.
