@@ -10,14 +10,14 @@
 // that differ from rank to rank, interleaving with the application's
 // collectives there. Requests handed back to the application are MPI
 // generalized requests, completed by the progress thread, so every MPI
-// completion call works on them.
+// completion call works on them. This is the interface shim/mpi's wrappers
+// call (engine.cpp); the threads are worker.h's, their CPUs cores.h's.
 #pragma once
 
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <cstddef>
-#include <string>
 
 namespace hcops {
 namespace mpi {
@@ -71,8 +71,6 @@ void stop();
 
 // The application's requested thread level (MPI_Query_thread).
 extern int app_thread_level;
-
-std::string describe();
 
 }  // namespace mpi
 }  // namespace hcops
