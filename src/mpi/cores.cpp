@@ -5,7 +5,6 @@
 #include <strings.h>
 
 #include <cstddef>
-#include <cstdlib>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -32,38 +31,53 @@ int rank_among_sharers(const cpu_set_t &mask) {
   return before;
 }
 
-std::vector<int> progress_cpus(const cpu_set_t &mask, int sharer, std::string *setting) {
-  std::vector<int> cpus;
-  const char *text = env_raw("HCOPS_MPI_CORES");
-  *setting = text ? text : "last";
-  if (!text || !strcasecmp(text, "last")) {
-    const Topology &t = topology();
-    std::vector<int> firsts;  // first allowed PU of each core, in order
-    if (t.this_system && t.hw) {
-      for (hwloc_obj_t core = nullptr; (core = hwloc_get_next_obj_by_type(t.hw, HWLOC_OBJ_CORE, core));)
-        for (int pu = hwloc_bitmap_first(core->cpuset); pu >= 0; pu = hwloc_bitmap_next(core->cpuset, pu))
-          if (pu < CPU_SETSIZE && CPU_ISSET(pu, &mask)) {
-            firsts.push_back(pu);
-            break;
-          }
-    }
-    if (firsts.empty())
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &mask)) firsts.push_back(c);
-    if (!firsts.empty()) cpus.push_back(firsts[firsts.size() - 1 - static_cast<std::size_t>(sharer) % firsts.size()]);
-    return cpus;
+namespace {
+
+// The first PU of the last core of `mask`, or of the sharer-th from the end.
+std::vector<int> last_core(const cpu_set_t &mask, int sharer) {
+  const Topology &t = topology();
+  std::vector<int> firsts;  // first allowed PU of each core, in order
+  if (t.this_system && t.hw) {
+    for (hwloc_obj_t core = nullptr; (core = hwloc_get_next_obj_by_type(t.hw, HWLOC_OBJ_CORE, core));)
+      for (int pu = hwloc_bitmap_first(core->cpuset); pu >= 0; pu = hwloc_bitmap_next(core->cpuset, pu))
+        if (pu < CPU_SETSIZE && CPU_ISSET(pu, &mask)) {
+          firsts.push_back(pu);
+          break;
+        }
   }
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  if (hwloc_bitmap_list_sscanf(set, text) != 0 || hwloc_bitmap_iszero(set) || hwloc_bitmap_weight(set) < 0) {
+  if (firsts.empty())
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &mask)) firsts.push_back(c);
+  std::vector<int> cpus;
+  if (!firsts.empty()) cpus.push_back(firsts[firsts.size() - 1 - static_cast<std::size_t>(sharer) % firsts.size()]);
+  return cpus;
+}
+
+}  // namespace
+
+std::vector<int> progress_cpus(const cpu_set_t &mask, int sharer, std::string *setting) {
+  const char *text = env_raw("HCOPS_MPI_CORES");
+  if (text && strcasecmp(text, "last")) {
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    const bool ok =
+        hwloc_bitmap_list_sscanf(set, text) == 0 && !hwloc_bitmap_iszero(set) && hwloc_bitmap_weight(set) >= 0;
+    std::vector<int> cpus;
+    if (ok)
+      for (int c = hwloc_bitmap_first(set); c >= 0; c = hwloc_bitmap_next(set, c)) cpus.push_back(c);
+    hwloc_bitmap_free(set);
+    if (ok) {
+      *setting = text;
+      return cpus;
+    }
+    // The fallback is only this engine's: the variable stays as the user set
+    // it (a library must not change its host's environment, and setenv
+    // races with other threads' getenv).
     warn_once("HCOPS_MPI_CORES", "HCOPS_MPI_CORES=\"%s\" is not \"last\" or a CPU list (e.g. 7 or 6-7); using last",
               text);
-    hwloc_bitmap_free(set);
-    setenv("HCOPS_MPI_CORES", "last", 1);
-    return progress_cpus(mask, sharer, setting);
+    text = nullptr;
   }
-  for (int c = hwloc_bitmap_first(set); c >= 0; c = hwloc_bitmap_next(set, c)) cpus.push_back(c);
-  hwloc_bitmap_free(set);
-  return cpus;
+  *setting = text ? text : "last";
+  return last_core(mask, sharer);
 }
 
 void clear_core(int cpu, cpu_set_t &set) {
