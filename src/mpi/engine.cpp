@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "mpi/cores.h"
 #include "mpi/op.h"
+#include "mpi/op_log.h"
 #include "mpi/worker.h"
 
 namespace hcops {
@@ -71,8 +72,12 @@ int query_fn(void *extra, MPI_Status *status) {
   return MPI_SUCCESS;
 }
 
+// Nonblocking ops only; the last reference prints the op's line at
+// HCOPS_MPI_VERBOSE=2, its exposure then complete.
 void release(Op *op) {
-  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete op;
+  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (op->log && op->log->launched > 0) log_op(engine->rank, op, op->log->exposed_ns.load() * 1e-9);
+  delete op;
 }
 
 // Runs when the request is both complete and freed by the application.
@@ -96,6 +101,7 @@ int cancel_fn(void *, int) { return MPI_SUCCESS; }
 }  // namespace
 
 void finish(Op *op, int error) {
+  if (op->log) op->log->done = now();
   op->error = error;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
@@ -144,6 +150,7 @@ int launch(Op *op, Shadow *sh, const void *sendbuf, void *recvbuf, int count, MP
   op->shadow = sh;
   const int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, type, mop, sh->comm, &op->inner);
   if (rc != MPI_SUCCESS) return rc;
+  if (op->log) op->log->launched = now();
   engine->bytes += op->bytes;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
@@ -265,6 +272,7 @@ bool start(int provided) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, [] { pthread_atfork(nullptr, nullptr, forked_child); });
   engine->on = true;
+  if (engine->verbose >= 2) log_legend();
   adopt(MPI_COMM_WORLD);
   adopt(MPI_COMM_SELF);
   return true;
@@ -306,6 +314,7 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
     return false;
   }
   Op *op = new Op;
+  if (engine->verbose >= 2) log_describe(op, false, count, type, mop, sh->comm);
   // The generalized request exists before the progress thread can finish
   // the collective: finish() completes it.
   *rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->outer);
@@ -343,6 +352,7 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
     return false;
   }
   Op *op = new Op;
+  if (engine->verbose >= 2) log_describe(op, true, count, type, mop, sh->comm);
   *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
   if (*rc == MPI_SUCCESS) {
     const double t0 = now();  // in flight from here (launch)
@@ -351,6 +361,7 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
     wait_done({op}, false);
     expose(t0);
     *rc = op->error;
+    if (op->log) log_op(engine->rank, op, op->log->done - op->log->launched);  // the caller waited throughout
   }
   raise_on(comm, *rc);
   delete op;
@@ -392,7 +403,12 @@ Watch::Watch(int n, const MPI_Request *reqs) {
       auto it = engine->by_request.find(reqs[i]);
       if (it == engine->by_request.end() || it->second->done.load(std::memory_order_acquire)) continue;
       running = true;
-      if (!it->second->seen_running.exchange(true, std::memory_order_relaxed)) ++engine->n_seen_running;
+      Op *op = it->second;
+      if (!op->seen_running.exchange(true, std::memory_order_relaxed)) ++engine->n_seen_running;
+      if (op->log) {  // free_fn, which drops a reference, erases it from by_request first
+        op->refs.fetch_add(1, std::memory_order_relaxed);
+        ops_.push_back(op);
+      }
     }
   }
   // A gap of a few microseconds since this thread's last exposed call is
@@ -405,6 +421,14 @@ Watch::~Watch() {
   if (t0_ < 0) return;
   last_exposed_end = now();
   engine->exposed_ns += static_cast<long long>((last_exposed_end - t0_) * 1e9);
+  // Each op's share: the part of this call during which it was in flight.
+  for (Op *op : ops_) {
+    const double from = std::max(t0_, op->log->launched);
+    const double to =
+        op->done.load(std::memory_order_acquire) ? std::min(last_exposed_end, op->log->done) : last_exposed_end;
+    if (to > from) op->log->exposed_ns += static_cast<long long>((to - from) * 1e9);
+    release(op);
+  }
 }
 
 void forget_comm(MPI_Comm comm) {

@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace hcops {
 namespace mpi {
@@ -42,9 +43,12 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
 // function on the whole array.
 void await(int n, const MPI_Request *reqs, bool any);
 
+struct Op;
+
 // Around an MPI completion call (Wait or Test family) on `reqs`: if one is
 // an offloaded collective still running at entry, the call's duration is
-// exposed communication time (HCOPS_MPI_VERBOSE).
+// exposed communication time (HCOPS_MPI_VERBOSE), also each such
+// collective's own at level 2.
 class Watch {
  public:
   Watch(int n, const MPI_Request *reqs);
@@ -54,6 +58,7 @@ class Watch {
 
  private:
   double t0_ = -1;
+  std::vector<Op *> ops_;  // HCOPS_MPI_VERBOSE=2: the running ones, each with a reference
 };
 
 // After a call that created `comm` (collective over its members): makes its

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
 
 namespace hcops {
 namespace mpi {
@@ -25,6 +26,16 @@ struct Shadow {
   int pending = 0;  // offloaded collectives not finished; guarded by the engine's reg_mu
 };
 
+// What HCOPS_MPI_VERBOSE=2 prints of an op (op_log.h); made only at that level.
+struct OpLog {
+  const char *call = "";
+  int ranks = 0, count = 0;
+  std::string type;
+  const char *op = "";
+  double launched = 0, done = 0;         // now() when the collective started and finished
+  std::atomic<long long> exposed_ns{0};  // time the application was blocked on it (Watch)
+};
+
 struct Op {
   MPI_Request inner = MPI_REQUEST_NULL;  // the PMPI collective on the shadow communicator
   MPI_Request outer = MPI_REQUEST_NULL;  // the generalized request the application holds
@@ -39,6 +50,12 @@ struct Op {
   std::atomic<bool> seen_running{false};  // a completion call found it unfinished (statistics)
   int error = MPI_SUCCESS;
   std::size_t bytes = 0;
+  OpLog *log = nullptr;
+
+  Op() = default;
+  Op(const Op &) = delete;
+  Op &operator=(const Op &) = delete;
+  ~Op() { delete log; }
 };
 
 // Called by the worker when the collective of `op` has completed with
