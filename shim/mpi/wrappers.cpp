@@ -4,7 +4,7 @@
 // the application spends waiting on them), the calls that create
 // communicators (their shadows are made there) and the teardown hooks.
 // Every other MPI call goes straight to the MPI library.
-#include "mpi/progress.h"
+#include "mpi/engine.h"
 
 #include <climits>
 

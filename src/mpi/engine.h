@@ -10,14 +10,15 @@
 // that differ from rank to rank, interleaving with the application's
 // collectives there. Requests handed back to the application are MPI
 // generalized requests, completed by the progress thread, so every MPI
-// completion call works on them.
+// completion call works on them. This is the interface shim/mpi's wrappers
+// call (engine.cpp); the threads are worker.h's, their CPUs cores.h's.
 #pragma once
 
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <cstddef>
-#include <string>
+#include <vector>
 
 namespace hcops {
 namespace mpi {
@@ -26,7 +27,6 @@ namespace mpi {
 // gave `provided`; returns false when the engine cannot run (then every call
 // passes through untouched).
 bool start(int provided);
-bool running();
 
 // MPI_Iallreduce offloaded: the request for the application, or false when
 // the call should pass through.
@@ -43,9 +43,12 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
 // function on the whole array.
 void await(int n, const MPI_Request *reqs, bool any);
 
+struct Op;
+
 // Around an MPI completion call (Wait or Test family) on `reqs`: if one is
 // an offloaded collective still running at entry, the call's duration is
-// exposed communication time (HCOPS_MPI_VERBOSE).
+// exposed communication time (HCOPS_MPI_VERBOSE), also each such
+// collective's own at level 2.
 class Watch {
  public:
   Watch(int n, const MPI_Request *reqs);
@@ -55,6 +58,7 @@ class Watch {
 
  private:
   double t0_ = -1;
+  std::vector<Op *> ops_;  // HCOPS_MPI_VERBOSE=2: the running ones, each with a reference
 };
 
 // After a call that created `comm` (collective over its members): makes its
@@ -72,8 +76,6 @@ void stop();
 
 // The application's requested thread level (MPI_Query_thread).
 extern int app_thread_level;
-
-std::string describe();
 
 }  // namespace mpi
 }  // namespace hcops

@@ -1,27 +1,29 @@
-#include "mpi/progress.h"
+// The engine of libhcops_mpi: starts offloaded allreduces on shadow
+// communicators, hands the application generalized requests for them, waits
+// on them without spinning, keeps the statistics of HCOPS_MPI_VERBOSE, and
+// tears everything down at MPI_Finalize. Which CPUs the progress threads
+// take is cores.cpp's business; what they do, worker.cpp's.
+#include "mpi/engine.h"
 
 #include <pthread.h>
-#include <sys/prctl.h>
 #include <sched.h>
-#include <signal.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <strings.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "common/env.h"
 #include "common/log.h"
-#include "common/topology.h"
+#include "mpi/cores.h"
+#include "mpi/op.h"
+#include "mpi/op_log.h"
+#include "mpi/worker.h"
 
 namespace hcops {
 namespace mpi {
@@ -29,46 +31,6 @@ namespace mpi {
 int app_thread_level = MPI_THREAD_SINGLE;
 
 namespace {
-
-double now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-// The private duplicate of an application communicator (see adopt()).
-struct Shadow {
-  MPI_Comm comm = MPI_COMM_NULL;
-  int pending = 0;  // offloaded collectives not finished; guarded by engine->reg_mu
-};
-
-struct Op {
-  MPI_Request inner = MPI_REQUEST_NULL;  // the PMPI collective on the shadow communicator
-  MPI_Request outer = MPI_REQUEST_NULL;  // the generalized request the application holds
-  Shadow *shadow = nullptr;
-  std::atomic<bool> done{false};
-  // Nonblocking ops are owned by finish() and by the generalized request
-  // (free_fn): whichever lets go last deletes the op.
-  std::atomic<int> refs{1};
-  // free_fn is to run once, but an MPI may call it from both the freeing and
-  // the completing thread (Open MPI 5's greq_user_freed path).
-  std::atomic<bool> freed{false};
-  std::atomic<bool> seen_running{false};  // a completion call found it unfinished (statistics)
-  int error = MPI_SUCCESS;
-  std::size_t bytes = 0;
-};
-
-struct Worker {
-  pthread_t thread{};
-  int cpu = -1;
-  std::mutex mu;
-  std::condition_variable wake;
-  std::vector<Op *> inbox;
-  bool stop = false;
-  // Its core was taken from the rest of the process (HCOPS_MPI_EXCLUSIVE):
-  // polling flat out then costs nobody anything.
-  bool own_core = false;
-};
 
 struct Engine {
   bool on = false;
@@ -84,7 +46,7 @@ struct Engine {
 
   std::mutex reg_mu;  // guards the maps below, Shadow::pending and the in-flight interval
   std::unordered_map<MPI_Request, Op *> by_request;  // outer request -> op
-  std::map<MPI_Comm, Shadow *> shadows;               // application comm -> duplicate
+  std::map<MPI_Comm, Shadow *> shadows;              // application comm -> duplicate
 
   // Statistics (HCOPS_MPI_VERBOSE). In flight: wall time with at least one
   // offloaded op running. Exposed: time the application spent blocked on
@@ -110,8 +72,12 @@ int query_fn(void *extra, MPI_Status *status) {
   return MPI_SUCCESS;
 }
 
+// Nonblocking ops only; the last reference prints the op's line at
+// HCOPS_MPI_VERBOSE=2, its exposure then complete.
 void release(Op *op) {
-  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete op;
+  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (op->log && op->log->launched > 0) log_op(engine->rank, op, op->log->exposed_ns.load() * 1e-9);
+  delete op;
 }
 
 // Runs when the request is both complete and freed by the application.
@@ -132,7 +98,10 @@ int free_fn(void *extra) {
 // A started collective cannot be cancelled (MPI_Cancel on one is erroneous).
 int cancel_fn(void *, int) { return MPI_SUCCESS; }
 
+}  // namespace
+
 void finish(Op *op, int error) {
+  if (op->log) op->log->done = now();
   op->error = error;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
@@ -155,167 +124,9 @@ void finish(Op *op, int error) {
   if (outer != MPI_REQUEST_NULL) release(op);
 }
 
-void pin(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
-    warn_once("mpi pin", "cannot pin the MPI progress thread to CPU %d", cpu);
-}
+namespace {
 
-// Polls its ops with PMPI_Testsome. Open MPI advances nonblocking
-// collectives only inside MPI calls, so this thread is what moves them while
-// the application computes. With nothing in flight it blocks on its
-// condition variable and uses no CPU. With work in flight: on a core of its
-// own it polls without pause; on a shared core it yields after a run of
-// fruitless polls, then naps 20 us between polls. Without the naps, two
-// ranks' progress threads on the CPU of an unbound 2-rank job took it from
-// compute: mpi_overlap.py --bind none ran 4x slower than plain MPI. A nap
-// costs at most its length per step of a long reduction (timer slack 1 ns).
-void *worker_main(void *arg) {
-  Worker *w = static_cast<Worker *>(arg);
-  // Any timed sleep inside MPI on this thread wakes when asked, not up to
-  // the default 50 us later.
-  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-  pthread_setname_np(pthread_self(), "hcops-mpi");
-  pin(w->cpu);
-  std::vector<Op *> active;
-  std::vector<MPI_Request> reqs;
-  std::vector<int> idx;
-  std::vector<MPI_Status> st;
-  long fruitless = 0;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lk(w->mu);
-      if (active.empty()) {
-        w->wake.wait(lk, [&] { return !w->inbox.empty() || w->stop; });
-        fruitless = 0;
-      }
-      active.insert(active.end(), w->inbox.begin(), w->inbox.end());
-      w->inbox.clear();
-      if (active.empty() && w->stop) break;
-    }
-    if (active.empty()) continue;
-    reqs.resize(active.size());
-    idx.resize(active.size());
-    st.resize(active.size());
-    for (std::size_t i = 0; i < active.size(); ++i) reqs[i] = active[i]->inner;
-    int outcount = 0;
-    const int rc = PMPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, idx.data(), st.data());
-    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
-      // Which requests completed is then undefined. None is polled again;
-      // all fail, or drain() and MPI_Finalize would wait for them forever.
-      for (Op *op : active) {
-        op->inner = MPI_REQUEST_NULL;
-        finish(op, rc);
-      }
-      active.clear();
-      continue;
-    }
-    if (outcount == MPI_UNDEFINED) outcount = 0;
-    for (int i = 0; i < outcount; ++i) {
-      Op *op = active[idx[i]];
-      op->inner = MPI_REQUEST_NULL;
-      active[idx[i]] = nullptr;
-      finish(op, rc == MPI_ERR_IN_STATUS ? st[i].MPI_ERROR : rc);
-    }
-    std::size_t kept = 0;
-    for (Op *op : active)
-      if (op) active[kept++] = op;
-    active.resize(kept);
-    if (outcount > 0) {
-      fruitless = 0;
-    } else if (++fruitless > 64 && !w->own_core) {
-      if (fruitless < 4096) {
-        sched_yield();
-      } else {
-        const timespec nap{0, 20000};
-        nanosleep(&nap, nullptr);
-      }
-    }
-  }
-  return nullptr;
-}
-
-// How many ranks of this node that were given the same CPU set come before
-// this one. Collective over MPI_COMM_WORLD (every rank calls it at MPI_Init).
-// Unbound ranks all see every CPU: without it, `last` would put all their
-// progress threads on one CPU (mpi_overlap.py --bind-to none, 2 ranks:
-// Iallreduce 4 KiB 66 us instead of 4).
-int rank_among_sharers(const cpu_set_t &mask) {
-  MPI_Comm node;
-  if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return 0;
-  int rank = 0, size = 1;
-  PMPI_Comm_rank(node, &rank);
-  PMPI_Comm_size(node, &size);
-  std::vector<cpu_set_t> all(static_cast<std::size_t>(size));
-  int before = 0;
-  if (PMPI_Allgather(&mask, sizeof mask, MPI_BYTE, all.data(), sizeof mask, MPI_BYTE, node) == MPI_SUCCESS)
-    for (int r = 0; r < rank; ++r)
-      if (CPU_EQUAL(&all[static_cast<std::size_t>(r)], &mask)) ++before;
-  PMPI_Comm_free(&node);
-  return before;
-}
-
-// CPUs for the progress threads: HCOPS_MPI_CORES, a list ("3", "6-7", "2,5")
-// or "last" (default): the first PU of the last core of this rank's cpuset;
-// the k-th rank sharing the same cpuset takes the k-th core from the end.
-std::vector<int> progress_cpus(cpu_set_t &mask, int sharer) {
-  std::vector<int> cpus;
-  const char *text = env_raw("HCOPS_MPI_CORES");
-  engine->cores_text = text ? text : "last";
-  if (!text || !strcasecmp(text, "last")) {
-    const Topology &t = topology();
-    std::vector<int> firsts;  // first allowed PU of each core, in order
-    if (t.this_system && t.hw) {
-      for (hwloc_obj_t core = nullptr; (core = hwloc_get_next_obj_by_type(t.hw, HWLOC_OBJ_CORE, core));)
-        for (int pu = hwloc_bitmap_first(core->cpuset); pu >= 0; pu = hwloc_bitmap_next(core->cpuset, pu))
-          if (pu < CPU_SETSIZE && CPU_ISSET(pu, &mask)) {
-            firsts.push_back(pu);
-            break;
-          }
-    }
-    if (firsts.empty())
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &mask)) firsts.push_back(c);
-    if (!firsts.empty())
-      cpus.push_back(firsts[firsts.size() - 1 - static_cast<std::size_t>(sharer) % firsts.size()]);
-    return cpus;
-  }
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  if (hwloc_bitmap_list_sscanf(set, text) != 0 || hwloc_bitmap_iszero(set) || hwloc_bitmap_weight(set) < 0) {
-    warn_once("HCOPS_MPI_CORES", "HCOPS_MPI_CORES=\"%s\" is not \"last\" or a CPU list (e.g. 7 or 6-7); using last",
-              text);
-    hwloc_bitmap_free(set);
-    setenv("HCOPS_MPI_CORES", "last", 1);
-    return progress_cpus(mask, sharer);
-  }
-  for (int c = hwloc_bitmap_first(set); c >= 0; c = hwloc_bitmap_next(set, c)) cpus.push_back(c);
-  hwloc_bitmap_free(set);
-  return cpus;
-}
-
-// Removes from `set` every PU of the core holding `cpu`.
-void clear_core(int cpu, cpu_set_t &set) {
-  CPU_CLR(cpu, &set);
-  const Topology &t = topology();
-  if (!t.this_system || !t.hw) return;
-  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t.hw, static_cast<unsigned>(cpu));
-  hwloc_obj_t core = pu ? hwloc_get_ancestor_obj_by_type(t.hw, HWLOC_OBJ_CORE, pu) : nullptr;
-  if (!core) return;
-  for (int c = hwloc_bitmap_first(core->cpuset); c >= 0; c = hwloc_bitmap_next(core->cpuset, c))
-    if (c < CPU_SETSIZE) CPU_CLR(c, &set);
-}
-
-void submit(Op *op) {
-  Worker *w = engine->workers[engine->next_worker++ % engine->workers.size()];
-  {
-    std::lock_guard<std::mutex> g(w->mu);
-    w->inbox.push_back(op);
-  }
-  w->wake.notify_one();
-}
+void hand_off(Op *op) { submit(engine->workers[engine->next_worker++ % engine->workers.size()], op); }
 
 Shadow *shadow_of(MPI_Comm comm) {
   std::lock_guard<std::mutex> g(engine->reg_mu);
@@ -339,13 +150,14 @@ int launch(Op *op, Shadow *sh, const void *sendbuf, void *recvbuf, int count, MP
   op->shadow = sh;
   const int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, type, mop, sh->comm, &op->inner);
   if (rc != MPI_SUCCESS) return rc;
+  if (op->log) op->log->launched = now();
   engine->bytes += op->bytes;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
     ++sh->pending;
     if (engine->running++ == 0) engine->running_since = now();
   }
-  submit(op);
+  hand_off(op);
   return MPI_SUCCESS;
 }
 
@@ -389,11 +201,11 @@ bool start_threads(int provided) {
   const int sharer = rank_among_sharers(mask);  // collective: before any rank may return
   if (env_long("HCOPS_MPI", 1, 0, 1) == 0) return false;
   if (provided < MPI_THREAD_MULTIPLE) {
-    warn_once("mpi level", "this MPI provides no MPI_THREAD_MULTIPLE (level %d); libhcops_mpi passes every call "
-              "through", provided);
+    warn_once("mpi level",
+              "this MPI provides no MPI_THREAD_MULTIPLE (level %d); libhcops_mpi passes every call through", provided);
     return false;
   }
-  std::vector<int> cpus = progress_cpus(mask, sharer);
+  std::vector<int> cpus = progress_cpus(mask, sharer, &engine->cores_text);
   if (cpus.empty()) cpus.push_back(-1);
   // Keep this thread, and the threads it creates later (OpenMP's), off the
   // progress cores, SMT siblings included, if any core is left. Threads
@@ -403,26 +215,13 @@ bool start_threads(int provided) {
     cpu_set_t rest = mask;
     for (int c : cpus)
       if (c >= 0) clear_core(c, rest);
-    if (CPU_COUNT(&rest) > 0) own_core = sched_setaffinity(0, sizeof rest, &rest) == 0;
-    else warn_once("mpi exclusive", "HCOPS_MPI_EXCLUSIVE=1 would leave no CPU for computing; ignored");
+    if (CPU_COUNT(&rest) > 0)
+      own_core = sched_setaffinity(0, sizeof rest, &rest) == 0;
+    else
+      warn_once("mpi exclusive", "HCOPS_MPI_EXCLUSIVE=1 would leave no CPU for computing; ignored");
   }
-  // The progress threads start with every signal blocked: the application's
-  // handlers (SIGINT, SIGALRM, SIGCHLD...) must not run there, in the middle
-  // of a PMPI call, nor its sigwait() lose a signal to them.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  for (int c : cpus) {
-    Worker *w = new Worker;
-    w->cpu = c;
-    w->own_core = own_core && c >= 0;
-    if (pthread_create(&w->thread, nullptr, worker_main, w) != 0) {
-      delete w;
-      continue;
-    }
-    engine->workers.push_back(w);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  for (int c : cpus)
+    if (Worker *w = start_worker(c, own_core && c >= 0)) engine->workers.push_back(w);
   if (engine->workers.empty()) {
     warn_once("mpi thread", "cannot start an MPI progress thread; libhcops_mpi passes every call through");
     return false;
@@ -431,16 +230,14 @@ bool start_threads(int provided) {
 }
 
 void stop_threads() {
-  for (Worker *w : engine->workers) {
-    {
-      std::lock_guard<std::mutex> g(w->mu);
-      w->stop = true;
-    }
-    w->wake.notify_one();
-    pthread_join(w->thread, nullptr);
-    delete w;
-  }
+  for (Worker *w : engine->workers) stop_worker(w);
   engine->workers.clear();
+}
+
+std::string describe() {
+  std::string s;
+  for (const Worker *w : engine->workers) s += (s.empty() ? "" : ",") + std::to_string(worker_cpu(w));
+  return (s.empty() ? std::string("none") : s) + " (HCOPS_MPI_CORES=" + engine->cores_text + ")";
 }
 
 }  // namespace
@@ -457,7 +254,8 @@ bool start(int provided) {
   int all_up = up;
   if (PMPI_Allreduce(&up, &all_up, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all_up = 0;
   if (up && !all_up) {
-    warn_once("mpi ranks", "libhcops_mpi is off on another rank (HCOPS_MPI, thread level or threads); it passes "
+    warn_once("mpi ranks",
+              "libhcops_mpi is off on another rank (HCOPS_MPI, thread level or threads); it passes "
               "every call through on all ranks");
     stop_threads();
   }
@@ -474,12 +272,11 @@ bool start(int provided) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, [] { pthread_atfork(nullptr, nullptr, forked_child); });
   engine->on = true;
+  if (engine->verbose >= 2) log_legend();
   adopt(MPI_COMM_WORLD);
   adopt(MPI_COMM_SELF);
   return true;
 }
-
-bool running() { return engine->on; }
 
 // The shadow is made with PMPI_Comm_create over the communicator's whole
 // group rather than PMPI_Comm_dup, which would run the application's
@@ -501,7 +298,7 @@ void adopt(MPI_Comm comm) {
     PMPI_Group_free(&group);
   }
   if (rc != MPI_SUCCESS || dup == MPI_COMM_NULL) return;  // collectives on comm pass through
-  PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);  // raised on the application's communicator (raise_on)
+  PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);       // raised on the application's communicator (raise_on)
   Shadow *sh = new Shadow;
   sh->comm = dup;
   std::lock_guard<std::mutex> g(engine->reg_mu);
@@ -517,6 +314,7 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
     return false;
   }
   Op *op = new Op;
+  if (engine->verbose >= 2) log_describe(op, false, count, type, mop, sh->comm);
   // The generalized request exists before the progress thread can finish
   // the collective: finish() completes it.
   *rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->outer);
@@ -543,8 +341,7 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
   return true;
 }
 
-bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
-               int *rc) {
+bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int *rc) {
   if (!engine->on || comm == MPI_COMM_NULL) return false;
   int size = 0;
   PMPI_Type_size(type, &size);
@@ -555,6 +352,7 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
     return false;
   }
   Op *op = new Op;
+  if (engine->verbose >= 2) log_describe(op, true, count, type, mop, sh->comm);
   *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
   if (*rc == MPI_SUCCESS) {
     const double t0 = now();  // in flight from here (launch)
@@ -563,6 +361,7 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
     wait_done({op}, false);
     expose(t0);
     *rc = op->error;
+    if (op->log) log_op(engine->rank, op, op->log->done - op->log->launched);  // the caller waited throughout
   }
   raise_on(comm, *rc);
   delete op;
@@ -604,7 +403,12 @@ Watch::Watch(int n, const MPI_Request *reqs) {
       auto it = engine->by_request.find(reqs[i]);
       if (it == engine->by_request.end() || it->second->done.load(std::memory_order_acquire)) continue;
       running = true;
-      if (!it->second->seen_running.exchange(true, std::memory_order_relaxed)) ++engine->n_seen_running;
+      Op *op = it->second;
+      if (!op->seen_running.exchange(true, std::memory_order_relaxed)) ++engine->n_seen_running;
+      if (op->log) {  // free_fn, which drops a reference, erases it from by_request first
+        op->refs.fetch_add(1, std::memory_order_relaxed);
+        ops_.push_back(op);
+      }
     }
   }
   // A gap of a few microseconds since this thread's last exposed call is
@@ -617,6 +421,14 @@ Watch::~Watch() {
   if (t0_ < 0) return;
   last_exposed_end = now();
   engine->exposed_ns += static_cast<long long>((last_exposed_end - t0_) * 1e9);
+  // Each op's share: the part of this call during which it was in flight.
+  for (Op *op : ops_) {
+    const double from = std::max(t0_, op->log->launched);
+    const double to =
+        op->done.load(std::memory_order_acquire) ? std::min(last_exposed_end, op->log->done) : last_exposed_end;
+    if (to > from) op->log->exposed_ns += static_cast<long long>((to - from) * 1e9);
+    release(op);
+  }
 }
 
 void forget_comm(MPI_Comm comm) {
@@ -655,19 +467,14 @@ void stop() {
     const double flight = engine->in_flight_ns.load() * 1e-9;
     const double exposed = std::min(flight, engine->exposed_ns.load() * 1e-9);
     const long total = engine->n_nonblocking.load() + engine->n_blocking.load();
-    print_line("hcops_mpi: rank %d: %ld allreduce offloaded (%ld nonblocking, %ld blocking), %.1f MiB; in flight "
-               "%.3f s, exposed %.3f s (%.0f%% hidden); %ld done before the application waited for them; %ld "
-               "passed through on communicators made without the wrapper; progress CPU(s) %s",
-               engine->rank, total, engine->n_nonblocking.load(), engine->n_blocking.load(),
-               engine->bytes.load() / 1048576.0, flight, exposed, flight > 0 ? 100.0 * (flight - exposed) / flight : 0.0,
-               std::max(0L, total - engine->n_seen_running.load()), engine->n_unadopted.load(), cpus.c_str());
+    print_line(
+        "hcops_mpi: rank %d: %ld allreduce offloaded (%ld nonblocking, %ld blocking), %.1f MiB; in flight "
+        "%.3f s, exposed %.3f s (%.0f%% hidden); %ld done before the application waited for them; %ld "
+        "passed through on communicators made without the wrapper; progress CPU(s) %s",
+        engine->rank, total, engine->n_nonblocking.load(), engine->n_blocking.load(), engine->bytes.load() / 1048576.0,
+        flight, exposed, flight > 0 ? 100.0 * (flight - exposed) / flight : 0.0,
+        std::max(0L, total - engine->n_seen_running.load()), engine->n_unadopted.load(), cpus.c_str());
   }
-}
-
-std::string describe() {
-  std::string s;
-  for (Worker *w : engine->workers) s += (s.empty() ? "" : ",") + std::to_string(w->cpu);
-  return (s.empty() ? std::string("none") : s) + " (HCOPS_MPI_CORES=" + engine->cores_text + ")";
 }
 
 }  // namespace mpi

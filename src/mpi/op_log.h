@@ -1,0 +1,32 @@
+// HCOPS_MPI_VERBOSE=2: one line per offloaded operation, in the
+// "hcops_verbose,..." style of HCOPS_VERBOSE, for finding which reductions
+// of a run are slow or exposed:
+//   hcops_verbose,mpi,<rank>,<call>,<ranks>,<count>,<type>,<op>,<bytes>,<in_flight_ms>,<exposed_ms>
+// <call> is iallreduce or allreduce, <ranks> the communicator's size, <type>
+// the datatype's MPI name ("derived" if it has none), <op> the predefined
+// op's name or "user". In flight: from the start of the collective to its
+// completion by the progress thread. Exposed: the part of that time the
+// application spent in MPI_Wait*/MPI_Test* calls on it (the whole of it for
+// a blocking call; time draining at MPI_Comm_free or MPI_Finalize is only in
+// level 1's total). A nonblocking op's line comes when its last holder lets
+// go of it: the progress thread, the freed request or a completion call.
+#pragma once
+
+#include "mpi/op.h"
+
+namespace hcops {
+namespace mpi {
+
+// The legend line, once per rank.
+void log_legend();
+
+// Records in `op` what its line will show of the call; `comm` is the
+// communicator it runs on.
+void log_describe(Op *op, bool blocking, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm);
+
+// Prints the line of `op`, finished, which was exposed for `exposed` seconds
+// (capped at its time in flight).
+void log_op(int rank, const Op *op, double exposed);
+
+}  // namespace mpi
+}  // namespace hcops

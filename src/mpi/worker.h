@@ -1,0 +1,28 @@
+// The progress threads of libhcops_mpi: each drives the collectives handed
+// to it to completion (PMPI_Testsome) while the application computes.
+#pragma once
+
+#include "mpi/op.h"
+
+namespace hcops {
+namespace mpi {
+
+struct Worker;
+
+// A progress thread pinned to `cpu` (-1: not pinned), with every signal
+// blocked; `own_core`: nobody else runs on its core (HCOPS_MPI_EXCLUSIVE),
+// so it may poll without pause. nullptr if the thread cannot start.
+Worker *start_worker(int cpu, bool own_core);
+
+// Hands `op`, whose collective has been started, to `w`, which calls
+// finish() on it once the collective has completed.
+void submit(Worker *w, Op *op);
+
+// The CPU `w` was pinned to (-1: none).
+int worker_cpu(const Worker *w);
+
+// Joins the thread once its ops are finished, and deletes `w`.
+void stop_worker(Worker *w);
+
+}  // namespace mpi
+}  // namespace hcops
