@@ -14,15 +14,16 @@ Defaults: perf-results/gemm-sweep.csv and .png under the current directory.
 oneDNN 2.6 has no dnnl_dgemm, so dnnl is n/a in f64.
 """
 import argparse
-import csv
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
-from blas_replay import BUILD, PEERS
+from benchlib import blas_peers
+from benchlib.build import program, require
+from benchlib.child import RunError, json_result, run
+from benchlib.report import error, not_installed, pyplot, save_plot, write_csv
+from benchlib.rounds import rotated
 
 SQUARES = [64, 128, 256, 512, 1024, 2048]
 # Forward Linear shapes (m = out features, n = tokens, k = in features) of
@@ -56,16 +57,11 @@ def measure(args, trace, lib, case, precision, threads):
     lda, ldb = (m if ta == "N" else k), (k if tb == "N" else n)
     with open(trace, "w") as f:
         f.write(f"{ta},{tb},{m},{n},{k},1,{lda},{ldb},0,{m}\n" * copies)
-    path, extra = PEERS[lib]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               BLIS_NUM_THREADS=str(threads), **extra)
-    env.pop("LD_PRELOAD", None)
-    cmd = [args.replay, "--precision", "s" if precision == "f32" else "d", path, trace, str(repeats)]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if p.returncode:
-        print(f"gemm_sweep.py: {lib} {case[0]} {precision}: {p.stderr.strip()}", file=sys.stderr)
+    try:
+        r = blas_peers.replay(args.replay, lib, trace, threads, "s" if precision == "f32" else "d", repeats)
+    except RunError as e:
+        error(f"{lib} {case[0]} {precision}: {e}")
         return None
-    r = json.loads(p.stdout.splitlines()[-1])
     return copies * flop * 1e-9 / (r["linear_s"] + r["attention_s"])
 
 
@@ -76,8 +72,7 @@ def available(lib, precision):
 def measured_peak(binary):
     """{(precision, threads): GFLOPS}, the best ISA family of hcops-peak."""
     peak = {}
-    for isa in json.loads(subprocess.run([binary, "--json"], capture_output=True, text=True,
-                                         check=True).stdout).values():
+    for isa in json_result(run([binary, "--json"], None)).values():
         for prec, by_threads in isa.items():
             for t, g in by_threads.items():
                 peak[prec, int(t)] = max(g, peak.get((prec, int(t)), 0))
@@ -128,24 +123,16 @@ def fmt(x, spec):
     return "n/a" if x is None else format(x, spec)
 
 
-def write_csv(path, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["precision", "threads", "case", "transa", "transb", "m", "n", "k", "library",
-                    "gflops", "pct_peak", "hcops_speedup"])
-        for prec, threads, (name, trans, m, n, k), lib, g, pct, ratio in rows:
-            w.writerow([prec, threads, name, trans[0], trans[1], m, n, k, lib,
-                        fmt(g, ".2f"), fmt(pct, ".1f"), fmt(ratio, ".3f")])
+def write_rows(path, rows):
+    write_csv(path, ["precision", "threads", "case", "transa", "transb", "m", "n", "k", "library",
+                     "gflops", "pct_peak", "hcops_speedup"],
+              ([prec, threads, name, trans[0], trans[1], m, n, k, lib, fmt(g, ".2f"), fmt(pct, ".1f"), fmt(ratio, ".3f")]
+               for prec, threads, (name, trans, m, n, k), lib, g, pct, ratio in rows))
 
 
 def plot(path, rows, libs, configs, peak):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("gemm_sweep.py: matplotlib missing, so no plot (the CSV is written): "
-              "install the Debian package python3-matplotlib", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     names = list(dict.fromkeys(case[0] for _, _, case, *_ in rows))
     fig, axes = plt.subplots(len(configs), 1, figsize=(max(8, 0.3 * len(names) + 3), 3.2 * len(configs)),
@@ -165,9 +152,7 @@ def plot(path, rows, libs, configs, peak):
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     axes[-1, 0].set_xticks(range(len(names)), names, rotation=90, fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    print(f"wrote {path}")
+    save_plot(fig, path, dpi=100, bbox_inches="tight")
 
 
 def main():
@@ -178,24 +163,23 @@ def main():
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--precisions", default="f32,f64")
-    ap.add_argument("--libs", default="hcops,openblas,openblas-skx,blis,dnnl")
-    ap.add_argument("--replay", default=os.path.join(BUILD, "perf", "hcops-replay"))
-    ap.add_argument("--peak", default=os.path.join(BUILD, "perf", "hcops-peak"))
+    blas_peers.add_options(ap)
+    ap.add_argument("--peak", default=program("hcops-peak"))
     ap.add_argument("--csv", default=os.path.join("perf-results", "gemm-sweep.csv"))
     ap.add_argument("--png", default=os.path.join("perf-results", "gemm-sweep.png"))
     args = ap.parse_args()
     rounds_n = args.rounds or (1 if args.quick else 3)
-    libs = [n for n in args.libs.split(",") if os.path.exists(PEERS[n][0].removeprefix("dnnl:"))]
-    if "hcops" not in libs:
-        sys.exit(f"gemm_sweep.py: {PEERS['hcops'][0]} not found: build first (make)")
+    libs = blas_peers.installed(args.libs)
     configs = [(p, int(t)) for p in args.precisions.split(",") for t in args.threads.split(",")]
     case_list = cases(args)
-    if not os.path.exists(args.replay) or not os.path.exists(args.peak):
-        sys.exit(f"gemm_sweep.py: {args.replay} or {args.peak} not found: build first (make)")
-    peak = measured_peak(args.peak)
+    require(args.replay, args.peak)
+    try:
+        peak = measured_peak(args.peak)
+    except RunError as e:
+        error(e)
+        sys.exit(2)
     print(f"{len(case_list)} cases x {len(configs)} precision/threads x {len(libs)} libraries, "
-          f"{rounds_n} round(s); skipped (not installed): "
-          f"{', '.join(n for n in args.libs.split(',') if n not in libs) or 'none'}", flush=True)
+          f"{rounds_n} round(s); skipped (not installed): {not_installed(args.libs.split(','), libs)}", flush=True)
 
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -204,8 +188,7 @@ def main():
             results = {}
             for prec, threads in configs:
                 for i, case in enumerate(case_list):
-                    shift = (i + r) % len(libs)
-                    order = [lib for lib in libs[shift:] + libs[:shift] if available(lib, prec)]
+                    order = [lib for lib in rotated(libs, i + r) if available(lib, prec)]
                     results[prec, threads, case[0]] = {
                         lib: measure(args, trace, lib, case, prec, threads) for lib in order}
             rounds.append(results)
@@ -215,7 +198,7 @@ def main():
     print_tables(rows, libs, configs, peak)
     for path in (args.csv, args.png):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_csv(args.csv, rows)
+    write_rows(args.csv, rows)
     print(f"wrote {args.csv}")
     plot(args.png, rows, libs, configs, peak)
 

@@ -16,47 +16,41 @@ memtier (memkind's libmemtier.so with one DRAM tier: its cost as an
 interposer, not a tiering result; Debian package libmemkind0).
 """
 import argparse
-import csv
-import json
 import os
-import statistics
-import subprocess
 import sys
 
-from blas_replay import BUILD, MULTIARCH
+from benchlib.allocators import MEMTIER, MEMTIER_ENV, allocator_env
+from benchlib.build import LIBHCOPS_MEM, program, require
+from benchlib.child import RunError, json_result, run
+from benchlib.report import error, not_installed, size_label, write_csv
+from benchlib.rounds import median_over, run_rounds
 
-MEM = os.path.join(BUILD, "shim", "mem", ".libs", "libhcops_mem.so")
-MEMTIER = f"{MULTIARCH}/libmemtier.so.0"
-# libmemtier aborts without a POLICY entry, even for a single tier.
-MEMTIER_ENV = {"MEMKIND_MEM_TIERS": "KIND:DRAM,RATIO:1;POLICY:STATIC_RATIO"}
 CONFIGS = {  # name: (preload or None, extra environment)
     "glibc": (None, {}),
-    "hcops": (MEM, {}),
-    "hcops-nocache": (MEM, {"HCOPS_MEM_CACHE": "0"}),
+    "hcops": (LIBHCOPS_MEM, {}),
+    "hcops-nocache": (LIBHCOPS_MEM, {"HCOPS_MEM_CACHE": "0"}),
     "memtier": (MEMTIER, MEMTIER_ENV),
 }
 TESTS = ("small", "small_2t", "align64", "touch", "notouch")
+# (test, title): the small tests' tables show ns per pair and the ns added to
+# glibc's, the large ones' us per cycle and the ratio to glibc's time.
+SMALL = (("small", "malloc+free pair, 1 thread"), ("small_2t", "malloc+free pair, 2 threads"),
+         ("align64", "posix_memalign(64)+free pair (PyTorch's way), 1 thread"))
+LARGE = (("touch", "malloc + write every page + free"), ("notouch", "malloc + free, untouched"))
 
 
-def clean_env():
-    """The caller's environment without anything that would change an allocator."""
-    return {k: v for k, v in os.environ.items()
-            if k != "LD_PRELOAD" and not k.startswith(("HCOPS_MEM_", "MEMKIND_", "GLIBC_TUNABLES", "MALLOC_"))}
-
-
-def run(binary, name, quick):
+def run_bench(binary, name, quick):
     preload, extra = CONFIGS[name]
-    env = dict(clean_env(), **extra)
-    if preload:
-        env["LD_PRELOAD"] = preload
-    out = subprocess.run([binary] + (["--quick"] if quick else []), env=env,
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out.splitlines()[-1])
+    env = allocator_env([preload] if preload else [], **extra)
+    return json_result(run([binary] + (["--quick"] if quick else []), env))
 
 
-def size_label(n):
-    n = int(n)
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
+def print_table(rounds, configs, test, heading, width, cell):
+    """One row per configuration, one column per size; cell(name, size) is its text."""
+    sizes = list(rounds[0]["glibc"][test])
+    print(f"\n{heading}\n{'config':<15}" + "".join(f"{size_label(s):>{width}}" for s in sizes))
+    for name in configs:
+        print(f"{name:<15}" + "".join(f"{cell(name, s):>{width}}" for s in sizes))
 
 
 def main():
@@ -64,57 +58,44 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="shorter batches (noisier)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
-    ap.add_argument("--bench", default=os.path.join(BUILD, "perf", "hcops-mem-bench"))
+    ap.add_argument("--bench", default=program("hcops-mem-bench"))
     ap.add_argument("--csv")
     args = ap.parse_args()
     wanted = args.configs.split(",")
     configs = [n for n in wanted if CONFIGS[n][0] is None or os.path.exists(CONFIGS[n][0])]
-    if "glibc" not in configs or not os.path.exists(args.bench) or not os.path.exists(MEM):
-        sys.exit("mem_bench.py: needs glibc in --configs and a built hcops-mem-bench and libhcops_mem.so (make)")
-    print(f"{args.rounds} rounds, order rotated each round; skipped (not installed): "
-          f"{', '.join(n for n in wanted if n not in configs) or 'none'}")
-    rounds = []
-    for r in range(args.rounds):
-        order = configs[r % len(configs):] + configs[:r % len(configs)]
-        rounds.append({name: run(args.bench, name, args.quick) for name in order})
+    if "glibc" not in configs:
+        error("needs glibc in --configs: every figure is relative to it")
+        return 2
+    require(args.bench, LIBHCOPS_MEM)
+    print(f"{args.rounds} rounds, order rotated each round; skipped (not installed): {not_installed(wanted, configs)}")
+    try:
+        rounds = run_rounds(args.rounds, configs, lambda name: run_bench(args.bench, name, args.quick))
+    except RunError as e:
+        error(e)
+        return 2
 
     def med(f):
-        return statistics.median(f(x) for x in rounds)
+        return median_over(rounds, f)
 
-    for test, title in (("small", "malloc+free pair, 1 thread"), ("small_2t", "malloc+free pair, 2 threads"),
-                        ("align64", "posix_memalign(64)+free pair (PyTorch's way), 1 thread")):
-        sizes = list(rounds[0]["glibc"][test])
-        print(f"\n{title}: ns per pair (added vs glibc)\n{'config':<15}" +
-              "".join(f"{size_label(s):>20}" for s in sizes))
-        for name in configs:
-            cells = [f"{med(lambda x: x[name][test][s]):.1f}" +
-                     ("" if name == "glibc" else f" ({med(lambda x: x[name][test][s] - x['glibc'][test][s]):+.1f})")
-                     for s in sizes]
-            print(f"{name:<15}" + "".join(f"{c:>20}" for c in cells))
-    for test, title in (("touch", "malloc + write every page + free"), ("notouch", "malloc + free, untouched")):
-        sizes = list(rounds[0]["glibc"][test])
-        print(f"\n{title}: us per cycle (time / glibc time)\n{'config':<15}" +
-              "".join(f"{size_label(s):>24}" for s in sizes))
-        for name in configs:
-            cells = [f"{med(lambda x: x[name][test][s]) / 1e3:.2f}" +
-                     ("" if name == "glibc" else f" ({med(lambda x: x[name][test][s] / x['glibc'][test][s]):.3f}x)")
-                     for s in sizes]
-            print(f"{name:<15}" + "".join(f"{c:>24}" for c in cells))
+    for test, title in SMALL:
+        print_table(rounds, configs, test, f"{title}: ns per pair (added vs glibc)", 20,
+                    lambda name, s: f"{med(lambda x: x[name][test][s]):.1f}" +
+                    ("" if name == "glibc" else f" ({med(lambda x: x[name][test][s] - x['glibc'][test][s]):+.1f})"))
+    for test, title in LARGE:
+        print_table(rounds, configs, test, f"{title}: us per cycle (time / glibc time)", 24,
+                    lambda name, s: f"{med(lambda x: x[name][test][s]) / 1e3:.2f}" +
+                    ("" if name == "glibc" else f" ({med(lambda x: x[name][test][s] / x['glibc'][test][s]):.3f}x)"))
     if "hcops" in configs:
         worst = max(med(lambda x: x["hcops"]["small"][s] - x["glibc"]["small"][s]) for s in rounds[0]["glibc"]["small"])
         print(f"\nhcops small path, worst size: {worst:+.1f} ns per pair vs glibc (target <= 5 ns): "
               f"{'met' if worst <= 5 else 'NOT met'}")
     print("added = median over rounds of (config ns - glibc ns); ratios = median over rounds of config / glibc")
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["round", "config", "test", "bytes", "ns"])
-            for i, r in enumerate(rounds, 1):
-                for name, x in r.items():
-                    for test in TESTS:
-                        for size, ns in x[test].items():
-                            w.writerow([i, name, test, size, ns])
+        write_csv(args.csv, ["round", "config", "test", "bytes", "ns"],
+                  ([i, name, test, size, ns] for i, r in enumerate(rounds, 1) for name, x in r.items()
+                   for test in TESTS for size, ns in x[test].items()))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

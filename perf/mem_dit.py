@@ -17,24 +17,21 @@ Configurations (libhcops.so preloaded in all of them):
   memtier      + memkind's libmemtier.so, one DRAM tier
 """
 import argparse
-import csv
-import json
 import os
 import re
-import statistics
-import subprocess
 import sys
 import tempfile
 
-from blas_replay import BUILD
-from mem_bench import MEM, MEMTIER, MEMTIER_ENV, clean_env
+from benchlib.allocators import MEMTIER, MEMTIER_ENV, allocator_env
+from benchlib.build import LIBHCOPS, LIBHCOPS_MEM, PERF, program, require
+from benchlib.child import RunError, json_result, run
+from benchlib.report import error, not_installed, write_csv
+from benchlib.rounds import median_over, run_rounds
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-HCOPS = os.path.join(BUILD, "shim", ".libs", "libhcops.so")
 CONFIGS = {  # name: (preloads after libhcops.so, extra environment)
     "hcops": ([], {}),
-    "mem-thp": ([MEM], {"HCOPS_MEM_POLICY": "fast,thp", "HCOPS_MEM_STATS": "1"}),
-    "mem-base": ([MEM], {"HCOPS_MEM_POLICY": "fast,base", "HCOPS_MEM_STATS": "1"}),
+    "mem-thp": ([LIBHCOPS_MEM], {"HCOPS_MEM_POLICY": "fast,thp", "HCOPS_MEM_STATS": "1"}),
+    "mem-base": ([LIBHCOPS_MEM], {"HCOPS_MEM_POLICY": "fast,base", "HCOPS_MEM_STATS": "1"}),
     "memtier": ([MEMTIER], MEMTIER_ENV),
 }
 
@@ -42,20 +39,18 @@ CONFIGS = {  # name: (preloads after libhcops.so, extra environment)
 warned = set()  # configurations whose non-zero exit status was reported once
 
 
-def run(cmd, name, threads):
+def run_config(cmd, name, threads):
     preloads, extra = CONFIGS[name]
-    env = dict(clean_env(), OMP_NUM_THREADS=str(threads), LD_PRELOAD=":".join([HCOPS] + preloads), **extra)
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    p = run(cmd, allocator_env([LIBHCOPS] + preloads, threads, **extra), check=False)
     try:
-        r = json.loads(p.stdout.splitlines()[-1])
-    except (IndexError, ValueError):
-        sys.exit(f"mem_dit.py: {name}: {' '.join(cmd[:2])} failed: {p.stderr.strip()[-500:]}")
+        r = json_result(p)
+    except RunError as e:
+        raise RunError(f"{name}: {e}") from None
     if p.returncode and name not in warned:
         # memtier + torch aborts at exit ("cannot allocate memory for
         # thread-local data"), after the result line: keep the result, say so.
         warned.add(name)
-        print(f"mem_dit.py: {name}: exit status {p.returncode} after the result: {p.stderr.strip()[-200:]}",
-              file=sys.stderr)
+        error(f"{name}: exit status {p.returncode} after the result: {p.stderr.strip()[-200:]}")
     # HCOPS_MEM_STATS: which page kinds the large blocks really got.
     r["pages"] = " ".join(re.findall(r"(?:thp|base|hugetlb) \d+ MiB", p.stderr)) or "-"
     return r
@@ -72,28 +67,31 @@ def main():
     args = ap.parse_args()
     wanted = args.configs.split(",")
     configs = [n for n in wanted if all(os.path.exists(p) for p in CONFIGS[n][0])]
-    if "hcops" not in configs or not os.path.exists(HCOPS) or not os.path.exists(MEM):
-        sys.exit("mem_dit.py: needs hcops in --configs and a built libhcops.so and libhcops_mem.so (make)")
+    if "hcops" not in configs:
+        error("needs hcops in --configs: every ratio is relative to it")
+        return 2
+    require(LIBHCOPS, LIBHCOPS_MEM)
     m, n, k = (int(x) for x in args.sgemm.split(","))
     trace = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False)
     trace.write(f"N,N,{m},{n},{k},1,{m},{k},0,{m}\n")
     trace.close()
-    dit = [sys.executable, os.path.join(HERE, "dit", "dit.py"), "--model", "S", "--batch", "8",
+    dit = [sys.executable, os.path.join(PERF, "dit", "dit.py"), "--model", "S", "--batch", "8",
            "--steps", str(args.steps), "--warmup", "1", "--threads", str(args.threads), "--json"]
     # replay dlopens the library already preloaded: every configuration has the same one
-    sgemm = [os.path.join(BUILD, "perf", "hcops-replay"), HCOPS, trace.name, "5"]
+    sgemm = [program("hcops-replay"), LIBHCOPS, trace.name, "5"]
     print(f"DiT-S/2 batch 8 ({args.steps} steps), SGEMM NN {m}x{n}x{k}; {args.threads} threads, "
-          f"{args.rounds} rounds, order rotated; skipped (not installed): "
-          f"{', '.join(x for x in wanted if x not in configs) or 'none'}", flush=True)
-    rounds = []
-    for r in range(args.rounds):
-        order = configs[r % len(configs):] + configs[:r % len(configs)]
-        rounds.append({name: {"dit": run(dit, name, args.threads), "sgemm": run(sgemm, name, args.threads)}
-                       for name in order})
-    os.unlink(trace.name)
+          f"{args.rounds} rounds, order rotated; skipped (not installed): {not_installed(wanted, configs)}", flush=True)
+    try:
+        rounds = run_rounds(args.rounds, configs, lambda name: {"dit": run_config(dit, name, args.threads),
+                                                                "sgemm": run_config(sgemm, name, args.threads)})
+    except RunError as e:
+        error(e)
+        return 2
+    finally:
+        os.unlink(trace.name)
 
     def med(f):
-        return statistics.median(f(x) for x in rounds)
+        return median_over(rounds, f)
 
     def sgemm_s(x):
         return x["sgemm"]["linear_s"] + x["sgemm"]["attention_s"]
@@ -117,18 +115,13 @@ def main():
     print(f"DiT losses and parameter checksum: {'identical in every run' if len(results) == 1 else 'DIFFER'}"
           + "".join(f"\n  checksum {c!r} losses {list(l)}" for c, l in sorted(results)))
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["round", "config", "dit_median_s", "dit_step_times", "dit_losses", "param_checksum",
-                        "sgemm_s", "sgemm_gflop"])
-            for i, r in enumerate(rounds, 1):
-                for name, x in r.items():
-                    d = x["dit"]
-                    w.writerow([i, name, d["median_s"], " ".join(map(str, d["step_times"])),
-                                " ".join(map(repr, d["losses"])), repr(d["param_checksum"]), sgemm_s(x), gflop])
-    if len(results) != 1:
-        sys.exit(1)
+        write_csv(args.csv, ["round", "config", "dit_median_s", "dit_step_times", "dit_losses", "param_checksum",
+                             "sgemm_s", "sgemm_gflop"],
+                  ([i, name, x["dit"]["median_s"], " ".join(map(str, x["dit"]["step_times"])),
+                    " ".join(map(repr, x["dit"]["losses"])), repr(x["dit"]["param_checksum"]), sgemm_s(x), gflop]
+                   for i, r in enumerate(rounds, 1) for name, x in r.items()))
+    return 0 if len(results) == 1 else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

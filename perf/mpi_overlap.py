@@ -24,38 +24,27 @@ Exit status: 0 done (whether or not the target is met; it is printed),
 1 --strict and the target missed, 2 usage or run error.
 """
 import argparse
-import csv
-import os
 import statistics
-import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.environ.get("HCOPS_BUILD", os.path.join(os.path.dirname(HERE), "build"))
-BENCH = os.path.join(BUILD, "perf", "hcops-mpi-overlap")
-WRAPPER = os.path.join(BUILD, "shim", "mpi", ".libs", "libhcops_mpi.so")
-MPIRUN = os.environ.get("MPIRUN", "mpirun")
+from benchlib import mpi
+from benchlib.build import LIBHCOPS_MPI, program, require
+from benchlib.child import RunError, child_env, lines_starting, run
+from benchlib.report import error, load_average, pyplot, save_plot, size_label, write_csv
+from benchlib.rounds import alternated
+
+BENCH = program("hcops-mpi-overlap")
 FIELDS = ["kind", "bytes", "iters", "pure_med_us", "pure_min_us", "target_us", "compute_us", "overall_us",
           "exposed_us", "overlap_pct", "wrapper", "fixed_target_us", "fixed_compute_us", "fixed_overall_us"]
 TARGET_PCT = 90.0
 TARGET_FROM = 1 << 20
 
 
-class RunError(Exception):
-    pass
-
-
 def mpirun_cmd(args, hcops, bind, fixed=None):
-    cmd = [MPIRUN, "-np", str(args.np)]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    # Ranks plus progress threads exceed the 2 cores this is meant for.
-    cmd.append("--oversubscribe")
-    if bind == "none":
-        cmd += ["--bind-to", "none"]
+    cmd = mpi.mpirun(args.np, bind)
     if hcops:
-        cmd += ["-x", "LD_PRELOAD=" + WRAPPER, "-x", "HCOPS_MPI_VERBOSE=1"]
+        cmd += ["-x", "LD_PRELOAD=" + LIBHCOPS_MPI, "-x", "HCOPS_MPI_VERBOSE=1"]
     cmd += [BENCH, "--csv", "--budget", str(args.budget), "--min-size", str(args.min_size), "--max-size",
             str(args.max_size), "--factor", str(args.factor)]
     if fixed:
@@ -63,23 +52,12 @@ def mpirun_cmd(args, hcops, bind, fixed=None):
     return cmd
 
 
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return float(f.read().split()[0])
-
-
 def run_once(args, hcops, bind, fixed=None):
     cmd = mpirun_cmd(args, hcops, bind, fixed)
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    env.pop("HCOPS_MPI_VERBOSE", None)
-    load0 = loadavg()
+    load0 = load_average()
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = run(cmd, child_env(drop=["HCOPS_MPI_VERBOSE"]))
     elapsed = time.monotonic() - t0
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-        raise RunError(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
     rows = []
     header = [l for l in proc.stdout.splitlines() if l.startswith("# hcops-mpi-overlap") or l.startswith("# CPUs")]
     for line in proc.stdout.splitlines():
@@ -96,15 +74,14 @@ def run_once(args, hcops, bind, fixed=None):
     wrapped = {int(r["wrapper"]) for r in rows}
     if wrapped != {1 if hcops else 0}:
         raise RunError(f"{' '.join(cmd)}: libhcops_mpi.so {'not ' if hcops else ''}loaded as expected")
-    stats = [l for l in (proc.stdout + proc.stderr).splitlines() if l.startswith("hcops_mpi:")]
-    return rows, header, stats, elapsed, load0, loadavg()
+    return rows, header, lines_starting(proc, mpi.STATS_PREFIX), elapsed, load0, load_average()
 
 
-def fmt_size(b):
-    for unit, n in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= n:
-            return f"{b // n} {unit}"
-    return f"{b} B"
+def size_axis(ax, sizes):
+    """A log2 x axis with a tick per message size."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([size_label(s) for s in sizes], rotation=45, fontsize=8)
 
 
 def med(values):
@@ -115,9 +92,7 @@ def med(values):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--bind", choices=["both", "core", "none"], default="both",
-                    help="core: mpirun's default binding (a core per rank for 2 ranks); none: --bind-to none")
+    mpi.add_options(ap, ["both", "core", "none"], "both")
     ap.add_argument("--min-size", type=int, default=4 << 10)
     ap.add_argument("--max-size", type=int, default=64 << 20)
     ap.add_argument("--factor", type=int, default=4)
@@ -126,10 +101,7 @@ def main():
     ap.add_argument("--png", help="plot overlap and pure-comm time per size (matplotlib)")
     ap.add_argument("--strict", action="store_true", help="exit 1 if the target is missed")
     args = ap.parse_args()
-    for path in (BENCH, WRAPPER):
-        if not os.path.exists(path):
-            print(f"mpi_overlap.py: {path} missing (build first: cd build && make)", file=sys.stderr)
-            return 2
+    require(BENCH, LIBHCOPS_MPI)
     binds = ["core", "none"] if args.bind == "both" else [args.bind]
     configs = [(hcops, bind) for bind in binds for hcops in (False, True)]
     name = {False: "plain", True: "hcops"}
@@ -144,17 +116,16 @@ def main():
     try:
         ref_rows = run_once(args, False, binds[0])[0]
     except RunError as e:
-        print(f"mpi_overlap.py: {e}", file=sys.stderr)
+        error(e)
         return 2
     ref_sizes = sorted({r["bytes"] for r in ref_rows})
     fixed = [statistics.median(r["pure_med_us"] for r in ref_rows if r["bytes"] == b) for b in ref_sizes]
     print("reference run (plain, bind=" + binds[0] + "): fixed compute per size, us: "
-          + ", ".join(f"{fmt_size(b)} {x:.1f}" for b, x in zip(ref_sizes, fixed)), flush=True)
+          + ", ".join(f"{size_label(b)} {x:.1f}" for b, x in zip(ref_sizes, fixed)), flush=True)
     print(f"mpi_overlap.py: {args.np} ranks, {args.rounds} rounds, configurations "
           + ", ".join(f"{name[h]}/{b}" for h, b in configs) + "; order reversed every other round", flush=True)
     for rnd in range(args.rounds):
-        order = configs if rnd % 2 == 0 else list(reversed(configs))
-        for hcops, bind in order:
+        for hcops, bind in alternated(configs, rnd):
             try:
                 rows, header, stats, elapsed, l0, l1 = run_once(args, hcops, bind, fixed)
             except RunError as e:
@@ -193,27 +164,22 @@ def main():
             eq = {k: med(pick("hcops", bind, k, size, "fixed_overall_us")) / med(pick("plain", bind, k, size, "fixed_overall_us"))
                   for k in ("idle", "busy")}
             summary[(bind, size)] = (o, pp, ph, eq)
-            print(f"{fmt_size(size):>8} | {o['plain', 'idle']:9.1f} {o['hcops', 'idle']:9.1f} {eq['idle']:6.2f} | "
+            print(f"{size_label(size):>8} | {o['plain', 'idle']:9.1f} {o['hcops', 'idle']:9.1f} {eq['idle']:6.2f} | "
                   f"{o['plain', 'busy']:9.1f} {o['hcops', 'busy']:9.1f} {eq['busy']:6.2f} | "
                   f"{pp:8.1f} {ph:8.1f} {ph / pp:9.2f}")
             if size >= TARGET_FROM and not o["hcops", "idle"] >= TARGET_PCT:
                 ok = False
         target_ok[bind] = ok
-        print(f"target (hcops, idle compute, >= {TARGET_PCT:.0f}% overlap from {fmt_size(TARGET_FROM)} up): "
+        print(f"target (hcops, idle compute, >= {TARGET_PCT:.0f}% overlap from {size_label(TARGET_FROM)} up): "
               + {True: "met", False: "NOT met", None: "not measured (no size that large)"}[ok])
     print(f"\ntotal runtime {total:.0f} s")
 
     if args.csv:
         cols = ["round", "config", "bind", "load_before", "load_after"] + FIELDS
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(all_rows)
+        write_csv(args.csv, cols, ([r[c] for c in cols] for r in all_rows))
         print(f"wrote {args.csv}")
-    if args.png:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    plt = pyplot() if args.png else None
+    if plt:
         fig, axes = plt.subplots(len(binds), 3, figsize=(17, 4.4 * len(binds)), squeeze=False)
         styles = {("plain", "idle"): "C0--o", ("hcops", "idle"): "C0-o", ("plain", "busy"): "C3--s",
                   ("hcops", "busy"): "C3-s"}
@@ -222,9 +188,7 @@ def main():
             for (c, k), st in styles.items():
                 ax.plot(sizes, [summary[(bind, s)][0][c, k] for s in sizes], st, label=f"{c}, {k} compute")
             ax.axhline(TARGET_PCT, color="grey", lw=0.8, ls=":")
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(sizes)
-            ax.set_xticklabels([fmt_size(s) for s in sizes], rotation=45, fontsize=8)
+            size_axis(ax, sizes)
             ax.set_ylim(-3, 103)
             ax.set_ylabel("overlap %")
             ax.set_title(f"Iallreduce overlap, {args.np} ranks, {bind_label[bind]}", fontsize=9)
@@ -232,10 +196,8 @@ def main():
             ax = axes[i][1]
             ax.plot(sizes, [summary[(bind, s)][1] for s in sizes], "k--o", label="plain")
             ax.plot(sizes, [summary[(bind, s)][2] for s in sizes], "k-o", label="hcops")
-            ax.set_xscale("log", base=2)
+            size_axis(ax, sizes)
             ax.set_yscale("log")
-            ax.set_xticks(sizes)
-            ax.set_xticklabels([fmt_size(s) for s in sizes], rotation=45, fontsize=8)
             ax.set_ylabel("pure comm (Iallreduce+Wait), us")
             ax.set_title(f"pure comm time, median, {bind_label[bind]}", fontsize=9)
             ax.legend(fontsize=8)
@@ -243,16 +205,12 @@ def main():
             ax.plot(sizes, [summary[(bind, s)][3]["idle"] for s in sizes], "C0-o", label="idle compute")
             ax.plot(sizes, [summary[(bind, s)][3]["busy"] for s in sizes], "C3-s", label="busy compute")
             ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-            ax.set_xscale("log", base=2)
+            size_axis(ax, sizes)
             ax.set_yscale("log")
-            ax.set_xticks(sizes)
-            ax.set_xticklabels([fmt_size(s) for s in sizes], rotation=45, fontsize=8)
             ax.set_ylabel("hcops / plain")
             ax.set_title("Iallreduce+compute+Wait at equal compute, hcops/plain (<1: faster)", fontsize=9)
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.png, dpi=110)
-        print(f"wrote {args.png}")
+        save_plot(fig, args.png, dpi=110)
     if args.strict and not all(v is not False for v in target_ok.values()):
         return 1
     return 0

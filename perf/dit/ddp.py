@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dit import CONFIGS, DiT, LATENT_CHANNELS, alphas_cumprod, make_batch  # noqa: E402
+from dit import CONFIGS, DiT, alphas_cumprod, diffusion_loss, make_batch  # noqa: E402
 
 from mpi4py import MPI  # noqa: E402  (initializes MPI, MPI_THREAD_MULTIPLE by default)
 
@@ -112,11 +112,7 @@ class GradBuckets:
 
 
 def train_step(model, opt, abar, batch, grads, comm):
-    x0, y, t, noise = batch
-    a = abar[t].view(-1, 1, 1, 1)
-    x_t = a.sqrt() * x0 + (1 - a).sqrt() * noise
-    eps = model(x_t, t, y)[:, :LATENT_CHANNELS]
-    loss = torch.mean((eps - noise) ** 2)
+    loss = diffusion_loss(model, abar, batch)
     opt.zero_grad(set_to_none=True)
     grads.reset()
     loss.backward()  # the hooks start the bucket allreduces meanwhile

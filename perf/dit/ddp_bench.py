@@ -22,29 +22,23 @@ Environment: HCOPS_BUILD (default: build/ beside perf/), MPIRUN, PYTHON
 Exit status: 0 ok, 1 losses disagree, 2 usage or run error.
 """
 import argparse
-import csv
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
-HERE = os.path.dirname(os.path.abspath(__file__))
-DDP = os.path.join(HERE, "ddp.py")
-BUILD = os.environ.get("HCOPS_BUILD", os.path.join(os.path.dirname(os.path.dirname(HERE)), "build"))
-LIB_BLAS = os.path.join(BUILD, "shim", ".libs", "libhcops.so")
-LIB_MPI = os.path.join(BUILD, "shim", "mpi", ".libs", "libhcops_mpi.so")
-MPIRUN = os.environ.get("MPIRUN", "mpirun")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/, for benchlib
+from benchlib import mpi  # noqa: E402
+from benchlib.build import LIBHCOPS, LIBHCOPS_MPI, PYTHON, require  # noqa: E402
+from benchlib.child import RunError, child_env, json_result, lines_starting, run  # noqa: E402
+from benchlib.report import error, load_average, write_csv  # noqa: E402
+from benchlib.rounds import alternated, rel_diff  # noqa: E402
+
+DDP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp.py")
 PLAIN = "libhcops.so"
 ASYNC = "libhcops.so + libhcops_mpi.so"
 LOSS_RTOL = 1e-4
-
-
-class RunError(Exception):
-    pass
 
 
 def say(msg):
@@ -52,13 +46,8 @@ def say(msg):
 
 
 def mpirun_cmd(args, with_mpi):
-    cmd = [MPIRUN, "-np", str(args.np)]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    cmd.append("--oversubscribe")  # ranks x threads (+ progress threads) may exceed the cores
-    if args.bind == "none":
-        cmd += ["--bind-to", "none"]
-    preload = LIB_BLAS + (" " + LIB_MPI if with_mpi else "")
+    cmd = mpi.mpirun(args.np, args.bind)
+    preload = LIBHCOPS + (" " + LIBHCOPS_MPI if with_mpi else "")
     threads = str(args.threads)
     cmd += ["-x", "LD_PRELOAD=" + preload, "-x", "OMP_NUM_THREADS=" + threads, "-x", "OPENBLAS_NUM_THREADS=" + threads]
     if with_mpi:
@@ -74,36 +63,21 @@ def mpirun_cmd(args, with_mpi):
 
 def run_once(args, with_mpi):
     cmd = mpirun_cmd(args, with_mpi)
-    env = dict(os.environ)
-    for var in ("LD_PRELOAD", "HCOPS_MPI_VERBOSE", "HCOPS_VERBOSE"):
-        env.pop(var, None)
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = run(cmd, child_env(drop=["HCOPS_MPI_VERBOSE", "HCOPS_VERBOSE"]), tail_lines=20)
     wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
-        raise RunError(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
-    json_lines = [line for line in proc.stdout.splitlines() if line.lstrip().startswith("{")]
-    if not json_lines:
-        raise RunError(f"{' '.join(cmd)} printed no JSON line:\n{proc.stdout[-2000:]}")
-    result = json.loads(json_lines[-1])
+    result = json_result(proc)
     if "step_times" not in result or "losses" not in result:
         raise RunError(f"ddp.py's JSON has no step_times/losses: keys {sorted(result)}")
     result.setdefault("median_s", statistics.median(result["step_times"]))
     result["wall_s"] = wall
-    stats = [l for l in (proc.stdout + proc.stderr).splitlines() if l.startswith("hcops_mpi:")]
+    stats = lines_starting(proc, mpi.STATS_PREFIX)
     if with_mpi and not stats:
         raise RunError("libhcops_mpi.so printed no statistics (HCOPS_MPI_VERBOSE=1): was it loaded?")
     if not with_mpi and stats:
         raise RunError("libhcops_mpi.so statistics in the run without it")
     result["hcops_mpi"] = stats
     return result, cmd
-
-
-def rel_diff(a, b):
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return math.inf
-    return abs(a - b) / max(abs(a), abs(b), 1e-30)
 
 
 def fmt_times(times):
@@ -119,25 +93,20 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="compute threads per rank")
     ap.add_argument("--bucket-mb", type=float, default=None, help="passed to ddp.py (its default if not given)")
     ap.add_argument("--seed", type=int, default=None, help="passed to ddp.py if it takes --seed")
-    ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--bind", choices=["core", "none"], default="core",
-                    help="core: mpirun's default binding (a core per rank for 2 ranks); none: --bind-to none")
+    mpi.add_options(ap, ["core", "none"], "core")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--csv", help="write one row per round and variant")
     ap.add_argument("extra", nargs="*", help="further ddp.py arguments (after --)")
     args = ap.parse_args()
-    for lib in (LIB_BLAS, LIB_MPI):
-        if not os.path.exists(lib):
-            print(f"ddp_bench.py: {lib} missing (build first)", file=sys.stderr)
-            return 2
+    require(LIBHCOPS, LIBHCOPS_MPI)
     t_start = time.monotonic()
     say(f"ddp_bench.py: DiT-{args.model} batch {args.batch}/rank, {args.np} ranks x {args.threads} threads, "
         f"{args.steps} steps after {args.warmup} warm-up, bucket {args.bucket_mb if args.bucket_mb is not None else 'default'} MB, "
-        f"binding {args.bind}; {args.rounds} rounds, load average {os.getloadavg()[0]:.2f}")
+        f"binding {args.bind}; {args.rounds} rounds, load average {load_average():.2f}")
     rounds = []
     try:
         for r in range(args.rounds):
-            order = [PLAIN, ASYNC] if r % 2 == 0 else [ASYNC, PLAIN]
+            order = alternated([PLAIN, ASYNC], r)
             res = {}
             for name in order:
                 res[name], cmd = run_once(args, name == ASYNC)
@@ -150,7 +119,7 @@ def main():
             for s in b["hcops_mpi"]:
                 say("    " + s)
     except RunError as e:
-        print(f"ddp_bench.py: {e}", file=sys.stderr)
+        error(e)
         return 2
 
     med_a = statistics.median(t for rd in rounds for t in rd["results"][PLAIN]["step_times"])
@@ -197,15 +166,11 @@ def main():
     agree = agree and not out_of_sync
     say(f"total runtime {time.monotonic() - t_start:.0f} s")
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["round", "variant", "position", "median_s", "step_times", "losses", "wait_times", "wall_s"])
-            for i, rd in enumerate(rounds):
-                for name in (PLAIN, ASYNC):
-                    x = rd["results"][name]
-                    w.writerow([i + 1, name, rd["order"].index(name) + 1, f"{x['median_s']:.4f}",
-                                " ".join(f"{t:.4f}" for t in x["step_times"]), " ".join(repr(l) for l in x["losses"]),
-                                " ".join(f"{t:.4f}" for t in x.get("wait_times", [])), f"{x['wall_s']:.1f}"])
+        write_csv(args.csv, ["round", "variant", "position", "median_s", "step_times", "losses", "wait_times", "wall_s"],
+                  ([i + 1, name, rd["order"].index(name) + 1, f"{x['median_s']:.4f}",
+                    " ".join(f"{t:.4f}" for t in x["step_times"]), " ".join(repr(l) for l in x["losses"]),
+                    " ".join(f"{t:.4f}" for t in x.get("wait_times", [])), f"{x['wall_s']:.1f}"]
+                   for i, rd in enumerate(rounds) for name, x in ((n, rd["results"][n]) for n in (PLAIN, ASYNC))))
         say(f"wrote {args.csv}")
     return 0 if agree else 1
 

@@ -10,15 +10,16 @@ both computed the same losses and that HCOps' GEMM really ran (HCOPS_VERBOSE=1).
 Exit status: 0 ok, 1 losses disagree or no HCOps GEMM ran, 2 usage or run error.
 """
 import argparse
-import csv
-import json
-import math
 import os
 import statistics
-import subprocess
 import sys
 
-PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/, for benchlib
+from benchlib.build import PYTHON  # noqa: E402
+from benchlib.child import RunError, child_env, json_result, run  # noqa: E402
+from benchlib.report import cpu_model, error, load_average, write_csv  # noqa: E402
+from benchlib.rounds import alternated, rel_diff  # noqa: E402
+
 DIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dit.py")
 DEFAULT = "default BLAS (Debian libblas.so.3)"
 HCOPS = "HCOps (LD_PRELOAD)"
@@ -26,21 +27,15 @@ LOSS_RTOL = 1e-4
 VERBOSE_SGEMM = "hcops_verbose,exec,sgemm_,"
 
 
-class RunError(Exception):
-    pass
-
-
 def fail(message):
-    print(f"demo.py: {message}", file=sys.stderr)
+    error(message)
     sys.exit(2)
 
 
-def child_env(threads, preload=None, verbose=False):
-    env = dict(os.environ)
-    for var in ("LD_PRELOAD", "HCOPS_VERBOSE"):
-        env.pop(var, None)
-    # Same thread count for OpenBLAS, OpenMP and HCOps, whichever each one reads.
-    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(threads)
+def dit_env(threads, preload=None, verbose=False):
+    """dit.py's environment: the same thread count for OpenBLAS, OpenMP and HCOps,
+    whichever each one reads; preload (libhcops.so) or the default BLAS."""
+    env = child_env(threads, drop=["HCOPS_VERBOSE"])
     if preload:
         env["LD_PRELOAD"] = preload
     if verbose:
@@ -51,38 +46,25 @@ def child_env(threads, preload=None, verbose=False):
 def run_dit(args, env, steps, warmup):
     cmd = [PYTHON, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
            "--warmup", str(warmup), "--threads", str(args.threads), "--seed", str(args.seed), "--json"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.splitlines()[-15:])
-        raise RunError(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
-    json_lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not json_lines:
-        raise RunError(f"{' '.join(cmd)} printed no JSON result")
-    return json.loads(json_lines[-1]), proc.stderr
-
-
-def value_after(lines, prefix):
-    """The text after the first ':' of the first line starting with prefix, or None."""
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(prefix)), None)
+    proc = run(cmd, env)
+    return json_result(proc), proc.stderr
 
 
 def machine_note():
     """What the timings depend on: CPU, other load, and the kernels Debian's OpenBLAS picked."""
-    with open("/proc/cpuinfo") as f:
-        cpu = value_after(f, "model name") or "unknown"
     # OpenBLAS names its kernel choice at load time; other libblas.so.3 print nothing here.
-    env = dict(child_env(1), OPENBLAS_VERBOSE="2")
-    probe = subprocess.run([PYTHON, "-c", "import numpy"], env=env, capture_output=True, text=True)
-    core = value_after(probe.stderr.splitlines(), "Core:")
-    note = f"CPU: {cpu}, {os.cpu_count()} logical CPUs, 1-min load average at start {os.getloadavg()[0]:.2f}"
+    probe = run([PYTHON, "-c", "import numpy"], dict(dit_env(1), OPENBLAS_VERBOSE="2"), check=False)
+    core = next((line.split(":", 1)[1].strip() for line in probe.stderr.splitlines() if line.startswith("Core:")),
+                None)
+    note = f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, 1-min load average at start {load_average():.2f}"
     return note + (f"; Debian's OpenBLAS uses its {core} kernels" if core else "")
 
 
 def run_rounds(args, lib):
     """Yields each round as it finishes: the run order and each variant's dit.py result."""
-    variants = {DEFAULT: child_env(args.threads), HCOPS: child_env(args.threads, preload=lib)}
+    variants = {DEFAULT: dit_env(args.threads), HCOPS: dit_env(args.threads, preload=lib)}
     for r in range(args.rounds):
-        order = [DEFAULT, HCOPS] if r % 2 == 0 else [HCOPS, DEFAULT]
+        order = alternated([DEFAULT, HCOPS], r)
         yield {"order": order, "results": {name: run_dit(args, variants[name], args.steps, args.warmup)[0]
                                            for name in order}}
 
@@ -93,7 +75,7 @@ def verbose_check(args, lib):
     Returns the sgemm_ line count, the ms HCOps reported in them, the thread counts
     it reported (to confirm it used as many threads as the baseline) and the step time.
     """
-    result, stderr = run_dit(args, child_env(args.threads, preload=lib, verbose=True), steps=1, warmup=0)
+    result, stderr = run_dit(args, dit_env(args.threads, preload=lib, verbose=True), steps=1, warmup=0)
     lines = [line.split(",") for line in stderr.splitlines() if line.startswith(VERBOSE_SGEMM)]
     total_ms, threads = 0.0, set()
     for fields in lines:
@@ -103,13 +85,6 @@ def verbose_check(args, lib):
         except (IndexError, ValueError):
             pass  # a malformed line still proves the call ran; its time is just not counted
     return len(lines), total_ms, sorted(threads), result["step_times"][0]
-
-
-def rel_diff(a, b):
-    """Relative difference; infinite when either is NaN/inf, so a NaN loss can never agree."""
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return math.inf
-    return abs(a - b) / max(abs(a), abs(b), 1e-30)
 
 
 def fmt_times(times):
@@ -166,18 +141,13 @@ def print_gemm_check(sgemm_lines, gemm_ms, threads, step_s):
     return ran
 
 
-def write_csv(path, args, rounds, ratios):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["round", "variant", "position", "step", "time_s", "loss", "round_ratio",
-                    "model", "batch", "threads", "seed"])
-        for i, rnd in enumerate(rounds, 1):
-            for name in rnd["order"]:
-                res = rnd["results"][name]
-                variant = "default" if name == DEFAULT else "hcops"
-                for s, (t, loss) in enumerate(zip(res["step_times"], res["losses"])):
-                    w.writerow([i, variant, rnd["order"].index(name) + 1, s, f"{t:.6f}", repr(loss),
-                                f"{ratios[i - 1]:.6f}", args.model, args.batch, args.threads, args.seed])
+def write_rounds(path, args, rounds, ratios):
+    write_csv(path, ["round", "variant", "position", "step", "time_s", "loss", "round_ratio",
+                     "model", "batch", "threads", "seed"],
+              ([i, "default" if name == DEFAULT else "hcops", rnd["order"].index(name) + 1, s, f"{t:.6f}", repr(loss),
+                f"{ratios[i - 1]:.6f}", args.model, args.batch, args.threads, args.seed]
+               for i, rnd in enumerate(rounds, 1) for name in rnd["order"]
+               for s, (t, loss) in enumerate(zip(rnd["results"][name]["step_times"], rnd["results"][name]["losses"]))))
 
 
 def parse_args():
@@ -224,7 +194,7 @@ def main():
     print()
     gemm_ran = print_gemm_check(*gemm_check)
     if args.csv:
-        write_csv(args.csv, args, rounds, ratios)
+        write_rounds(args.csv, args, rounds, ratios)
         print(f"rounds written to {args.csv}")
     sys.exit(0 if losses_agree and gemm_ran else 1)
 

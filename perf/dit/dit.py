@@ -185,12 +185,17 @@ def make_batch(gen, batch):
     return x0, y, t, noise
 
 
-def train_step(model, opt, abar, batch):
+def diffusion_loss(model, abar, batch):
+    """The epsilon-prediction MSE of the batch, noised to its timesteps."""
     x0, y, t, noise = batch
     a = abar[t].view(-1, 1, 1, 1)
     x_t = a.sqrt() * x0 + (1 - a).sqrt() * noise
     eps = model(x_t, t, y)[:, :LATENT_CHANNELS]
-    loss = torch.mean((eps - noise) ** 2)
+    return torch.mean((eps - noise) ** 2)
+
+
+def train_step(model, opt, abar, batch):
+    loss = diffusion_loss(model, abar, batch)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()

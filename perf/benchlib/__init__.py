@@ -1,0 +1,15 @@
+"""What the benchmark scripts of perf/ share, so that each keeps only what it
+measures and how it reports it:
+
+  build       where the build's libraries and programs are (HCOPS_BUILD)
+  child       running one benchmark process: its environment, errors, JSON result
+  mpi         the mpirun command line of the MPI benchmarks
+  rounds      the order of configurations round by round, medians over rounds
+  report      tables, CSV files, plots and the machine they were measured on
+  blas_peers  the BLAS libraries compared with libhcops.so and hcops-replay
+  allocators  the allocators compared with libhcops_mem.so
+
+Scripts run from the source tree without installing anything: perf/X.py finds
+this package beside itself (Python puts a script's folder first on sys.path);
+perf/dit/X.py puts perf/ there first.
+"""

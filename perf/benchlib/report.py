@@ -1,0 +1,59 @@
+"""Tables, CSV files, plots, and the machine the figures were measured on."""
+import csv
+import os
+import sys
+
+PROG = os.path.basename(sys.argv[0])
+
+
+def error(message):
+    """A message on stderr, prefixed with the script's name."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def size_label(n):
+    """1 MiB, 64 KiB, 8 B: byte counts (int or a JSON key) as the tables show them."""
+    n = int(n)
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
+
+
+def not_installed(wanted, found):
+    """The configurations asked for but skipped, for the heading line."""
+    return ", ".join(n for n in wanted if n not in found) or "none"
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+
+
+def load_average():
+    """The 1-minute load average (other work on the machine skews a run), to the
+    2 decimals the kernel shows."""
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def pyplot():
+    """matplotlib.pyplot drawing to files, or None (said on stderr) if it is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        error("matplotlib missing, so no plot: install the Debian package python3-matplotlib")
+        return None
+    return plt
+
+
+def save_plot(fig, path, **savefig_args):
+    fig.tight_layout()
+    fig.savefig(path, **savefig_args)
+    print(f"wrote {path}")
