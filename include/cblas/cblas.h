@@ -40,21 +40,18 @@ double cblas_dcabs1(const void *z);
 float cblas_scabs1(const void *c);
 float cblas_sdsdot(const CBLAS_INT N, const float alpha, const float *X, const CBLAS_INT incX, const float *Y,
                    const CBLAS_INT incY);
-double cblas_dsdot(const CBLAS_INT N, const float *X, const CBLAS_INT incX, const float *Y,
-                   const CBLAS_INT incY);
-float cblas_sdot(const CBLAS_INT N, const float *X, const CBLAS_INT incX, const float *Y,
-                 const CBLAS_INT incY);
-double cblas_ddot(const CBLAS_INT N, const double *X, const CBLAS_INT incX, const double *Y,
-                  const CBLAS_INT incY);
+double cblas_dsdot(const CBLAS_INT N, const float *X, const CBLAS_INT incX, const float *Y, const CBLAS_INT incY);
+float cblas_sdot(const CBLAS_INT N, const float *X, const CBLAS_INT incX, const float *Y, const CBLAS_INT incY);
+double cblas_ddot(const CBLAS_INT N, const double *X, const CBLAS_INT incX, const double *Y, const CBLAS_INT incY);
 
-void cblas_cdotu_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y,
-                     const CBLAS_INT incY, void *dotu);
-void cblas_cdotc_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y,
-                     const CBLAS_INT incY, void *dotc);
-void cblas_zdotu_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y,
-                     const CBLAS_INT incY, void *dotu);
-void cblas_zdotc_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y,
-                     const CBLAS_INT incY, void *dotc);
+void cblas_cdotu_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y, const CBLAS_INT incY,
+                     void *dotu);
+void cblas_cdotc_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y, const CBLAS_INT incY,
+                     void *dotc);
+void cblas_zdotu_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y, const CBLAS_INT incY,
+                     void *dotu);
+void cblas_zdotc_sub(const CBLAS_INT N, const void *X, const CBLAS_INT incX, const void *Y, const CBLAS_INT incY,
+                     void *dotc);
 
 float cblas_snrm2(const CBLAS_INT N, const float *X, const CBLAS_INT incX);
 float cblas_sasum(const CBLAS_INT N, const float *X, const CBLAS_INT incX);
@@ -90,23 +87,21 @@ void cblas_zaxpy(const CBLAS_INT N, const void *alpha, const void *X, const CBLA
 
 void cblas_srotg(float *a, float *b, float *c, float *s);
 void cblas_srotmg(float *d1, float *d2, float *b1, const float b2, float *P);
-void cblas_srot(const CBLAS_INT N, float *X, const CBLAS_INT incX, float *Y, const CBLAS_INT incY,
-                const float c, const float s);
-void cblas_srotm(const CBLAS_INT N, float *X, const CBLAS_INT incX, float *Y, const CBLAS_INT incY,
-                 const float *P);
+void cblas_srot(const CBLAS_INT N, float *X, const CBLAS_INT incX, float *Y, const CBLAS_INT incY, const float c,
+                const float s);
+void cblas_srotm(const CBLAS_INT N, float *X, const CBLAS_INT incX, float *Y, const CBLAS_INT incY, const float *P);
 void cblas_drotg(double *a, double *b, double *c, double *s);
 void cblas_drotmg(double *d1, double *d2, double *b1, const double b2, double *P);
-void cblas_drot(const CBLAS_INT N, double *X, const CBLAS_INT incX, double *Y, const CBLAS_INT incY,
-                const double c, const double s);
-void cblas_drotm(const CBLAS_INT N, double *X, const CBLAS_INT incX, double *Y, const CBLAS_INT incY,
-                 const double *P);
+void cblas_drot(const CBLAS_INT N, double *X, const CBLAS_INT incX, double *Y, const CBLAS_INT incY, const double c,
+                const double s);
+void cblas_drotm(const CBLAS_INT N, double *X, const CBLAS_INT incX, double *Y, const CBLAS_INT incY, const double *P);
 
 void cblas_crotg(void *a, void *b, float *c, void *s);
-void cblas_csrot(const CBLAS_INT N, void *X, const CBLAS_INT incX, void *Y, const CBLAS_INT incY,
-                 const float c, const float s);
+void cblas_csrot(const CBLAS_INT N, void *X, const CBLAS_INT incX, void *Y, const CBLAS_INT incY, const float c,
+                 const float s);
 void cblas_zrotg(void *a, void *b, double *c, void *s);
-void cblas_zdrot(const CBLAS_INT N, void *X, const CBLAS_INT incX, void *Y, const CBLAS_INT incY,
-                 const double c, const double s);
+void cblas_zdrot(const CBLAS_INT N, void *X, const CBLAS_INT incX, void *Y, const CBLAS_INT incY, const double c,
+                 const double s);
 
 void cblas_sscal(const CBLAS_INT N, const float alpha, float *X, const CBLAS_INT incX);
 void cblas_dscal(const CBLAS_INT N, const double alpha, double *X, const CBLAS_INT incX);
@@ -116,33 +111,30 @@ void cblas_csscal(const CBLAS_INT N, const float alpha, void *X, const CBLAS_INT
 void cblas_zdscal(const CBLAS_INT N, const double alpha, void *X, const CBLAS_INT incX);
 
 /* ===== Level 2: single ===== */
-void cblas_sgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const float alpha, const float *A, const CBLAS_INT lda, const float *X, const CBLAS_INT incX,
-                 const float beta, float *Y, const CBLAS_INT incY);
-void cblas_sgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const CBLAS_INT KL, const CBLAS_INT KU, const float alpha, const float *A,
-                 const CBLAS_INT lda, const float *X, const CBLAS_INT incX, const float beta, float *Y,
+void cblas_sgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const float alpha,
+                 const float *A, const CBLAS_INT lda, const float *X, const CBLAS_INT incX, const float beta, float *Y,
                  const CBLAS_INT incY);
-void cblas_strmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const float *A, const CBLAS_INT lda, float *X, const CBLAS_INT incX);
-void cblas_stbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const float *A, const CBLAS_INT lda, float *X,
-                 const CBLAS_INT incX);
-void cblas_stpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const float *Ap, float *X, const CBLAS_INT incX);
-void cblas_strsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const float *A, const CBLAS_INT lda, float *X, const CBLAS_INT incX);
-void cblas_stbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const float *A, const CBLAS_INT lda, float *X,
-                 const CBLAS_INT incX);
-void cblas_stpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const float *Ap, float *X, const CBLAS_INT incX);
+void cblas_sgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const CBLAS_INT KL,
+                 const CBLAS_INT KU, const float alpha, const float *A, const CBLAS_INT lda, const float *X,
+                 const CBLAS_INT incX, const float beta, float *Y, const CBLAS_INT incY);
+void cblas_strmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const float *A, const CBLAS_INT lda, float *X, const CBLAS_INT incX);
+void cblas_stbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const float *A, const CBLAS_INT lda, float *X, const CBLAS_INT incX);
+void cblas_stpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const float *Ap, float *X, const CBLAS_INT incX);
+void cblas_strsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const float *A, const CBLAS_INT lda, float *X, const CBLAS_INT incX);
+void cblas_stbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const float *A, const CBLAS_INT lda, float *X, const CBLAS_INT incX);
+void cblas_stpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const float *Ap, float *X, const CBLAS_INT incX);
 void cblas_ssymv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const float alpha, const float *A,
                  const CBLAS_INT lda, const float *X, const CBLAS_INT incX, const float beta, float *Y,
                  const CBLAS_INT incY);
-void cblas_ssbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K,
-                 const float alpha, const float *A, const CBLAS_INT lda, const float *X, const CBLAS_INT incX,
-                 const float beta, float *Y, const CBLAS_INT incY);
+void cblas_ssbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K, const float alpha,
+                 const float *A, const CBLAS_INT lda, const float *X, const CBLAS_INT incX, const float beta, float *Y,
+                 const CBLAS_INT incY);
 void cblas_sspmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const float alpha, const float *Ap,
                  const float *X, const CBLAS_INT incX, const float beta, float *Y, const CBLAS_INT incY);
 void cblas_sger(CBLAS_LAYOUT layout, const CBLAS_INT M, const CBLAS_INT N, const float alpha, const float *X,
@@ -157,39 +149,34 @@ void cblas_sspr2(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const 
                  const CBLAS_INT incX, const float *Y, const CBLAS_INT incY, float *Ap);
 
 /* ===== Level 2: double ===== */
-void cblas_dgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const double alpha, const double *A, const CBLAS_INT lda, const double *X,
+void cblas_dgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const double alpha,
+                 const double *A, const CBLAS_INT lda, const double *X, const CBLAS_INT incX, const double beta,
+                 double *Y, const CBLAS_INT incY);
+void cblas_dgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const CBLAS_INT KL,
+                 const CBLAS_INT KU, const double alpha, const double *A, const CBLAS_INT lda, const double *X,
                  const CBLAS_INT incX, const double beta, double *Y, const CBLAS_INT incY);
-void cblas_dgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const CBLAS_INT KL, const CBLAS_INT KU, const double alpha, const double *A,
-                 const CBLAS_INT lda, const double *X, const CBLAS_INT incX, const double beta, double *Y,
-                 const CBLAS_INT incY);
-void cblas_dtrmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const double *A, const CBLAS_INT lda, double *X, const CBLAS_INT incX);
-void cblas_dtbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const double *A, const CBLAS_INT lda, double *X,
-                 const CBLAS_INT incX);
-void cblas_dtpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const double *Ap, double *X, const CBLAS_INT incX);
-void cblas_dtrsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const double *A, const CBLAS_INT lda, double *X, const CBLAS_INT incX);
-void cblas_dtbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const double *A, const CBLAS_INT lda, double *X,
-                 const CBLAS_INT incX);
-void cblas_dtpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const double *Ap, double *X, const CBLAS_INT incX);
+void cblas_dtrmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const double *A, const CBLAS_INT lda, double *X, const CBLAS_INT incX);
+void cblas_dtbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const double *A, const CBLAS_INT lda, double *X, const CBLAS_INT incX);
+void cblas_dtpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const double *Ap, double *X, const CBLAS_INT incX);
+void cblas_dtrsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const double *A, const CBLAS_INT lda, double *X, const CBLAS_INT incX);
+void cblas_dtbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const double *A, const CBLAS_INT lda, double *X, const CBLAS_INT incX);
+void cblas_dtpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const double *Ap, double *X, const CBLAS_INT incX);
 void cblas_dsymv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const double alpha, const double *A,
                  const CBLAS_INT lda, const double *X, const CBLAS_INT incX, const double beta, double *Y,
                  const CBLAS_INT incY);
-void cblas_dsbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K,
-                 const double alpha, const double *A, const CBLAS_INT lda, const double *X,
-                 const CBLAS_INT incX, const double beta, double *Y, const CBLAS_INT incY);
-void cblas_dspmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const double alpha,
-                 const double *Ap, const double *X, const CBLAS_INT incX, const double beta, double *Y,
-                 const CBLAS_INT incY);
-void cblas_dger(CBLAS_LAYOUT layout, const CBLAS_INT M, const CBLAS_INT N, const double alpha,
-                const double *X, const CBLAS_INT incX, const double *Y, const CBLAS_INT incY, double *A,
-                const CBLAS_INT lda);
+void cblas_dsbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K, const double alpha,
+                 const double *A, const CBLAS_INT lda, const double *X, const CBLAS_INT incX, const double beta,
+                 double *Y, const CBLAS_INT incY);
+void cblas_dspmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const double alpha, const double *Ap,
+                 const double *X, const CBLAS_INT incX, const double beta, double *Y, const CBLAS_INT incY);
+void cblas_dger(CBLAS_LAYOUT layout, const CBLAS_INT M, const CBLAS_INT N, const double alpha, const double *X,
+                const CBLAS_INT incX, const double *Y, const CBLAS_INT incY, double *A, const CBLAS_INT lda);
 void cblas_dsyr(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const double alpha, const double *X,
                 const CBLAS_INT incX, double *A, const CBLAS_INT lda);
 void cblas_dspr(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const double alpha, const double *X,
@@ -200,33 +187,30 @@ void cblas_dspr2(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const 
                  const CBLAS_INT incX, const double *Y, const CBLAS_INT incY, double *Ap);
 
 /* ===== Level 2: single complex ===== */
-void cblas_cgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const void *alpha, const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX,
-                 const void *beta, void *Y, const CBLAS_INT incY);
-void cblas_cgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const CBLAS_INT KL, const CBLAS_INT KU, const void *alpha, const void *A,
-                 const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
+void cblas_cgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const void *alpha,
+                 const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
                  const CBLAS_INT incY);
-void cblas_ctrmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
-void cblas_ctbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X,
-                 const CBLAS_INT incX);
-void cblas_ctpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *Ap, void *X, const CBLAS_INT incX);
-void cblas_ctrsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
-void cblas_ctbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X,
-                 const CBLAS_INT incX);
-void cblas_ctpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *Ap, void *X, const CBLAS_INT incX);
+void cblas_cgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const CBLAS_INT KL,
+                 const CBLAS_INT KU, const void *alpha, const void *A, const CBLAS_INT lda, const void *X,
+                 const CBLAS_INT incX, const void *beta, void *Y, const CBLAS_INT incY);
+void cblas_ctrmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ctbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ctpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *Ap, void *X, const CBLAS_INT incX);
+void cblas_ctrsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ctbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ctpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *Ap, void *X, const CBLAS_INT incX);
 void cblas_chemv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const void *alpha, const void *A,
                  const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
                  const CBLAS_INT incY);
-void cblas_chbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K,
-                 const void *alpha, const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX,
-                 const void *beta, void *Y, const CBLAS_INT incY);
+void cblas_chbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K, const void *alpha,
+                 const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
+                 const CBLAS_INT incY);
 void cblas_chpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const void *alpha, const void *Ap,
                  const void *X, const CBLAS_INT incX, const void *beta, void *Y, const CBLAS_INT incY);
 void cblas_cgeru(CBLAS_LAYOUT layout, const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *X,
@@ -243,33 +227,30 @@ void cblas_chpr2(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const 
                  const CBLAS_INT incX, const void *Y, const CBLAS_INT incY, void *Ap);
 
 /* ===== Level 2: double complex ===== */
-void cblas_zgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const void *alpha, const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX,
-                 const void *beta, void *Y, const CBLAS_INT incY);
-void cblas_zgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N,
-                 const CBLAS_INT KL, const CBLAS_INT KU, const void *alpha, const void *A,
-                 const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
+void cblas_zgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const void *alpha,
+                 const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
                  const CBLAS_INT incY);
-void cblas_ztrmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
-void cblas_ztbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X,
-                 const CBLAS_INT incX);
-void cblas_ztpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *Ap, void *X, const CBLAS_INT incX);
-void cblas_ztrsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
-void cblas_ztbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X,
-                 const CBLAS_INT incX);
-void cblas_ztpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
-                 const CBLAS_INT N, const void *Ap, void *X, const CBLAS_INT incX);
+void cblas_zgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, const CBLAS_INT M, const CBLAS_INT N, const CBLAS_INT KL,
+                 const CBLAS_INT KU, const void *alpha, const void *A, const CBLAS_INT lda, const void *X,
+                 const CBLAS_INT incX, const void *beta, void *Y, const CBLAS_INT incY);
+void cblas_ztrmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ztbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ztpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *Ap, void *X, const CBLAS_INT incX);
+void cblas_ztrsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ztbsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const CBLAS_INT K, const void *A, const CBLAS_INT lda, void *X, const CBLAS_INT incX);
+void cblas_ztpsv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag, const CBLAS_INT N,
+                 const void *Ap, void *X, const CBLAS_INT incX);
 void cblas_zhemv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const void *alpha, const void *A,
                  const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
                  const CBLAS_INT incY);
-void cblas_zhbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K,
-                 const void *alpha, const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX,
-                 const void *beta, void *Y, const CBLAS_INT incY);
+void cblas_zhbmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const CBLAS_INT K, const void *alpha,
+                 const void *A, const CBLAS_INT lda, const void *X, const CBLAS_INT incX, const void *beta, void *Y,
+                 const CBLAS_INT incY);
 void cblas_zhpmv(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const void *alpha, const void *Ap,
                  const void *X, const CBLAS_INT incX, const void *beta, void *Y, const CBLAS_INT incY);
 void cblas_zgeru(CBLAS_LAYOUT layout, const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *X,
@@ -289,35 +270,35 @@ void cblas_zhpr2(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, const CBLAS_INT N, const 
 void cblas_ssymm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, const CBLAS_INT M, const CBLAS_INT N,
                  const float alpha, const float *A, const CBLAS_INT lda, const float *B, const CBLAS_INT ldb,
                  const float beta, float *C, const CBLAS_INT ldc);
-void cblas_ssyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                 const CBLAS_INT K, const float alpha, const float *A, const CBLAS_INT lda, const float beta,
-                 float *C, const CBLAS_INT ldc);
-void cblas_ssyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                  const CBLAS_INT K, const float alpha, const float *A, const CBLAS_INT lda, const float *B,
-                  const CBLAS_INT ldb, const float beta, float *C, const CBLAS_INT ldc);
-void cblas_strmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const float alpha, const float *A,
-                 const CBLAS_INT lda, float *B, const CBLAS_INT ldb);
-void cblas_strsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const float alpha, const float *A,
-                 const CBLAS_INT lda, float *B, const CBLAS_INT ldb);
+void cblas_ssyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                 const float alpha, const float *A, const CBLAS_INT lda, const float beta, float *C,
+                 const CBLAS_INT ldc);
+void cblas_ssyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                  const float alpha, const float *A, const CBLAS_INT lda, const float *B, const CBLAS_INT ldb,
+                  const float beta, float *C, const CBLAS_INT ldc);
+void cblas_strmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const float alpha, const float *A, const CBLAS_INT lda, float *B,
+                 const CBLAS_INT ldb);
+void cblas_strsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const float alpha, const float *A, const CBLAS_INT lda, float *B,
+                 const CBLAS_INT ldb);
 
 /* ===== Level 3: double ===== */
 void cblas_dsymm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, const CBLAS_INT M, const CBLAS_INT N,
-                 const double alpha, const double *A, const CBLAS_INT lda, const double *B,
-                 const CBLAS_INT ldb, const double beta, double *C, const CBLAS_INT ldc);
-void cblas_dsyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                 const CBLAS_INT K, const double alpha, const double *A, const CBLAS_INT lda,
+                 const double alpha, const double *A, const CBLAS_INT lda, const double *B, const CBLAS_INT ldb,
                  const double beta, double *C, const CBLAS_INT ldc);
-void cblas_dsyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                  const CBLAS_INT K, const double alpha, const double *A, const CBLAS_INT lda,
-                  const double *B, const CBLAS_INT ldb, const double beta, double *C, const CBLAS_INT ldc);
-void cblas_dtrmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const double alpha, const double *A,
-                 const CBLAS_INT lda, double *B, const CBLAS_INT ldb);
-void cblas_dtrsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const double alpha, const double *A,
-                 const CBLAS_INT lda, double *B, const CBLAS_INT ldb);
+void cblas_dsyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                 const double alpha, const double *A, const CBLAS_INT lda, const double beta, double *C,
+                 const CBLAS_INT ldc);
+void cblas_dsyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                  const double alpha, const double *A, const CBLAS_INT lda, const double *B, const CBLAS_INT ldb,
+                  const double beta, double *C, const CBLAS_INT ldc);
+void cblas_dtrmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const double alpha, const double *A, const CBLAS_INT lda,
+                 double *B, const CBLAS_INT ldb);
+void cblas_dtrsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const double alpha, const double *A, const CBLAS_INT lda,
+                 double *B, const CBLAS_INT ldb);
 
 /* ===== Level 3: single complex ===== */
 void cblas_cgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, CBLAS_TRANSPOSE TransB, const CBLAS_INT M,
@@ -326,27 +307,25 @@ void cblas_cgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, CBLAS_TRANSPOSE Tr
 void cblas_csymm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, const CBLAS_INT M, const CBLAS_INT N,
                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
                  const void *beta, void *C, const CBLAS_INT ldc);
-void cblas_csyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                 const CBLAS_INT K, const void *alpha, const void *A, const CBLAS_INT lda, const void *beta,
-                 void *C, const CBLAS_INT ldc);
-void cblas_csyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                  const CBLAS_INT K, const void *alpha, const void *A, const CBLAS_INT lda, const void *B,
-                  const CBLAS_INT ldb, const void *beta, void *C, const CBLAS_INT ldc);
-void cblas_ctrmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A,
-                 const CBLAS_INT lda, void *B, const CBLAS_INT ldb);
-void cblas_ctrsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A,
-                 const CBLAS_INT lda, void *B, const CBLAS_INT ldb);
+void cblas_csyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                 const void *alpha, const void *A, const CBLAS_INT lda, const void *beta, void *C, const CBLAS_INT ldc);
+void cblas_csyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
+                  const void *beta, void *C, const CBLAS_INT ldc);
+void cblas_ctrmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A, const CBLAS_INT lda, void *B,
+                 const CBLAS_INT ldb);
+void cblas_ctrsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A, const CBLAS_INT lda, void *B,
+                 const CBLAS_INT ldb);
 void cblas_chemm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, const CBLAS_INT M, const CBLAS_INT N,
                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
                  const void *beta, void *C, const CBLAS_INT ldc);
-void cblas_cherk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                 const CBLAS_INT K, const float alpha, const void *A, const CBLAS_INT lda, const float beta,
-                 void *C, const CBLAS_INT ldc);
-void cblas_cher2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                  const CBLAS_INT K, const void *alpha, const void *A, const CBLAS_INT lda, const void *B,
-                  const CBLAS_INT ldb, const float beta, void *C, const CBLAS_INT ldc);
+void cblas_cherk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                 const float alpha, const void *A, const CBLAS_INT lda, const float beta, void *C, const CBLAS_INT ldc);
+void cblas_cher2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
+                  const float beta, void *C, const CBLAS_INT ldc);
 
 /* ===== Level 3: double complex ===== */
 void cblas_zgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, CBLAS_TRANSPOSE TransB, const CBLAS_INT M,
@@ -355,27 +334,26 @@ void cblas_zgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, CBLAS_TRANSPOSE Tr
 void cblas_zsymm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, const CBLAS_INT M, const CBLAS_INT N,
                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
                  const void *beta, void *C, const CBLAS_INT ldc);
-void cblas_zsyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                 const CBLAS_INT K, const void *alpha, const void *A, const CBLAS_INT lda, const void *beta,
-                 void *C, const CBLAS_INT ldc);
-void cblas_zsyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                  const CBLAS_INT K, const void *alpha, const void *A, const CBLAS_INT lda, const void *B,
-                  const CBLAS_INT ldb, const void *beta, void *C, const CBLAS_INT ldc);
-void cblas_ztrmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A,
-                 const CBLAS_INT lda, void *B, const CBLAS_INT ldb);
-void cblas_ztrsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA,
-                 CBLAS_DIAG Diag, const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A,
-                 const CBLAS_INT lda, void *B, const CBLAS_INT ldb);
+void cblas_zsyrk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                 const void *alpha, const void *A, const CBLAS_INT lda, const void *beta, void *C, const CBLAS_INT ldc);
+void cblas_zsyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
+                  const void *beta, void *C, const CBLAS_INT ldc);
+void cblas_ztrmm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A, const CBLAS_INT lda, void *B,
+                 const CBLAS_INT ldb);
+void cblas_ztrsm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE TransA, CBLAS_DIAG Diag,
+                 const CBLAS_INT M, const CBLAS_INT N, const void *alpha, const void *A, const CBLAS_INT lda, void *B,
+                 const CBLAS_INT ldb);
 void cblas_zhemm(CBLAS_LAYOUT layout, CBLAS_SIDE Side, CBLAS_UPLO Uplo, const CBLAS_INT M, const CBLAS_INT N,
                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
                  const void *beta, void *C, const CBLAS_INT ldc);
-void cblas_zherk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                 const CBLAS_INT K, const double alpha, const void *A, const CBLAS_INT lda, const double beta,
-                 void *C, const CBLAS_INT ldc);
-void cblas_zher2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N,
-                  const CBLAS_INT K, const void *alpha, const void *A, const CBLAS_INT lda, const void *B,
-                  const CBLAS_INT ldb, const double beta, void *C, const CBLAS_INT ldc);
+void cblas_zherk(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                 const double alpha, const void *A, const CBLAS_INT lda, const double beta, void *C,
+                 const CBLAS_INT ldc);
+void cblas_zher2k(CBLAS_LAYOUT layout, CBLAS_UPLO Uplo, CBLAS_TRANSPOSE Trans, const CBLAS_INT N, const CBLAS_INT K,
+                  const void *alpha, const void *A, const CBLAS_INT lda, const void *B, const CBLAS_INT ldb,
+                  const double beta, void *C, const CBLAS_INT ldc);
 
 #ifdef __cplusplus
 }

@@ -13,16 +13,7 @@
 #define HCOPS_FORWARD_DEF "shim/blas/forwarded.def"
 #include "shim/common/forward_table.h"
 
-static const char *const defaults[] = {HCOPS_DEFAULT_REFERENCE_BLAS, "libopenblas.so.0",
-                                       "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3", NULL};
-
-struct hcops_foreign HCOPS_FORWARD_LIB = {
-    .what = "reference BLAS",
-    .env = "HCOPS_REFERENCE_BLAS",
-    .probe = "dgemm_",
-    .defaults = defaults,
-    .hint = "a BLAS library such as libopenblas.so.0",
-    HCOPS_FORWARD_TABLE_FIELDS,
-};
+HCOPS_FOREIGN_LIBRARY("reference BLAS", "HCOPS_REFERENCE_BLAS", "dgemm_", "a BLAS library such as libopenblas.so.0",
+                      HCOPS_DEFAULT_REFERENCE_BLAS, "libopenblas.so.0", "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3");
 
 const char *hcops_reference_blas(void) { return hcops_foreign_path(&HCOPS_FORWARD_LIB); }

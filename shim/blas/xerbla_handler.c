@@ -51,7 +51,7 @@ static hcops_xerbla_fn handler;
 
 static void here(void) {}
 
-static const ElfW(Dyn) *dynamic_of(const struct dl_phdr_info *info) {
+static const ElfW(Dyn) * dynamic_of(const struct dl_phdr_info *info) {
   for (int i = 0; i < info->dlpi_phnum; ++i)
     if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
       return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
@@ -60,7 +60,7 @@ static const ElfW(Dyn) *dynamic_of(const struct dl_phdr_info *info) {
 
 /* glibc relocates DT_STRTAB in place where the dynamic section is writable
  * (x86-64), not where it is read-only (the vDSO): accept both. */
-static const char *strtab_of(const struct dl_phdr_info *info, const ElfW(Dyn) *dyn) {
+static const char *strtab_of(const struct dl_phdr_info *info, const ElfW(Dyn) * dyn) {
   for (; dyn && dyn->d_tag != DT_NULL; ++dyn)
     if (dyn->d_tag == DT_STRTAB) {
       uintptr_t p = dyn->d_un.d_ptr;
@@ -116,9 +116,7 @@ static int counters(struct dl_phdr_info *info, size_t size, void *data) {
   return 1; /* the first object is enough */
 }
 
-static int within(const struct object *o, const void *p) {
-  return p && (uintptr_t)p >= o->lo && (uintptr_t)p < o->hi;
-}
+static int within(const struct object *o, const void *p) { return p && (uintptr_t)p >= o->lo && (uintptr_t)p < o->hi; }
 
 /* `o`'s own definition of `name`, or NULL (a dependency's does not count). */
 static void *own_symbol(void *h, const struct object *o, const char *name) {

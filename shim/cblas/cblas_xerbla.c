@@ -14,9 +14,9 @@
 static int caller_position(int p, const char *rout) {
   if (!RowMajorStrg || !strstr(rout, "gemm")) return p;
   switch (p) {
-    case 4: return 5;   /* M <-> N */
+    case 4: return 5; /* M <-> N */
     case 5: return 4;
-    case 9: return 11;  /* lda <-> ldb */
+    case 9: return 11; /* lda <-> ldb */
     case 11: return 9;
     default: return p;
   }

@@ -69,10 +69,8 @@ static void *already_loaded(struct hcops_foreign *lib) {
   for (int i = 0; i < l.n && !found; ++i, path += strlen(path) + 1) {
     void *h = dlopen(path, RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
     if (!h) continue;
-    if (usable(lib, h, path))
-      found = h;
-    else
-      dlclose(h);
+    if (usable(lib, h, path)) found = h;
+    else dlclose(h);
   }
   free(l.buf);
   return found;

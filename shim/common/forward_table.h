@@ -82,3 +82,17 @@ __attribute__((used)) static void HCOPS_FWD_CAT(hcops_forward_count_alias_, HCOP
 #define HCOPS_FORWARD_TABLE_FIELDS                                                                      \
   .names = HCOPS_FWD_NAMES, .slots = HCOPS_FWD_SLOTS, .count = HCOPS_FWD_COUNT, .find = HCOPS_FWD_FIND, \
   .once = PTHREAD_ONCE_INIT
+
+/* Defines the description of the library: the messages' name for it, the
+ * variable naming it, the probe symbol, the end of the "set <env> to ..."
+ * hint, and the candidates opened when none is loaded (a list of strings).
+ * loaded_first stays 0; a library that wants it sets it before the first
+ * forwarded call. */
+#define HCOPS_FOREIGN_LIBRARY(what_, env_, probe_, hint_, ...)                                                       \
+  static const char *const HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE)[] = {__VA_ARGS__, NULL};      \
+  struct hcops_foreign HCOPS_FORWARD_LIB = {.what = what_,                                                           \
+                                            .env = env_,                                                             \
+                                            .probe = probe_,                                                         \
+                                            .defaults = HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE), \
+                                            .hint = hint_,                                                           \
+                                            HCOPS_FORWARD_TABLE_FIELDS}

@@ -77,8 +77,7 @@ HCOPS_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count 
 HCOPS_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                  MPI_Comm comm) {
   int rc;
-  if (count >= 0 && count <= INT_MAX &&
-      mpi::allreduce(sendbuf, recvbuf, static_cast<int>(count), type, op, comm, &rc))
+  if (count >= 0 && count <= INT_MAX && mpi::allreduce(sendbuf, recvbuf, static_cast<int>(count), type, op, comm, &rc))
     return rc;
   return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
 }
@@ -188,11 +187,12 @@ HCOPS_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, con
                                                 const int destweights[], MPI_Info info, int reorder,
                                                 MPI_Comm *newcomm) {
   return adopted(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
-                                              destweights, info, reorder, newcomm), newcomm);
+                                                 destweights, info, reorder, newcomm),
+                 newcomm);
 }
 
-HCOPS_EXPORT int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm,
-                                      int remote_leader, int tag, MPI_Comm *newcomm) {
+HCOPS_EXPORT int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm, int remote_leader,
+                                      int tag, MPI_Comm *newcomm) {
   return adopted(PMPI_Intercomm_create(local_comm, local_leader, bridge_comm, remote_leader, tag, newcomm), newcomm);
 }
 

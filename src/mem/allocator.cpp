@@ -129,7 +129,8 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
     counters.to_glibc.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  if (r.pages == Pages::hugetlb && got != Pages::hugetlb) counters.hugetlb_to_thp.fetch_add(1, std::memory_order_relaxed);
+  if (r.pages == Pages::hugetlb && got != Pages::hugetlb)
+    counters.hugetlb_to_thp.fetch_add(1, std::memory_order_relaxed);
   if (r.pages != Pages::base && got == Pages::base) counters.thp_to_base.fetch_add(1, std::memory_order_relaxed);
   if (t.fell_back) counters.fast_to_ddr.fetch_add(1, std::memory_order_relaxed);
   bool placed = true;
@@ -165,8 +166,8 @@ void release(void *p) {
 bool resize_in_place(void *p, std::size_t size) {
   if (size > Arena::span()) return false;  // the roundings below would overflow
   Block &b = arena().block(p);
-  const std::size_t len = b.pages == Pages::hugetlb ? round_up(size ? size : 1, kSlot)
-                                                     : round_up(size ? size : 1, page_size());
+  const std::size_t len =
+      b.pages == Pages::hugetlb ? round_up(size ? size : 1, kSlot) : round_up(size ? size : 1, page_size());
   const std::size_t slots = round_up(len, kSlot) / kSlot;
   char *base = static_cast<char *>(p);
   if (len <= b.mapped) {  // shrink: return whole slots and pages past the end
@@ -190,15 +191,15 @@ bool resize_in_place(void *p, std::size_t size) {
   }
   Pages got;
   switch (map_range(base + b.mapped, len - b.mapped, b.pages, got)) {
-    case MapResult::ok:
-      break;
+    case MapResult::ok: break;
     case MapResult::failed:
       if (slots > b.slots) arena().give_back(base + b.slots * kSlot, slots - b.slots);
       return false;
     case MapResult::lost:  // the block keeps what it had; the lost range is never handed out
       return false;
   }
-  if (!known || got != b.pages || (topology().this_system && t.mode && !apply_policy(base + b.mapped, len - b.mapped, t)))
+  if (!known || got != b.pages ||
+      (topology().this_system && t.mode && !apply_policy(base + b.mapped, len - b.mapped, t)))
     b.where = 0;  // the block is no longer one policy and one page kind: not reused
   count_growth(b, got, len - b.mapped);
   if (b.counted_fast) counters.fast_in_use.fetch_add(len - b.mapped, std::memory_order_relaxed);

@@ -29,7 +29,8 @@ bool Arena::reserve(std::size_t want) {
   // the limit: take at most a quarter of it, so the program's own mappings
   // and thread stacks still fit.
   struct rlimit as;
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) want = std::min<std::size_t>(want, as.rlim_cur / 4);
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    want = std::min<std::size_t>(want, as.rlim_cur / 4);
   // Halve until the address space allows it.
   for (std::size_t bytes = want; bytes >= 64 * kSlot; bytes /= 2) {
     const std::size_t nslots = bytes / kSlot;
@@ -45,7 +46,8 @@ bool Arena::reserve(std::size_t want) {
     const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
     const uintptr_t base = (r + kSlot - 1) & ~(kSlot - 1);
     if (base > r) munmap(raw, base - r);
-    if (r + bytes + kSlot > base + bytes) munmap(reinterpret_cast<void *>(base + bytes), r + bytes + kSlot - base - bytes);
+    if (r + bytes + kSlot > base + bytes)
+      munmap(reinterpret_cast<void *>(base + bytes), r + bytes + kSlot - base - bytes);
     meta_ = static_cast<Block *>(meta);
     free_[0] = nslots;
     base_.store(base, std::memory_order_relaxed);

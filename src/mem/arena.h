@@ -72,7 +72,7 @@ class Arena {
   }
   static inline std::atomic<uintptr_t> base_{0};
   static inline std::atomic<std::size_t> span_{0};
-  Block *meta_ = nullptr;  // one per slot, in a lazily backed mapping
+  Block *meta_ = nullptr;                    // one per slot, in a lazily backed mapping
   std::map<std::size_t, std::size_t> free_;  // first slot -> length, coalesced
   pthread_mutex_t lock_ = PTHREAD_MUTEX_INITIALIZER;
 };

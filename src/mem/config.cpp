@@ -59,10 +59,8 @@ const Config &load_config() {
   if (const char *l = env_raw("HCOPS_MEM_FAST_LIMIT")) {
     std::size_t v = 0;
     const std::size_t n = parse_size(l, v);
-    if (n && !l[n])
-      c->fast_limit = v;
-    else
-      warn_once("HCOPS_MEM_FAST_LIMIT", "HCOPS_MEM_FAST_LIMIT=\"%s\" is not a size; ignored", l);
+    if (n && !l[n]) c->fast_limit = v;
+    else warn_once("HCOPS_MEM_FAST_LIMIT", "HCOPS_MEM_FAST_LIMIT=\"%s\" is not a size; ignored", l);
   }
   c->stats = env_long("HCOPS_MEM_STATS", 0, 0, 1) == 1;
   // Training loops free and re-allocate the same tensors every step; keeping
@@ -74,8 +72,7 @@ const Config &load_config() {
     if (const char *v = env_raw("HCOPS_MEM_CACHE")) {
       std::size_t bytes = 0;
       const std::size_t n = parse_size(v, bytes);
-      if (n && !v[n])
-        c->cache_limit = bytes;
+      if (n && !v[n]) c->cache_limit = bytes;
       else
         warn_once("HCOPS_MEM_CACHE", "HCOPS_MEM_CACHE=\"%s\" is not a size (0 disables); using %s", v,
                   format_size(c->cache_limit).c_str());

@@ -79,8 +79,7 @@ Target resolve(const Tiers &tt, int domain, const Rule &r, std::size_t bytes, st
       t.mode = MPOL_LOCAL;
       return t;
     }
-    case Place::ddr:
-      return preferred(tt.domains[domain].ddr);
+    case Place::ddr: return preferred(tt.domains[domain].ddr);
     case Place::fast: {
       const DomainTier &d = tt.domains[domain];
       if (d.fast.empty()) {
@@ -183,7 +182,8 @@ bool probe_hugetlb_mremap(void *&h, std::size_t len) {
     // The scratch range may be partly unmapped now, and refilled by another
     // thread: leave it alone rather than unmap someone else's memory.
     state = kBroken;
-    note_once("hugetlb mremap", "libhcops_mem: this kernel cannot move hugetlb mappings (Linux < 5.16); "
+    note_once("hugetlb mremap",
+              "libhcops_mem: this kernel cannot move hugetlb mappings (Linux < 5.16); "
               "hugetlb requests get transparent huge pages");
   }
   hugetlb_mremap.store(state, std::memory_order_release);
@@ -203,8 +203,7 @@ MapResult map_range(void *addr, std::size_t len, Pages want, Pages &got) {
         return MapResult::ok;
       }
       munmap(h, len);
-      if (hugetlb_mremap.load(std::memory_order_relaxed) == kWorks && !reserve_again(addr, len))
-        return MapResult::lost;
+      if (hugetlb_mremap.load(std::memory_order_relaxed) == kWorks && !reserve_again(addr, len)) return MapResult::lost;
     }
     want = Pages::thp;
   }

@@ -11,10 +11,10 @@ namespace mem {
 
 // Where a rule sends an allocation made now by the calling thread.
 struct Target {
-  int mode = 0;        // MPOL_* for mbind; MPOL_DEFAULT: leave the policy alone
-  NodeSet nodes;       // for mbind
-  int node = -1;       // the node aimed at, -1: several or the faulting CPU's
-  bool fast = false;   // on the fast tier (counts against HCOPS_MEM_FAST_LIMIT)
+  int mode = 0;            // MPOL_* for mbind; MPOL_DEFAULT: leave the policy alone
+  NodeSet nodes;           // for mbind
+  int node = -1;           // the node aimed at, -1: several or the faulting CPU's
+  bool fast = false;       // on the fast tier (counts against HCOPS_MEM_FAST_LIMIT)
   bool fell_back = false;  // wanted fast, got DDR
 };
 

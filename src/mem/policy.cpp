@@ -30,10 +30,14 @@ std::size_t parse_size(const char *s, std::size_t &value) {
   }
   int shift = 0;
   switch (s[i]) {
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
-    case 't': case 'T': shift = 40; break;
+    case 'k':
+    case 'K': shift = 10; break;
+    case 'm':
+    case 'M': shift = 20; break;
+    case 'g':
+    case 'G': shift = 30; break;
+    case 't':
+    case 'T': shift = 40; break;
     default: break;
   }
   if (shift) {
@@ -123,8 +127,12 @@ struct Parser {
     static const struct {
       const char *name;
       Place place;
-    } places[] = {{"fast", Place::fast}, {"ddr", Place::ddr}, {"local", Place::local},
-                  {"system", Place::system}, {"interleave", Place::interleave}, {"bind", Place::bind}};
+    } places[] = {{"fast", Place::fast},
+                  {"ddr", Place::ddr},
+                  {"local", Place::local},
+                  {"system", Place::system},
+                  {"interleave", Place::interleave},
+                  {"bind", Place::bind}};
     static const struct {
       const char *name;
       Pages pages;

@@ -215,10 +215,8 @@ bool start_threads(int provided) {
     cpu_set_t rest = mask;
     for (int c : cpus)
       if (c >= 0) clear_core(c, rest);
-    if (CPU_COUNT(&rest) > 0)
-      own_core = sched_setaffinity(0, sizeof rest, &rest) == 0;
-    else
-      warn_once("mpi exclusive", "HCOPS_MPI_EXCLUSIVE=1 would leave no CPU for computing; ignored");
+    if (CPU_COUNT(&rest) > 0) own_core = sched_setaffinity(0, sizeof rest, &rest) == 0;
+    else warn_once("mpi exclusive", "HCOPS_MPI_EXCLUSIVE=1 would leave no CPU for computing; ignored");
   }
   for (int c : cpus)
     if (Worker *w = start_worker(c, own_core && c >= 0)) engine->workers.push_back(w);
@@ -305,16 +303,25 @@ void adopt(MPI_Comm comm) {
   engine->shadows[comm] = sh;
 }
 
+// An op for a call on `comm` and the shadow it runs on; nullptr when the
+// communicator was not adopted (the call then goes to MPI unchanged).
+static Op *new_op(MPI_Comm comm, bool blocking, int count, MPI_Datatype type, MPI_Op mop, Shadow *&sh) {
+  sh = shadow_of(comm);
+  if (!sh) {
+    ++engine->n_unadopted;
+    return nullptr;
+  }
+  Op *op = new Op;
+  if (engine->verbose >= 2) log_describe(op, blocking, count, type, mop, sh->comm);
+  return op;
+}
+
 bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
                 MPI_Request *request, int *rc) {
   if (!engine->on || comm == MPI_COMM_NULL) return false;
-  Shadow *sh = shadow_of(comm);
-  if (!sh) {
-    ++engine->n_unadopted;
-    return false;
-  }
-  Op *op = new Op;
-  if (engine->verbose >= 2) log_describe(op, false, count, type, mop, sh->comm);
+  Shadow *sh = nullptr;
+  Op *op = new_op(comm, false, count, type, mop, sh);
+  if (!op) return false;
   // The generalized request exists before the progress thread can finish
   // the collective: finish() completes it.
   *rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->outer);
@@ -346,13 +353,9 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
   int size = 0;
   PMPI_Type_size(type, &size);
   if (static_cast<std::size_t>(count) * static_cast<std::size_t>(size) < engine->offload_min) return false;
-  Shadow *sh = shadow_of(comm);
-  if (!sh) {
-    ++engine->n_unadopted;
-    return false;
-  }
-  Op *op = new Op;
-  if (engine->verbose >= 2) log_describe(op, true, count, type, mop, sh->comm);
+  Shadow *sh = nullptr;
+  Op *op = new_op(comm, true, count, type, mop, sh);
+  if (!op) return false;
   *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
   if (*rc == MPI_SUCCESS) {
     const double t0 = now();  // in flight from here (launch)

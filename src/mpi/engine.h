@@ -34,8 +34,7 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
                 MPI_Request *request, int *rc);
 // MPI_Allreduce offloaded; the caller sleeps instead of spinning. False:
 // pass through (engine off, or smaller than HCOPS_MPI_OFFLOAD_MIN).
-bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-               int *rc);
+bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, int *rc);
 
 // Blocks (without spinning) until every request of `reqs` that is one of
 // ours has completed; `any`: until at least one has, if all active ones are

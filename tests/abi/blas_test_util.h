@@ -46,13 +46,13 @@ bt_fn bt_ref_fn(const char *name);
  * ld). Everything else in the allocation - the ld gaps, the tail and guard
  * zones on both sides - holds a NaN sentinel that must survive a call. */
 typedef struct bt_mat {
-    bool dbl;   /* double rather than float components */
-    int ncomp;  /* 1 real, 2 complex */
-    int inner, outer, ld;
-    size_t esize;
-    unsigned char *raw;
-    size_t raw_bytes;
-    void *data; /* element (0, 0) */
+  bool dbl;  /* double rather than float components */
+  int ncomp; /* 1 real, 2 complex */
+  int inner, outer, ld;
+  size_t esize;
+  unsigned char *raw;
+  size_t raw_bytes;
+  void *data; /* element (0, 0) */
 } bt_mat;
 
 void bt_mat_alloc(bt_mat *m, bool dbl, int ncomp, int inner, int outer, int ld);
@@ -78,12 +78,12 @@ bool bt_mat_unchanged(const bt_mat *m, const bt_mat *before, const char *what);
  * library's, and when they return the routine must return without touching
  * its outputs. They only record: tests inspect bt_err. */
 typedef struct bt_errors {
-    int f77_calls;
-    char f77_name[8]; /* first characters of srname, trailing blanks removed */
-    int f77_info;
-    int cblas_calls;
-    int cblas_p;
-    char cblas_rout[32];
+  int f77_calls;
+  char f77_name[8]; /* first characters of srname, trailing blanks removed */
+  int f77_info;
+  int cblas_calls;
+  int cblas_p;
+  char cblas_rout[32];
 } bt_errors;
 
 extern bt_errors bt_err;
@@ -101,14 +101,14 @@ bool bt_expect_close(const char *what, long idx, double got, double want, double
 typedef enum { BT_F77, BT_CBLAS_COL, BT_CBLAS_ROW } bt_api;
 
 typedef struct bt_gemm_case {
-    bt_api api;
-    bool dbl;
-    char ta, tb; /* N/T/C in either case; CBLAS maps to the enum */
-    int m, n, k;
-    int lda, ldb, ldc; /* 0 = the minimum the API accepts */
-    double alpha, beta;
-    double scale_a, scale_b; /* magnitude of A and B entries; 0 = 1 */
-    bool c_special;          /* C holds NaN/Inf on entry (use with beta == 0) */
+  bt_api api;
+  bool dbl;
+  char ta, tb; /* N/T/C in either case; CBLAS maps to the enum */
+  int m, n, k;
+  int lda, ldb, ldc; /* 0 = the minimum the API accepts */
+  double alpha, beta;
+  double scale_a, scale_b; /* magnitude of A and B entries; 0 = 1 */
+  bool c_special;          /* C holds NaN/Inf on entry (use with beta == 0) */
 } bt_gemm_case;
 
 /* Smallest legal leading dimension of 'A', 'B' or 'C' for the case. */

@@ -5,13 +5,5 @@
 #define HCOPS_FORWARD_DEF "tests/abi/fake_foreign.def"
 #include "shim/common/forward_table.h"
 
-static const char *const defaults[] = {FAKE_DIR "/libfake_foreign_a.so", NULL};
-
-struct hcops_foreign HCOPS_FORWARD_LIB = {
-    .what = "fake foreign library",
-    .env = "HCOPS_TEST_FAKE",
-    .probe = "fake_probe",
-    .defaults = defaults,
-    .hint = "the fake library",
-    HCOPS_FORWARD_TABLE_FIELDS,
-};
+HCOPS_FOREIGN_LIBRARY("fake foreign library", "HCOPS_TEST_FAKE", "fake_probe", "the fake library",
+                      FAKE_DIR "/libfake_foreign_a.so");

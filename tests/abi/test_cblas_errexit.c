@@ -19,12 +19,13 @@
 #include <string.h>
 
 #include "cblas.h"
+#include "cblas_gemm_call.h"
 
 extern int RowMajorStrg;
 extern int CBLAS_CallFromC;
 
-static int expect_info;          /* the position the handler must end up with */
-static const char *expect_rout;  /* "cblas_sgemm" / "cblas_dgemm" */
+static int expect_info;         /* the position the handler must end up with */
+static const char *expect_rout; /* "cblas_sgemm" / "cblas_dgemm" */
 static int handler_calls;
 static int failures;
 
@@ -91,9 +92,9 @@ static const errexit cases[] = {
     {COL, T_, N_, 0, BAD, 0, 1, 1, 1, 5},
     {COL, N_, N_, 0, 0, BAD, 1, 1, 1, 6},
     {COL, N_, T_, 0, 0, BAD, 1, 1, 1, 6},
-    {COL, N_, N_, 2, 0, 0, 1, 1, 2, 9},  /* lda < M */
+    {COL, N_, N_, 2, 0, 0, 1, 1, 2, 9}, /* lda < M */
     {COL, N_, T_, 2, 0, 0, 1, 1, 2, 9},
-    {COL, T_, N_, 0, 0, 2, 1, 2, 1, 9},  /* lda < K */
+    {COL, T_, N_, 0, 0, 2, 1, 2, 1, 9}, /* lda < K */
     {COL, T_, T_, 0, 0, 2, 1, 1, 1, 9},
     {COL, N_, N_, 0, 0, 2, 1, 1, 1, 11}, /* ldb < K */
     {COL, T_, N_, 0, 0, 2, 2, 1, 1, 11},
@@ -108,9 +109,9 @@ static const errexit cases[] = {
     {ROW, T_, N_, 0, BAD, 0, 1, 1, 1, 5},
     {ROW, N_, N_, 0, 0, BAD, 1, 1, 1, 6},
     {ROW, N_, T_, 0, 0, BAD, 1, 1, 1, 6},
-    {ROW, N_, N_, 0, 0, 2, 1, 1, 1, 9},  /* lda < K */
+    {ROW, N_, N_, 0, 0, 2, 1, 1, 1, 9}, /* lda < K */
     {ROW, N_, T_, 0, 0, 2, 1, 2, 1, 9},
-    {ROW, T_, N_, 2, 0, 0, 1, 1, 1, 9},  /* lda < M */
+    {ROW, T_, N_, 2, 0, 0, 1, 1, 1, 9}, /* lda < M */
     {ROW, T_, T_, 2, 0, 0, 1, 1, 1, 9},
     {ROW, N_, N_, 0, 2, 0, 1, 1, 2, 11}, /* ldb < N */
     {ROW, T_, N_, 0, 2, 0, 1, 1, 2, 11},
@@ -121,18 +122,11 @@ static const errexit cases[] = {
 };
 
 static void run(const errexit *e, int dbl) {
-  float sa[4] = {0}, sb[4] = {0}, sc[4] = {0};
-  double da[4] = {0}, db[4] = {0}, dc[4] = {0};
   expect_rout = dbl ? "cblas_dgemm" : "cblas_sgemm";
   expect_info = e->info;
   handler_calls = 0;
-  RowMajorStrg = e->layout == ROW;  /* as the tester does before each call */
-  if (dbl)
-    cblas_dgemm((CBLAS_LAYOUT)e->layout, (CBLAS_TRANSPOSE)e->ta, (CBLAS_TRANSPOSE)e->tb, e->m, e->n, e->k, 1.0,
-                da, e->lda, db, e->ldb, 0.0, dc, e->ldc);
-  else
-    cblas_sgemm((CBLAS_LAYOUT)e->layout, (CBLAS_TRANSPOSE)e->ta, (CBLAS_TRANSPOSE)e->tb, e->m, e->n, e->k, 1.0f,
-                sa, e->lda, sb, e->ldb, 0.0f, sc, e->ldc);
+  RowMajorStrg = e->layout == ROW; /* as the tester does before each call */
+  call_cblas_gemm(dbl, e->layout, e->ta, e->tb, e->m, e->n, e->k, e->lda, e->ldb, e->ldc);
   if (handler_calls != 1) {
     printf("***** ILLEGAL VALUE OF PARAMETER NUMBER %d %s BY %s (%d handler calls) *****\n", e->info,
            handler_calls ? "REPORTED MORE THAN ONCE" : "NOT DETECTED", expect_rout, handler_calls);

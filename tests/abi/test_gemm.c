@@ -21,95 +21,78 @@
 
 static int failures;
 
-static void check(const bt_gemm_case *gc)
-{
-    if (failures >= MAX_REPORTED_FAILURES)
-        return; /* the test has failed already; spare the log */
-    if (!bt_gemm_check(gc))
-        ++failures;
+static void check(const bt_gemm_case *gc) {
+  if (failures >= MAX_REPORTED_FAILURES) return; /* the test has failed already; spare the log */
+  if (!bt_gemm_check(gc)) ++failures;
 }
 
-static int reset(void **state)
-{
-    (void)state;
-    failures = 0;
-    return 0;
+static int reset(void **state) {
+  (void)state;
+  failures = 0;
+  return 0;
 }
 
 /* Edge sizes of typical micro-kernel tiles and cache blocks, primes, 0, 1. */
-static int rand_dim(void)
-{
-    static const int special[] = {0,  1,  2,  3,  4,  5,   7,   8,   9,   13,  15,  16,  17,
-                                  23, 31, 32, 33, 47, 61,  64,  65,  96,  97,  127, 128, 129,
-                                  191, 193, 251, 255, 256, 257, 293};
-    int r = bt_rand_int(0, 99);
-    if (r < 35)
-        return special[bt_rand_int(0, (int)(sizeof special / sizeof *special) - 1)];
-    if (r < 45)
-        return bt_rand_int(1, 8);
-    return bt_rand_int(1, 300);
+static int rand_dim(void) {
+  static const int special[] = {0,  1,  2,  3,  4,  5,  7,   8,   9,   13,  15,  16,  17,  23,  31,  32, 33,
+                                47, 61, 64, 65, 96, 97, 127, 128, 129, 191, 193, 251, 255, 256, 257, 293};
+  int r = bt_rand_int(0, 99);
+  if (r < 35) return special[bt_rand_int(0, (int)(sizeof special / sizeof *special) - 1)];
+  if (r < 45) return bt_rand_int(1, 8);
+  return bt_rand_int(1, 300);
 }
 
-static int rand_pad(void)
-{
-    int r = bt_rand_int(0, 99);
-    return r < 40 ? 0 : r < 80 ? bt_rand_int(1, 8) : bt_rand_int(9, 67);
+static int rand_pad(void) {
+  int r = bt_rand_int(0, 99);
+  return r < 40 ? 0 : r < 80 ? bt_rand_int(1, 8) : bt_rand_int(9, 67);
 }
 
-static double rand_scalar(void)
-{
-    static const double fixed[] = {0.0, 1.0, -1.0, 0.5};
-    int r = bt_rand_int(0, 4);
-    return r < 4 ? fixed[r] : bt_rand_unit() * 2.0;
+static double rand_scalar(void) {
+  static const double fixed[] = {0.0, 1.0, -1.0, 0.5};
+  int r = bt_rand_int(0, 4);
+  return r < 4 ? fixed[r] : bt_rand_unit() * 2.0;
 }
 
-static char rand_trans(bool lowercase_ok)
-{
-    return lowercase_ok ? "NnTtCc"[bt_rand_int(0, 5)] : "NTC"[bt_rand_int(0, 2)];
+static char rand_trans(bool lowercase_ok) {
+  return lowercase_ok ? "NnTtCc"[bt_rand_int(0, 5)] : "NTC"[bt_rand_int(0, 2)];
 }
 
-static double rand_scale(void)
-{
-    return bt_rand_chance(10) ? ldexp(1.0, bt_rand_int(-20, 20)) : 1.0;
+static double rand_scale(void) { return bt_rand_chance(10) ? ldexp(1.0, bt_rand_int(-20, 20)) : 1.0; }
+
+static bt_gemm_case random_case(bt_api api, bool dbl) {
+  bt_gemm_case gc = {.api = api, .dbl = dbl};
+  gc.ta = rand_trans(api == BT_F77);
+  gc.tb = rand_trans(api == BT_F77);
+  gc.m = rand_dim();
+  gc.n = rand_dim();
+  gc.k = rand_dim();
+  gc.alpha = rand_scalar();
+  gc.beta = rand_scalar();
+  gc.scale_a = rand_scale();
+  gc.scale_b = rand_scale();
+  gc.c_special = gc.beta == 0.0 && bt_rand_chance(50);
+  gc.lda = bt_gemm_min_ld(&gc, 'A') + rand_pad();
+  gc.ldb = bt_gemm_min_ld(&gc, 'B') + rand_pad();
+  gc.ldc = bt_gemm_min_ld(&gc, 'C') + rand_pad();
+  return gc;
 }
 
-static bt_gemm_case random_case(bt_api api, bool dbl)
-{
-    bt_gemm_case gc = {.api = api, .dbl = dbl};
-    gc.ta = rand_trans(api == BT_F77);
-    gc.tb = rand_trans(api == BT_F77);
-    gc.m = rand_dim();
-    gc.n = rand_dim();
-    gc.k = rand_dim();
-    gc.alpha = rand_scalar();
-    gc.beta = rand_scalar();
-    gc.scale_a = rand_scale();
-    gc.scale_b = rand_scale();
-    gc.c_special = gc.beta == 0.0 && bt_rand_chance(50);
-    gc.lda = bt_gemm_min_ld(&gc, 'A') + rand_pad();
-    gc.ldb = bt_gemm_min_ld(&gc, 'B') + rand_pad();
-    gc.ldc = bt_gemm_min_ld(&gc, 'C') + rand_pad();
-    return gc;
-}
-
-static void random_cases(bt_api api, bool dbl, const char *stream, int count)
-{
-    bt_rng_reset(stream);
-    for (int i = 0; i < count; ++i) {
-        bt_gemm_case gc = random_case(api, dbl);
-        check(&gc);
-    }
-    assert_int_equal(failures, 0);
+static void random_cases(bt_api api, bool dbl, const char *stream, int count) {
+  bt_rng_reset(stream);
+  for (int i = 0; i < count; ++i) {
+    bt_gemm_case gc = random_case(api, dbl);
+    check(&gc);
+  }
+  assert_int_equal(failures, 0);
 }
 
 #define RANDOM_CASES 150
 
-#define RANDOM_TEST(name, api, dbl)                                                        \
-    static void name(void **s)                                                             \
-    {                                                                                      \
-        (void)s;                                                                           \
-        random_cases(api, dbl, #name, RANDOM_CASES);                                       \
-    }
+#define RANDOM_TEST(name, api, dbl)              \
+  static void name(void **s) {                   \
+    (void)s;                                     \
+    random_cases(api, dbl, #name, RANDOM_CASES); \
+  }
 
 RANDOM_TEST(sgemm_f77_random, BT_F77, false)
 RANDOM_TEST(dgemm_f77_random, BT_F77, true)
@@ -119,98 +102,86 @@ RANDOM_TEST(sgemm_cblas_row_random, BT_CBLAS_ROW, false)
 RANDOM_TEST(dgemm_cblas_row_random, BT_CBLAS_ROW, true)
 
 /* Every transpose pair on every small shape, where edge handling lives. */
-static void small_shapes_all_transposes(bt_api api, bool dbl, const char *stream)
-{
-    static const int dims[] = {0, 1, 2, 3, 5, 8, 17};
-    const int nd = (int)(sizeof dims / sizeof *dims);
-    const char *trans = api == BT_F77 ? "NtC" : "NTC";
-    bt_rng_reset(stream);
-    for (int im = 0; im < nd; ++im)
-        for (int in = 0; in < nd; ++in)
-            for (int ik = 0; ik < nd; ++ik)
-                for (int t = 0; t < 9; ++t) {
-                    bt_gemm_case gc = {.api = api, .dbl = dbl};
-                    gc.ta = trans[t / 3];
-                    gc.tb = trans[t % 3];
-                    gc.m = dims[im];
-                    gc.n = dims[in];
-                    gc.k = dims[ik];
-                    gc.alpha = rand_scalar();
-                    gc.beta = rand_scalar();
-                    gc.lda = bt_gemm_min_ld(&gc, 'A') + (t & 1);
-                    gc.ldb = bt_gemm_min_ld(&gc, 'B') + (t & 2);
-                    gc.ldc = bt_gemm_min_ld(&gc, 'C') + bt_rand_int(0, 3);
-                    check(&gc);
-                }
-    assert_int_equal(failures, 0);
+static void small_shapes_all_transposes(bt_api api, bool dbl, const char *stream) {
+  static const int dims[] = {0, 1, 2, 3, 5, 8, 17};
+  const int nd = (int)(sizeof dims / sizeof *dims);
+  const char *trans = api == BT_F77 ? "NtC" : "NTC";
+  bt_rng_reset(stream);
+  for (int im = 0; im < nd; ++im)
+    for (int in = 0; in < nd; ++in)
+      for (int ik = 0; ik < nd; ++ik)
+        for (int t = 0; t < 9; ++t) {
+          bt_gemm_case gc = {.api = api, .dbl = dbl};
+          gc.ta = trans[t / 3];
+          gc.tb = trans[t % 3];
+          gc.m = dims[im];
+          gc.n = dims[in];
+          gc.k = dims[ik];
+          gc.alpha = rand_scalar();
+          gc.beta = rand_scalar();
+          gc.lda = bt_gemm_min_ld(&gc, 'A') + (t & 1);
+          gc.ldb = bt_gemm_min_ld(&gc, 'B') + (t & 2);
+          gc.ldc = bt_gemm_min_ld(&gc, 'C') + bt_rand_int(0, 3);
+          check(&gc);
+        }
+  assert_int_equal(failures, 0);
 }
 
-static void small_shapes(void **s)
-{
-    (void)s;
-    small_shapes_all_transposes(BT_F77, false, "small sgemm_");
-    small_shapes_all_transposes(BT_F77, true, "small dgemm_");
-    small_shapes_all_transposes(BT_CBLAS_COL, false, "small cblas_sgemm col");
-    small_shapes_all_transposes(BT_CBLAS_ROW, true, "small cblas_dgemm row");
+static void small_shapes(void **s) {
+  (void)s;
+  small_shapes_all_transposes(BT_F77, false, "small sgemm_");
+  small_shapes_all_transposes(BT_F77, true, "small dgemm_");
+  small_shapes_all_transposes(BT_CBLAS_COL, false, "small cblas_sgemm col");
+  small_shapes_all_transposes(BT_CBLAS_ROW, true, "small cblas_dgemm row");
 }
 
 /* beta == 0 must overwrite C: NaN and Inf already in C never propagate. */
-static void beta_zero_ignores_nan_in_c(void **s)
-{
-    (void)s;
-    bt_rng_reset(__func__);
-    for (int api = BT_F77; api <= BT_CBLAS_ROW; ++api)
-        for (int dbl = 0; dbl < 2; ++dbl)
-            for (int i = 0; i < 12; ++i) {
-                bt_gemm_case gc = random_case((bt_api)api, dbl);
-                gc.beta = 0.0;
-                gc.c_special = true;
-                gc.alpha = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : bt_rand_unit();
-                check(&gc);
-            }
-    assert_int_equal(failures, 0);
+static void beta_zero_ignores_nan_in_c(void **s) {
+  (void)s;
+  bt_rng_reset(__func__);
+  for (int api = BT_F77; api <= BT_CBLAS_ROW; ++api)
+    for (int dbl = 0; dbl < 2; ++dbl)
+      for (int i = 0; i < 12; ++i) {
+        bt_gemm_case gc = random_case((bt_api)api, dbl);
+        gc.beta = 0.0;
+        gc.c_special = true;
+        gc.alpha = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : bt_rand_unit();
+        check(&gc);
+      }
+  assert_int_equal(failures, 0);
 }
 
 /* Shapes large enough to cross cache blocking and to be split over threads,
  * plus degenerate-but-large ones (vectors, very long k). */
-static void large_shapes(void **s)
-{
-    (void)s;
-    bt_rng_reset(__func__);
-    const bt_gemm_case cases[] = {
-        /* api, double, ta, tb, m, n, k, lda, ldb, ldc (0 = minimal), alpha, beta,
-         * scale_a, scale_b, C NaN/Inf */
-        {BT_F77, false, 'N', 'N', 1000, 1000, 1000, 0, 0, 0, 1.0, 0.0, 0, 0, false},
-        {BT_CBLAS_ROW, true, 'T', 'N', 1000, 1000, 1000, 1003, 1000, 1017, -0.5, 1.0, 0, 0,
-         false},
-        {BT_F77, false, 't', 'c', 517, 1031, 389, 400, 1040, 520, 1.25, -1.0, 0, 0, false},
-        {BT_CBLAS_COL, false, 'N', 'T', 2000, 1, 300, 0, 0, 0, 1.0, 0.5, 0, 0, false},
-        {BT_CBLAS_ROW, false, 'N', 'N', 1, 2000, 300, 0, 0, 0, 1.0, 0.0, 0, 0, true},
-        {BT_F77, true, 'N', 'T', 64, 64, 4099, 0, 0, 0, 1.0, 1.0, 0, 0, false},
-        {BT_F77, false, 'T', 'N', 33, 35, 20000, 0, 0, 0, -1.0, 0.0, 0, 0, true},
-        {BT_CBLAS_COL, true, 'N', 'N', 1025, 513, 257, 1100, 0, 1030, 0.75, 0.25, 0, 0,
-         false},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i)
-        check(&cases[i]);
-    assert_int_equal(failures, 0);
+static void large_shapes(void **s) {
+  (void)s;
+  bt_rng_reset(__func__);
+  const bt_gemm_case cases[] = {
+      /* api, double, ta, tb, m, n, k, lda, ldb, ldc (0 = minimal), alpha, beta,
+       * scale_a, scale_b, C NaN/Inf */
+      {BT_F77, false, 'N', 'N', 1000, 1000, 1000, 0, 0, 0, 1.0, 0.0, 0, 0, false},
+      {BT_CBLAS_ROW, true, 'T', 'N', 1000, 1000, 1000, 1003, 1000, 1017, -0.5, 1.0, 0, 0, false},
+      {BT_F77, false, 't', 'c', 517, 1031, 389, 400, 1040, 520, 1.25, -1.0, 0, 0, false},
+      {BT_CBLAS_COL, false, 'N', 'T', 2000, 1, 300, 0, 0, 0, 1.0, 0.5, 0, 0, false},
+      {BT_CBLAS_ROW, false, 'N', 'N', 1, 2000, 300, 0, 0, 0, 1.0, 0.0, 0, 0, true},
+      {BT_F77, true, 'N', 'T', 64, 64, 4099, 0, 0, 0, 1.0, 1.0, 0, 0, false},
+      {BT_F77, false, 'T', 'N', 33, 35, 20000, 0, 0, 0, -1.0, 0.0, 0, 0, true},
+      {BT_CBLAS_COL, true, 'N', 'N', 1025, 513, 257, 1100, 0, 1030, 0.75, 0.25, 0, 0, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) check(&cases[i]);
+  assert_int_equal(failures, 0);
 }
 
-int main(void)
-{
-    const char *threads = getenv("HCOPS_NUM_THREADS");
-    printf("# test_gemm: seed 0x%llx, HCOPS_NUM_THREADS=%s, reference %s\n",
-           (unsigned long long)bt_seed(), threads ? threads : "<unset>", bt_ref_path());
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(small_shapes, reset),
-        cmocka_unit_test_setup(sgemm_f77_random, reset),
-        cmocka_unit_test_setup(dgemm_f77_random, reset),
-        cmocka_unit_test_setup(sgemm_cblas_col_random, reset),
-        cmocka_unit_test_setup(dgemm_cblas_col_random, reset),
-        cmocka_unit_test_setup(sgemm_cblas_row_random, reset),
-        cmocka_unit_test_setup(dgemm_cblas_row_random, reset),
-        cmocka_unit_test_setup(beta_zero_ignores_nan_in_c, reset),
-        cmocka_unit_test_setup(large_shapes, reset),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+int main(void) {
+  const char *threads = getenv("HCOPS_NUM_THREADS");
+  printf("# test_gemm: seed 0x%llx, HCOPS_NUM_THREADS=%s, reference %s\n", (unsigned long long)bt_seed(),
+         threads ? threads : "<unset>", bt_ref_path());
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(small_shapes, reset),           cmocka_unit_test_setup(sgemm_f77_random, reset),
+      cmocka_unit_test_setup(dgemm_f77_random, reset),       cmocka_unit_test_setup(sgemm_cblas_col_random, reset),
+      cmocka_unit_test_setup(dgemm_cblas_col_random, reset), cmocka_unit_test_setup(sgemm_cblas_row_random, reset),
+      cmocka_unit_test_setup(dgemm_cblas_row_random, reset), cmocka_unit_test_setup(beta_zero_ignores_nan_in_c, reset),
+      cmocka_unit_test_setup(large_shapes, reset),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

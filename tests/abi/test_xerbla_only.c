@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cblas.h"
+#include "cblas_gemm_call.h"
 
 extern int RowMajorStrg;
 extern int CBLAS_CallFromC;
@@ -71,22 +72,22 @@ static int check(const char *what, int want_info, const char *want_name, int wan
   if (want_info == 0) {
     fail = got.calls != 0;
   } else {
-    fail = got.calls != 1 || got.info != want_info || strcmp(got.name, want_name) != 0 ||
-           got.row_major != want_row || got.from_c != want_from_c;
+    fail = got.calls != 1 || got.info != want_info || strcmp(got.name, want_name) != 0 || got.row_major != want_row ||
+           got.from_c != want_from_c;
   }
   if (RowMajorStrg || CBLAS_CallFromC) fail = 1;
   if (fail)
-    printf("FAIL %s: expected %d xerbla_ call(s) (%s, %d, RowMajorStrg %d, CBLAS_CallFromC %d); got %d (%s, %d, "
-           "RowMajorStrg %d, CBLAS_CallFromC %d); after the call RowMajorStrg %d, CBLAS_CallFromC %d\n",
-           what, want_info != 0, want_name, want_info, want_row, want_from_c, got.calls, got.name, got.info,
-           got.row_major, got.from_c, RowMajorStrg, CBLAS_CallFromC);
+    printf(
+        "FAIL %s: expected %d xerbla_ call(s) (%s, %d, RowMajorStrg %d, CBLAS_CallFromC %d); got %d (%s, %d, "
+        "RowMajorStrg %d, CBLAS_CallFromC %d); after the call RowMajorStrg %d, CBLAS_CallFromC %d\n",
+        what, want_info != 0, want_name, want_info, want_row, want_from_c, got.calls, got.name, got.info, got.row_major,
+        got.from_c, RowMajorStrg, CBLAS_CallFromC);
   return fail;
 }
 
 int main(void) {
   int failures = 0;
   float sa[4] = {0}, sb[4] = {0}, sc[4] = {0};
-  double da[4] = {0}, db[4] = {0}, dc[4] = {0};
   char what[160];
 
   /* The Fortran entry point itself: not from C. */
@@ -102,12 +103,7 @@ int main(void) {
       memset(&got, 0, sizeof got);
       snprintf(what, sizeof what, "cblas_%cgemm(layout %d, %d, %d, M %d, N %d, K %d, lda %d, ldb %d, ldc %d)",
                dbl ? 'd' : 's', c->layout, c->ta, c->tb, c->m, c->n, c->k, c->lda, c->ldb, c->ldc);
-      if (dbl)
-        cblas_dgemm((CBLAS_LAYOUT)c->layout, (CBLAS_TRANSPOSE)c->ta, (CBLAS_TRANSPOSE)c->tb, c->m, c->n, c->k, 1.0,
-                    da, c->lda, db, c->ldb, 0.0, dc, c->ldc);
-      else
-        cblas_sgemm((CBLAS_LAYOUT)c->layout, (CBLAS_TRANSPOSE)c->ta, (CBLAS_TRANSPOSE)c->tb, c->m, c->n, c->k,
-                    1.0f, sa, c->lda, sb, c->ldb, 0.0f, sc, c->ldc);
+      call_cblas_gemm(dbl, c->layout, c->ta, c->tb, c->m, c->n, c->k, c->lda, c->ldb, c->ldc);
       failures += check(what, c->info, dbl ? "DGEMM" : "SGEMM", c->layout == ROW, 1);
     }
   printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);

@@ -29,8 +29,8 @@ void xerbla_(const char *srname, const int *info, size_t len) {
 
 static int expect(const char *call, const char *name, int info) {
   int ok = calls == 1 && last_info == info && strcmp(last_name, name) == 0;
-  printf("%s: %s reported to the module's xerbla_ (%d call(s), last %s %d; expected %s %d)\n",
-         ok ? "PASS" : "FAIL", call, calls, last_name, last_info, name, info);
+  printf("%s: %s reported to the module's xerbla_ (%d call(s), last %s %d; expected %s %d)\n", ok ? "PASS" : "FAIL",
+         call, calls, last_name, last_info, name, info);
   calls = last_info = 0;
   last_name[0] = '\0';
   return !ok;

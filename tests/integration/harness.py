@@ -45,6 +45,20 @@ def library_or_exit():
     return os.path.abspath(lib)
 
 
+def numpy_main(child, parent):
+    """The main() of a numpy test: `child()` in the child process (--child),
+    else `parent(library, Report())`, or an automake skip (77) when this
+    python3 cannot import numpy."""
+    if sys.argv[1:2] == ["--child"]:
+        return child()
+    try:
+        import numpy  # noqa: F401
+    except ImportError as e:
+        print(f"SKIP: numpy cannot be imported by {sys.executable}: {e}")
+        return 77
+    return parent(library_or_exit(), Report())
+
+
 def run_child(script, args, lib, threads):
     """Runs `script --child ARGS`, preloading `lib` (None: no preload) with HCOPS_VERBOSE=1."""
     env = dict(os.environ)

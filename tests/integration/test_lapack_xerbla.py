@@ -20,8 +20,8 @@ from harness import emit
 
 try:
     import numpy as np
-except ImportError as e:  # the parent turns this into an automake skip
-    np, NUMPY_IMPORT_ERROR = None, e
+except ImportError:  # harness.numpy_main turns this into an automake skip
+    np = None
 
 
 # ---------------------------------------------------------------- child side
@@ -60,14 +60,7 @@ def outcomes(res):
     return {r["name"]: r["outcome"] for r in res["records"] if "name" in r}
 
 
-def main():
-    if sys.argv[1:2] == ["--child"]:
-        return child()
-    if np is None:
-        print(f"SKIP: numpy cannot be imported by {sys.executable}: {NUMPY_IMPORT_ERROR}")
-        return 77
-    lib = harness.library_or_exit()
-    report = harness.Report()
+def parent(lib, report):
     plain = harness.run_child(__file__, [], None, 1)
     harness.check_completed(report, "without HCOps", plain)
     preloaded = harness.run_child(__file__, [], lib, 1)
@@ -81,4 +74,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.numpy_main(child, parent))

@@ -19,8 +19,8 @@ from harness import emit
 
 try:
     import numpy as np
-except ImportError as e:  # the parent turns this into an automake skip
-    np, NUMPY_IMPORT_ERROR = None, e
+except ImportError:  # harness.numpy_main turns this into an automake skip
+    np = None
 
 THREADS = 2
 
@@ -90,14 +90,7 @@ def child():
 
 # --------------------------------------------------------------- parent side
 
-def main():
-    if sys.argv[1:2] == ["--child"]:
-        return child()
-    if np is None:
-        print(f"SKIP: numpy cannot be imported by {sys.executable}: {NUMPY_IMPORT_ERROR}")
-        return 77
-    lib = harness.library_or_exit()
-    report = harness.Report()
+def parent(lib, report):
     res = harness.run_child(__file__, [], lib, THREADS)
     harness.check_completed(report, "preloaded", res)
     harness.check_records(report, res)
@@ -105,4 +98,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.numpy_main(child, parent))

@@ -81,7 +81,7 @@ static void workload(void) {
 int main(int argc, char **argv) {
   workload();
   for (int i = 1; i < argc; ++i) {
-    size_t (*stat)(const char *) = (size_t (*)(const char *))fn("hcops_mem_stat");
+    size_t (*stat)(const char *) = (size_t(*)(const char *))fn("hcops_mem_stat");
     if (!strncmp(argv[i], "stat:", 5)) {
       printf("%s=%zu\n", argv[i] + 5, stat(argv[i] + 5));
     } else if (!strcmp(argv[i], "info")) {

@@ -107,7 +107,7 @@ static void base_block_is_not(void **state) {
   char *p = block_under("base", n);
   assert_int_equal(hcops_mem_stat("bytes.base"), before + n);
   const struct vma v = vma_of(p);
-  assert_true(v.rss >= 64 * 1024); /* touched... */
+  assert_true(v.rss >= 64 * 1024);  /* touched... */
   assert_int_equal(v.anon_huge, 0); /* ... with small pages only */
   free(p);
 }

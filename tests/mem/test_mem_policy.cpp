@@ -49,9 +49,9 @@ void test_sizes(void **) {
   struct {
     const char *text;
     std::size_t value, used;
-  } ok[] = {{"12", 12, 2},        {"7b", 7, 2},       {"4K", 4 * K, 2},      {"4k", 4 * K, 2},
-            {"4KiB", 4 * K, 4},   {"4KB", 4 * K, 3},  {"10M", 10 * M, 3},    {"10MiB-", 10 * M, 5},
-            {"3G:", 3 * G, 2},    {"2T", 2 * G * K, 2}, {"0", 0, 1}};
+  } ok[] = {{"12", 12, 2},      {"7b", 7, 2},         {"4K", 4 * K, 2},   {"4k", 4 * K, 2},
+            {"4KiB", 4 * K, 4}, {"4KB", 4 * K, 3},    {"10M", 10 * M, 3}, {"10MiB-", 10 * M, 5},
+            {"3G:", 3 * G, 2},  {"2T", 2 * G * K, 2}, {"0", 0, 1}};
   for (const auto &c : ok) {
     std::size_t v = 1;
     assert_int_equal(mem::parse_size(c.text, v), c.used);
@@ -141,18 +141,18 @@ void test_malformed_positions(void **) {
     const char *what;  // a word of the message
   } cases[] = {
       {"", 0, "empty"},
-      {"2M-:fast,thq", 9, "unknown word"},      // the 't' of "thq"
-      {"2M:fast", 2, "'-'"},                    // a bare size is not a range
-      {"4M-2M:fast", 3, "empty size range"},    // the upper bound that empties it
+      {"2M-:fast,thq", 9, "unknown word"},    // the 't' of "thq"
+      {"2M:fast", 2, "'-'"},                  // a bare size is not a range
+      {"4M-2M:fast", 3, "empty size range"},  // the upper bound that empties it
       {"2M-2M:fast", 3, "empty size range"},
-      {"bind", 4, "node list"},                 // where the ':' should be
+      {"bind", 4, "node list"},  // where the ':' should be
       {"bind:", 5, "node number"},
-      {"bind:3-1", 7, "ends before"},           // the bound that is below the start
+      {"bind:3-1", 7, "ends before"},  // the bound that is below the start
       {"bind:0-,thp", 7, "node number"},
       {"bind:1024", 5, "too large"},
       {"bind:18446744073709551617", 5, "too large"},  // 2^64 + 1 must not wrap to node 1
       {"bind:0-18446744073709551618", 7, "too large"},
-      {"fast,ddr", 5, "second placement"},      // the second one
+      {"fast,ddr", 5, "second placement"},  // the second one
       {"thp,fast,base", 9, "second page kind"},
       {"fast;;ddr", 5, "expected a placement"},
       {"fast ddr", 5, "';'"},
@@ -165,8 +165,7 @@ void test_malformed_positions(void **) {
     mem::ParseError err;
     if (mem::parse_policy(c.text, p, err)) fail_msg("\"%s\" accepted", c.text);
     if (err.pos != c.pos || err.what.find(c.what) == std::string::npos)
-      fail_msg("\"%s\": got \"%s\" at %zu, want \"...%s...\" at %zu", c.text, err.what.c_str(), err.pos, c.what,
-               c.pos);
+      fail_msg("\"%s\": got \"%s\" at %zu, want \"...%s...\" at %zu", c.text, err.what.c_str(), err.pos, c.what, c.pos);
     // A failed parse leaves the previous policy as it was.
     assert_int_equal(p.rules.size(), 1);
     assert_true(p.rules[0].place == mem::Place::ddr);

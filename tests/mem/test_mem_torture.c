@@ -123,7 +123,7 @@ static int verify_prefix(const unsigned char *p, size_t old_n, size_t n, uint64_
   return 0;
 }
 
-#define FAIL(w, ...) (snprintf((w)->error, sizeof (w)->error, __VA_ARGS__), -1)
+#define FAIL(w, ...) (snprintf((w)->error, sizeof(w)->error, __VA_ARGS__), -1)
 
 /* A new block by one of the entry points, checked for alignment and size. */
 static int allocate(struct worker *w, struct block *b) {
@@ -137,7 +137,9 @@ static int allocate(struct worker *w, struct block *b) {
     case 0: p = malloc(n); break;
     case 1: p = calloc(1, n), zero = 1; break;
     case 2: p = realloc(NULL, n); break;
-    case 3: if (posix_memalign(&p, a, n)) p = NULL; break;
+    case 3:
+      if (posix_memalign(&p, a, n)) p = NULL;
+      break;
     case 4: p = aligned_alloc(a, n); break;
     case 5: p = memalign(a, n); break;
     case 6: p = valloc(n); break;
@@ -146,7 +148,9 @@ static int allocate(struct worker *w, struct block *b) {
   }
   if (!p) return FAIL(w, "allocation of %zu failed", n);
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const size_t want = how >= 3 && how <= 5 ? a : how == 6 || how == 7 ? page : 16; /* glibc's malloc alignment otherwise */
+  const size_t want = how >= 3 && how <= 5   ? a
+                      : how == 6 || how == 7 ? page
+                                             : 16; /* glibc's malloc alignment otherwise */
   if (how == 7 && malloc_usable_size(p) < (n + page - 1) / page * page)
     return FAIL(w, "pvalloc(%zu): usable size %zu not rounded to pages", n, malloc_usable_size(p));
   if ((uintptr_t)p % want) return FAIL(w, "%p not aligned to %zu", p, want);

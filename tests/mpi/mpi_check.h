@@ -8,22 +8,21 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#define MPI_CHECK_REPORT(...)                                                   \
-  do {                                                                          \
-    if (++failures <= 25) {                                                     \
-      char msg_[400];                                                           \
-      int n_ = snprintf(msg_, sizeof msg_, "rank %d: FAIL: ", rank);            \
-      n_ += snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, __VA_ARGS__);         \
-      if (n_ < (int)sizeof msg_)                                                \
-        snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, "  (line %d)", __LINE__); \
-      fprintf(stderr, "%s\n", msg_);                                            \
-    }                                                                           \
+#define MPI_CHECK_REPORT(...)                                                                            \
+  do {                                                                                                   \
+    if (++failures <= 25) {                                                                              \
+      char msg_[400];                                                                                    \
+      int n_ = snprintf(msg_, sizeof msg_, "rank %d: FAIL: ", rank);                                     \
+      n_ += snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, __VA_ARGS__);                                  \
+      if (n_ < (int)sizeof msg_) snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, "  (line %d)", __LINE__); \
+      fprintf(stderr, "%s\n", msg_);                                                                     \
+    }                                                                                                    \
   } while (0)
 
-#define CHECK(cond, ...)                             \
-  do {                                               \
-    ++checks;                                        \
-    if (!(cond)) MPI_CHECK_REPORT(__VA_ARGS__);      \
+#define CHECK(cond, ...)                        \
+  do {                                          \
+    ++checks;                                   \
+    if (!(cond)) MPI_CHECK_REPORT(__VA_ARGS__); \
   } while (0)
 
 /* Sums checks and failures over MPI_COMM_WORLD with PMPI (never offloaded,

@@ -66,10 +66,41 @@ static uint64_t mix(uint64_t x) {  // splitmix64
 
 /* ---- predefined types ---- */
 enum { K_SIGNED, K_UNSIGNED, K_FLOAT, K_COMPLEX, K_BOOL, K_BYTE, K_PAIR };
-enum { T_INT, T_LONG, T_FLOAT, T_DOUBLE, T_CHAR, T_SCHAR, T_UNSIGNED, T_INT64, T_BOOL, T_BYTE,
-       T_SHORT, T_USHORT, T_ULONG, T_LLONG, T_ULLONG, T_UCHAR, T_LDOUBLE, T_INT8, T_INT16, T_INT32,
-       T_UINT8, T_UINT16, T_UINT32, T_UINT64, T_CFLOAT, T_CDOUBLE,
-       T_2INT, T_DOUBLE_INT, T_FLOAT_INT, T_LONG_INT, T_SHORT_INT, T_LDOUBLE_INT, NTYPES };
+enum {
+  T_INT,
+  T_LONG,
+  T_FLOAT,
+  T_DOUBLE,
+  T_CHAR,
+  T_SCHAR,
+  T_UNSIGNED,
+  T_INT64,
+  T_BOOL,
+  T_BYTE,
+  T_SHORT,
+  T_USHORT,
+  T_ULONG,
+  T_LLONG,
+  T_ULLONG,
+  T_UCHAR,
+  T_LDOUBLE,
+  T_INT8,
+  T_INT16,
+  T_INT32,
+  T_UINT8,
+  T_UINT16,
+  T_UINT32,
+  T_UINT64,
+  T_CFLOAT,
+  T_CDOUBLE,
+  T_2INT,
+  T_DOUBLE_INT,
+  T_FLOAT_INT,
+  T_LONG_INT,
+  T_SHORT_INT,
+  T_LDOUBLE_INT,
+  NTYPES
+};
 struct tinfo {
   MPI_Datatype type;
   const char *name;
@@ -77,12 +108,30 @@ struct tinfo {
 };
 static struct tinfo types[NTYPES];
 
-struct d_int { double v; int i; };
-struct f_int { float v; int i; };
-struct l_int { long v; int i; };
-struct i_int { int v; int i; };
-struct s_int { short v; int i; };
-struct ld_int { long double v; int i; };
+struct d_int {
+  double v;
+  int i;
+};
+struct f_int {
+  float v;
+  int i;
+};
+struct l_int {
+  long v;
+  int i;
+};
+struct i_int {
+  int v;
+  int i;
+};
+struct s_int {
+  short v;
+  int i;
+};
+struct ld_int {
+  long double v;
+  int i;
+};
 
 static void init_types(void) {
   const struct tinfo t[NTYPES] = {
@@ -228,23 +277,24 @@ enum { O_SUM, O_PROD, O_MIN, O_MAX, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR
 static const struct {
   MPI_Op op;
   const char *name;
-} ops[NOPS] = {{MPI_SUM, "SUM"},   {MPI_PROD, "PROD"}, {MPI_MIN, "MIN"},   {MPI_MAX, "MAX"},
-               {MPI_LAND, "LAND"}, {MPI_LOR, "LOR"},   {MPI_LXOR, "LXOR"}, {MPI_BAND, "BAND"},
+} ops[NOPS] = {{MPI_SUM, "SUM"},   {MPI_PROD, "PROD"}, {MPI_MIN, "MIN"},       {MPI_MAX, "MAX"},
+               {MPI_LAND, "LAND"}, {MPI_LOR, "LOR"},   {MPI_LXOR, "LXOR"},     {MPI_BAND, "BAND"},
                {MPI_BOR, "BOR"},   {MPI_BXOR, "BXOR"}, {MPI_MINLOC, "MINLOC"}, {MPI_MAXLOC, "MAXLOC"}};
 
 static bool valid(int oid, int tid) {
   const int k = types[tid].kind;
   switch (oid) {
-    case O_SUM: case O_PROD:
-      return k == K_SIGNED || k == K_UNSIGNED || k == K_FLOAT || k == K_COMPLEX;
-    case O_MIN: case O_MAX:
-      return k == K_SIGNED || k == K_UNSIGNED || k == K_FLOAT;
-    case O_LAND: case O_LOR: case O_LXOR:
-      return (k == K_SIGNED && tid != T_CHAR) || k == K_UNSIGNED || k == K_BOOL;
-    case O_BAND: case O_BOR: case O_BXOR:
-      return (k == K_SIGNED && tid != T_CHAR) || k == K_UNSIGNED || k == K_BYTE;
-    default:
-      return k == K_PAIR;
+    case O_SUM:
+    case O_PROD: return k == K_SIGNED || k == K_UNSIGNED || k == K_FLOAT || k == K_COMPLEX;
+    case O_MIN:
+    case O_MAX: return k == K_SIGNED || k == K_UNSIGNED || k == K_FLOAT;
+    case O_LAND:
+    case O_LOR:
+    case O_LXOR: return (k == K_SIGNED && tid != T_CHAR) || k == K_UNSIGNED || k == K_BOOL;
+    case O_BAND:
+    case O_BOR:
+    case O_BXOR: return (k == K_SIGNED && tid != T_CHAR) || k == K_UNSIGNED || k == K_BYTE;
+    default: return k == K_PAIR;
   }
 }
 
@@ -265,9 +315,14 @@ static void fill(int tid, int oid, void *buf, size_t count, int seed) {
         if (unsig) v = v < 0 ? -v : v;
         break;
       }
-      case O_MIN: case O_MAX: v = unsig ? (long)(h % 201) : (long)(h % 201) - 100; break;
-      case O_LAND: case O_LOR: case O_LXOR: v = (long)(h % 3); break;  // 0, 1 or 2 (true, not 1)
-      case O_BAND: case O_BOR: case O_BXOR:
+      case O_MIN:
+      case O_MAX: v = unsig ? (long)(h % 201) : (long)(h % 201) - 100; break;
+      case O_LAND:
+      case O_LOR:
+      case O_LXOR: v = (long)(h % 3); break;  // 0, 1 or 2 (true, not 1)
+      case O_BAND:
+      case O_BOR:
+      case O_BXOR:
         v = narrow ? (long)(h & 0x7f) : unsig ? (long)(h & 0xffffffffu) : (long)(h >> 2);
         if (tid == T_INT) v = (int)(h >> 33);
         if (tid == T_BYTE) v = (long)(h & 0xff);
@@ -405,7 +460,8 @@ static void random_floats(MPI_Comm comm, MPI_Datatype type, int count, int seed)
   const size_t s = size_of(type), bytes = (size_t)(count > 0 ? count : 1) * s;
   unsigned char *send = malloc(bytes), *iref = malloc(bytes), *ref = malloc(bytes), *out = malloc(bytes);
   for (int i = 0; i < count; ++i) {
-    const double v = (double)(mix(((uint64_t)seed << 40) ^ ((uint64_t)rank << 32) ^ (uint64_t)i) >> 11) / 9007199254740992.0 - 0.5;
+    const double v =
+        (double)(mix(((uint64_t)seed << 40) ^ ((uint64_t)rank << 32) ^ (uint64_t)i) >> 11) / 9007199254740992.0 - 0.5;
     if (type == MPI_FLOAT) ((float *)send)[i] = (float)v;
     else ((double *)send)[i] = v * 1e3;
   }
@@ -461,8 +517,10 @@ static void matmul(void *in, void *inout, int *len, MPI_Datatype *type) {
   for (int e = 0; e < *len; ++e) {
     const int *a = (const int *)in + 4 * e;
     int *b = (int *)inout + 4 * e;
-    const long r0 = ((long)a[0] * b[0] + (long)a[1] * b[2]) % 65521, r1 = ((long)a[0] * b[1] + (long)a[1] * b[3]) % 65521;
-    const long r2 = ((long)a[2] * b[0] + (long)a[3] * b[2]) % 65521, r3 = ((long)a[2] * b[1] + (long)a[3] * b[3]) % 65521;
+    const long r0 = ((long)a[0] * b[0] + (long)a[1] * b[2]) % 65521,
+               r1 = ((long)a[0] * b[1] + (long)a[1] * b[3]) % 65521;
+    const long r2 = ((long)a[2] * b[0] + (long)a[3] * b[2]) % 65521,
+               r3 = ((long)a[2] * b[1] + (long)a[3] * b[3]) % 65521;
     b[0] = (int)r0, b[1] = (int)r1, b[2] = (int)r2, b[3] = (int)r3;
   }
 }
@@ -491,7 +549,8 @@ static void user_ops(MPI_Comm comm, const char *where) {
   const int ncounts[] = {0, 1, 1000, 16384, 16385, 300000};
   for (int c = 0; c < 6; ++c) {
     const int n = ncounts[c];
-    uint32_t *send = malloc(4 * (size_t)(n + 1)), *ref = malloc(4 * (size_t)(n + 1)), *out = malloc(4 * (size_t)(n + 1));
+    uint32_t *send = malloc(4 * (size_t)(n + 1)), *ref = malloc(4 * (size_t)(n + 1)),
+             *out = malloc(4 * (size_t)(n + 1));
     for (int i = 0; i < n; ++i) send[i] = (uint32_t)mix((uint64_t)rank * 1000003 + (uint64_t)i);
     PMPI_Allreduce(send, ref, n, MPI_UINT32_T, usum, comm);
     for (int way = 0; way < 3; ++way) {
@@ -676,8 +735,10 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int level;
-  } levels[] = {{"none", MPI_THREAD_SINGLE},         {"single", MPI_THREAD_SINGLE},
-                {"funneled", MPI_THREAD_FUNNELED},   {"serialized", MPI_THREAD_SERIALIZED},
+  } levels[] = {{"none", MPI_THREAD_SINGLE},
+                {"single", MPI_THREAD_SINGLE},
+                {"funneled", MPI_THREAD_FUNNELED},
+                {"serialized", MPI_THREAD_SERIALIZED},
                 {"multiple", MPI_THREAD_MULTIPLE}};
   int want = -1, lvl = 0;
   for (int i = 0; i < 5; ++i)

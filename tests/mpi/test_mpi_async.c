@@ -141,8 +141,7 @@ static int run_thread(void) {
       sched_getaffinity(0, sizeof mine, &mine);
       core_of(cpu, &core);
       CPU_AND(&core, &core, &mine);
-      CHECK(CPU_COUNT(&core) == 0, "HCOPS_MPI_EXCLUSIVE=1: the main thread may still run on the core of CPU %d",
-            cpu);
+      CHECK(CPU_COUNT(&core) == 0, "HCOPS_MPI_EXCLUSIVE=1: the main thread may still run on the core of CPU %d", cpu);
     }
   }
   return 0;

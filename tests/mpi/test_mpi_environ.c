@@ -62,10 +62,8 @@ static void missing(const char *stage, char sign, const Env *a, const Env *b) {
   for (size_t i = 0; i < a->n; ++i) {
     const bool found = bsearch(&a->vars[i], b->vars, b->n, sizeof *b->vars, by_text) != NULL;
     if (found) continue;
-    if (is_hcops(a->vars[i]))
-      CHECK(0, "%s: %c%s: a HCOPS_ variable changed", stage, sign, a->vars[i]);
-    else
-      printf("rank %d: %s: %c%s\n", rank, stage, sign, a->vars[i]);
+    if (is_hcops(a->vars[i])) CHECK(0, "%s: %c%s: a HCOPS_ variable changed", stage, sign, a->vars[i]);
+    else printf("rank %d: %s: %c%s\n", rank, stage, sign, a->vars[i]);
   }
 }
 

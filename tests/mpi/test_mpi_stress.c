@@ -52,12 +52,12 @@ static long checks, failures;
 static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
 
 // Threads check concurrently: the shared counters under a lock.
-#define LOCKED_CHECK(cond, ...)          \
-  do {                                   \
-    const bool ok_ = (cond);             \
-    pthread_mutex_lock(&check_mu);       \
-    CHECK(ok_, __VA_ARGS__);             \
-    pthread_mutex_unlock(&check_mu);     \
+#define LOCKED_CHECK(cond, ...)      \
+  do {                               \
+    const bool ok_ = (cond);         \
+    pthread_mutex_lock(&check_mu);   \
+    CHECK(ok_, __VA_ARGS__);         \
+    pthread_mutex_unlock(&check_mu); \
   } while (0)
 
 static uint64_t mix(uint64_t x) {  // splitmix64
@@ -72,7 +72,9 @@ static uint64_t rng_state;
 static unsigned rnd(unsigned n) { return (unsigned)(mix(rng_state++) % n); }
 
 /* Input element i of collective `k` on world rank r. */
-static int input(int r, int k, int i) { return (int)(mix(((uint64_t)k << 40) ^ ((uint64_t)r << 32) ^ (uint64_t)i) & 0xfffff); }
+static int input(int r, int k, int i) {
+  return (int)(mix(((uint64_t)k << 40) ^ ((uint64_t)r << 32) ^ (uint64_t)i) & 0xfffff);
+}
 
 static const MPI_Op the_ops[3] = {MPI_SUM, MPI_MAX, MPI_BXOR};
 
@@ -126,13 +128,21 @@ static long n_completed;
 static int sizes(unsigned h) {
   static const int s[] = {1, 3, 64, 1000, 4000, 16384, 20000, 0};
   const unsigned w = h % 100;
-  return w < 20 ? s[0] : w < 35 ? s[1] : w < 55 ? s[2] : w < 75 ? s[3] : w < 88 ? s[4] : w < 93 ? s[5] : w < 98 ? s[6] : s[7];
+  return w < 20   ? s[0]
+         : w < 35 ? s[1]
+         : w < 55 ? s[2]
+         : w < 75 ? s[3]
+         : w < 88 ? s[4]
+         : w < 93 ? s[5]
+         : w < 98 ? s[6]
+                  : s[7];
 }
 
 static void verify(struct entry *e, const char *how) {
   if (e->kind == K_COLL) {
     const int bad = check_result(&comms[e->comm], e->k, e->op, e->buf, e->count);
-    LOCKED_CHECK(bad < 0, "collective %d (comm %d, count %d) completed by %s: element %d wrong", e->k, e->comm, e->count, how, bad);
+    LOCKED_CHECK(bad < 0, "collective %d (comm %d, count %d) completed by %s: element %d wrong", e->k, e->comm,
+                 e->count, how, bad);
   } else if (e->kind == K_RECV) {
     int bad = -1;
     for (int i = 0; i < e->count && bad < 0; ++i)
@@ -164,7 +174,7 @@ static int pick(int *idx, int n) {
 }
 
 static void complete_some(void) {
-  int idx[24];  // at most 20 picked
+  int idx[24];           // at most 20 picked
   MPI_Request reqs[48];  // the picked ones and up to 20 nulls
   MPI_Status st[48];
   int outidx[48];
@@ -234,7 +244,8 @@ static void complete_some(void) {
         if (map[q] >= 0) completed(map[q], "MPI_Testall");
       break;
     }
-    case 6: case 7: {
+    case 6:
+    case 7: {
       LOCKED_CHECK(MPI_Waitall(n, reqs, st) == MPI_SUCCESS, "MPI_Waitall failed");
       for (int q = 0; q < n; ++q) {
         LOCKED_CHECK(reqs[q] == MPI_REQUEST_NULL, "MPI_Waitall left request %d", q);
@@ -420,8 +431,8 @@ static void *thread_main(void *p) {
     for (int q = 0; q < BATCH; ++q) {
       LOCKED_CHECK(reqs[q] == MPI_REQUEST_NULL, "thread %d: request left", a->t);
       const int bad = check_result(&a->ci, ks[q], 0, bufs[q], counts[q]);
-      LOCKED_CHECK(bad < 0, "thread %d: collective %d (count %d, completion %d): element %d wrong", a->t, ks[q], counts[q], how,
-            bad);
+      LOCKED_CHECK(bad < 0, "thread %d: collective %d (count %d, completion %d): element %d wrong", a->t, ks[q],
+                   counts[q], how, bad);
     }
     /* blocking, offloaded and not */
     const int n = (k0 / BATCH) % 2 ? n_big : n_small, k = -((a->t << 20) + k0);
@@ -513,7 +524,8 @@ static int run_order(void) {
     }
     MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
     for (int j = 0; j < 2; ++j)
-      LOCKED_CHECK(check_result(&w, 100 * round + j, 0, b + j * n, n) < 0, "opposite orders, round %d, comm %d: wrong", round, j);
+      LOCKED_CHECK(check_result(&w, 100 * round + j, 0, b + j * n, n) < 0, "opposite orders, round %d, comm %d: wrong",
+                   round, j);
     MPI_Comm_free(&c[0]);
     MPI_Comm_free(&c[1]);
   }
@@ -564,7 +576,8 @@ static int run_order(void) {
     for (int j = 0; j < 3; ++j) {
       int bad = -1;
       for (int e = 0; e < n / 2 && bad < 0; ++e) {  // x_0 o x_1 o ... in rank order
-        unsigned acc[2] = {(unsigned)input(nranks - 1, 600 + j, 2 * e), (unsigned)input(nranks - 1, 600 + j, 2 * e + 1)};
+        unsigned acc[2] = {(unsigned)input(nranks - 1, 600 + j, 2 * e),
+                           (unsigned)input(nranks - 1, 600 + j, 2 * e + 1)};
         for (int q = nranks - 2; q >= 0; --q) {
           const unsigned x[2] = {(unsigned)input(q, 600 + j, 2 * e), (unsigned)input(q, 600 + j, 2 * e + 1)};
           compose(x, acc, acc);
@@ -617,7 +630,7 @@ static int run_order(void) {
     MPI_Comm_free(&c);
     MPI_Comm_free_keyval(&key);
     LOCKED_CHECK(attr_copies == 1 && attr_deletes == 2, "attribute callbacks: %d copies (want 1), %d deletes (want 2)",
-          attr_copies, attr_deletes);
+                 attr_copies, attr_deletes);
     LOCKED_CHECK(check_result(&w, 800, 0, b, n) < 0, "reduction on a communicator with attributes: wrong");
   }
   /* 6. A communicator made by MPI_Comm_idup, which the wrapper does not see
