@@ -11,8 +11,9 @@ extern "C" {
 const char *hcops_version(void) { return PACKAGE_VERSION; }
 
 const char *hcops_kernel_families(void) {
-  static const std::string names = hcops::runnable_families();
-  return names.c_str();
+  // Never destroyed: callers may hold the pointer until exit.
+  static const std::string *names = new std::string(hcops::runnable_families());
+  return names->c_str();
 }
 
 void hcops_print_info(FILE *out, long m, long n, long k) {

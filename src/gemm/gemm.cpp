@@ -3,11 +3,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "common/log.h"
 #include "common/team.h"
 #include "common/topology.h"
 #include "gemm/blocking.h"
+#include "gemm/gemm_with.h"
 #include "gemm/pack_policy.h"
 #include "gemm/partition.h"
 #include "gemm/workspace.h"
@@ -46,13 +48,15 @@ void unpacked_gemm(const GemmArgs<Ty> &g) {
     }
 }
 
-// KC and NC of one domain part, evened out over its k and its columns.
+// KC and NC of one domain part, evened out over its k and its columns. KC
+// is a multiple of the family's k_align, so only the last k block is ever
+// padded.
 struct PartBlocks {
   long kc, nc;
 };
 template <typename Ty>
-PartBlocks part_blocks(const GemmArgs<Ty> &g, const DomainPart &part, const Blocking &blk, int nr) {
-  return {balanced_block(g.k, blk.kc, 8), balanced_block(part.n1 - part.n0, blk.nc, nr)};
+PartBlocks part_blocks(const GemmArgs<Ty> &g, const DomainPart &part, const Blocking &blk, const GemmKernel<Ty> &k) {
+  return {balanced_block(g.k, blk.kc, std::lcm(8, k.k_align)), balanced_block(part.n1 - part.n0, blk.nc, k.nr)};
 }
 
 template <typename Ty>
@@ -80,7 +84,7 @@ void run_thread(const Job<Ty> &job, int t) {
 
   const int r = t - part.first_thread, mr = job.kern.mr, nr = job.kern.nr;
   const int im = r % part.grid_m, in = r / part.grid_m;
-  const PartBlocks pb = part_blocks(g, part, job.blk, nr);
+  const PartBlocks pb = part_blocks(g, part, job.blk, job.kern);
   DomainBarrier &barrier = job.ws.barriers[pi];
   PackedB *bp = static_cast<PackedB *>(job.ws.b_panels[pi]->data());
   PackedA *ap = static_cast<PackedA *>(job.ws.a_blocks[t]->data());
@@ -96,16 +100,18 @@ void run_thread(const Job<Ty> &job, int t) {
     const long nc = std::min(pb.nc, part.n1 - jc);
     for (long pc = 0; pc < g.k; pc += pb.kc) {
       const long kc = std::min(pb.kc, g.k - pc);
+      // Packed panels are kcp deep: kc rounded up to k_align, zero-padded.
+      const long kcp = (kc + job.kern.k_align - 1) / job.kern.k_align * job.kern.k_align;
       if (!job.direct_b) {
         if (!first) barrier.wait();  // nobody still reads the previous panel
         first = false;
         long jb0, jb1;
         tile_range(nc, part.threads, r, nr, jb0, jb1);
-        if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kc, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
+        if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kcp, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
         barrier.wait();
       }
       MacroBlock<Ty> blk{};
-      blk.kc = kc;
+      blk.kc = kcp;
       blk.alpha = g.alpha;
       blk.beta = pc == 0 ? g.beta : Acc<Ty>(1);
       blk.a = ap;
@@ -129,7 +135,7 @@ void run_thread(const Job<Ty> &job, int t) {
 // pack_policy.h says when that pays.
 template <typename Ty>
 bool read_b_in_place(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Blocking &blk) {
-  if (!kern.full_direct) return false;
+  if (!kern.full_direct || kern.k_align != 1) return false;  // in place, k cannot be padded
   switch (b_packing()) {
     case BPacking::always: return false;
     case BPacking::never: return true;
@@ -154,7 +160,7 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
   // is remapped, which must never happen under a thread still reading it.
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     const DomainPart &part = plan.parts[i];
-    const PartBlocks pb = part_blocks(g, part, blk, kern.nr);
+    const PartBlocks pb = part_blocks(g, part, blk, kern);
     ws->barriers[i].reset(part.threads);
     bool ok = direct_b ||
               ws->b_panels[i]->ensure(sizeof(typename Ty::packed_b_type) * pb.kc * (pb.nc + kern.nr), part.mem_node);
@@ -199,8 +205,18 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
     rep.b = g.alpha == Acc<Ty>(0) || g.k == 0 ? "none" : "unpacked";
     return rep;
   }
-  const GemmKernel<Ty> &kern = *chosen.kernel;
-  rep.family = chosen.family->name;
+  return gemm_with(g, *chosen.kernel, chosen.family->name);
+}
+
+template <typename Ty>
+GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const char *family) {
+  GemmReport rep;
+  if (g.m == 0 || g.n == 0) return rep;
+  if (g.alpha == Acc<Ty>(0) || g.k == 0) {
+    scale_c(g);
+    return rep;
+  }
+  rep.family = family;
   rep.mr = kern.mr;
   rep.nr = kern.nr;
   Plan plan = plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr});
@@ -219,6 +235,11 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
   return rep;
 }
 
+template GemmReport gemm_with<Sgemm>(const GemmArgs<Sgemm> &, const GemmKernel<Sgemm> &, const char *);
+template GemmReport gemm_with<Dgemm>(const GemmArgs<Dgemm> &, const GemmKernel<Dgemm> &, const char *);
+template GemmReport gemm_with<Bf16Gemm>(const GemmArgs<Bf16Gemm> &, const GemmKernel<Bf16Gemm> &, const char *);
+template GemmReport gemm_with<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &, const GemmKernel<Bf16Bf16Gemm> &,
+                                            const char *);
 template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
 template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
 template GemmReport gemm<Bf16Gemm>(const GemmArgs<Bf16Gemm> &);

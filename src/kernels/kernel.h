@@ -35,7 +35,9 @@ using DirectEdgeKernel = void (*)(long kc, typename Ty::acc_type alpha, const ty
                                   typename Ty::c_type *c, long ldc, int m, int n);
 
 // Packing into the panel layouts above (see pack.h), converting to the
-// packed types on the way. Each family supplies its own, compiled with its
+// packed types on the way. A family with k_align > 1 writes panels
+// round_up(kc, k_align) steps deep, the steps past kc zero, and its
+// microkernels get that padded depth as kc. Each family supplies its own, compiled with its
 // ISA flags: packing is plain copying, which the compiler vectorises only
 // when it may use the family's registers.
 template <typename Ty>
@@ -72,7 +74,7 @@ using MacroKernel = void (*)(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk)
 template <typename Ty>
 struct GemmKernel {
   int mr, nr;   // microkernel tile
-  int k_align;  // packed k is a multiple of this (bf16 pairs: 2)
+  int k_align;  // packed k is a multiple of this (bf16 pairs: 2); > 1 rules out B in place
   MicroKernel<Ty> full;
   EdgeKernel<Ty> edge;
   DirectKernel<Ty> full_direct;  // null: the family always packs B
@@ -104,12 +106,15 @@ struct KernelList {
   int count;
 };
 
-// The KernelList of a family's GemmKernels (each a GemmKernel<Ty> object):
-//   extern const KernelList kernels = kernel_list<sgemm, dgemm>();
+// The KernelList of a family's GemmKernels (each a constexpr GemmKernel<Ty>),
+// a constant: the registry may be read by a GEMM called from another
+// library's constructor, before any dynamic initialisation of ours.
+//   extern constexpr KernelList kernels = kernel_list<sgemm, dgemm>();
 template <const auto &...K>
-KernelList kernel_list() {
-  static const KernelRef refs[] = {KernelRef::of(K)...};
-  return {refs, static_cast<int>(sizeof...(K))};
+constexpr KernelRef kernel_refs[] = {KernelRef::of(K)...};
+template <const auto &...K>
+constexpr KernelList kernel_list() {
+  return {kernel_refs<K...>, static_cast<int>(sizeof...(K))};
 }
 
 }  // namespace hcops

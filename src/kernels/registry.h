@@ -13,7 +13,7 @@ struct KernelFamily {
   const char *name;           // HCOPS_ISA value, folder under src/kernels/
   uint64_t needs;             // CpuFeature bits
   const char *summary;        // for hcops-info
-  const KernelList *kernels;  // the datatypes it serves (read after static initialisation)
+  const KernelList *kernels;  // the datatypes it serves
 };
 
 // The table, in order of preference.

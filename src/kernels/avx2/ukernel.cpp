@@ -13,11 +13,11 @@ namespace {
 
 constexpr int kNr = 6;
 
-const GemmKernel<Sgemm> sgemm = simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>);
-const GemmKernel<Dgemm> dgemm = simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>);
+constexpr GemmKernel<Sgemm> sgemm = simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>);
+constexpr GemmKernel<Dgemm> dgemm = simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>);
 
 }  // namespace
 
-extern const KernelList kernels = kernel_list<sgemm, dgemm>();
+extern constexpr KernelList kernels = kernel_list<sgemm, dgemm>();
 
 }  // namespace hcops::kernels::avx2

@@ -14,13 +14,13 @@ namespace {
 
 constexpr int kNr = 12;
 
-const GemmKernel<Sgemm> sgemm =
+constexpr GemmKernel<Sgemm> sgemm =
     simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes, transpose_rows<F32, float>>);
-const GemmKernel<Dgemm> dgemm =
+constexpr GemmKernel<Dgemm> dgemm =
     simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes, transpose_rows<F64, double>>);
 
 }  // namespace
 
-extern const KernelList kernels = kernel_list<sgemm, dgemm>();
+extern constexpr KernelList kernels = kernel_list<sgemm, dgemm>();
 
 }  // namespace hcops::kernels::avx512

@@ -82,11 +82,11 @@ constexpr GemmKernel<Ty> kernel_for() {
   };
 }
 
-const GemmKernel<Sgemm> sgemm = kernel_for<Sgemm>();
-const GemmKernel<Dgemm> dgemm = kernel_for<Dgemm>();
+constexpr GemmKernel<Sgemm> sgemm = kernel_for<Sgemm>();
+constexpr GemmKernel<Dgemm> dgemm = kernel_for<Dgemm>();
 
 }  // namespace
 
-extern const KernelList kernels = kernel_list<sgemm, dgemm>();
+extern constexpr KernelList kernels = kernel_list<sgemm, dgemm>();
 
 }  // namespace hcops::kernels::generic
