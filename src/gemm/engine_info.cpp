@@ -59,12 +59,6 @@ const char *family_name() {
   return c.family ? c.family->name : "none";
 }
 
-const char *best_family() {
-  for (int i = 0; i < kernel_family_count(); ++i)
-    if (family_runs_here(kernel_families()[i])) return kernel_families()[i].name;
-  return "none";
-}
-
 }  // namespace
 
 std::string runnable_families() {
@@ -80,7 +74,7 @@ std::string engine_info(long m, long n, long k) {
   std::string s;
   s += format("cpu: %s (%s)\n", f.brand.c_str(), f.vendor.c_str());
   s += format("cpu features: %s\n", f.describe().c_str());
-  s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_family());
+  s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_family().name);
   s += kernel_line<Sgemm>("sgemm", topo);
   s += kernel_line<Dgemm>("dgemm", topo);
   s += "kernel families (first fit, in this order; HCOPS_ISA=<name> skips those before it):\n";

@@ -196,16 +196,18 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
 
 template <typename Ty>
 GemmReport gemm(const GemmArgs<Ty> &g) {
+  const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
+  if (chosen.kernel) return gemm_with(g, *chosen.kernel, chosen.family->name);
+  // No family serves these datatypes (never f32/f64: generic serves them).
   GemmReport rep;
   if (g.m == 0 || g.n == 0) return rep;
-  const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
-  if (g.alpha == Acc<Ty>(0) || g.k == 0 || !chosen.kernel) {
-    if (g.alpha == Acc<Ty>(0) || g.k == 0) scale_c(g);
-    else unpacked_gemm(g);  // no family serves these datatypes (never for f32/f64: generic serves them)
-    rep.b = g.alpha == Acc<Ty>(0) || g.k == 0 ? "none" : "unpacked";
-    return rep;
+  if (g.alpha == Acc<Ty>(0) || g.k == 0) {
+    scale_c(g);
+  } else {
+    unpacked_gemm(g);
+    rep.b = "unpacked";
   }
-  return gemm_with(g, *chosen.kernel, chosen.family->name);
+  return rep;
 }
 
 template <typename Ty>

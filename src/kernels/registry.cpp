@@ -28,18 +28,18 @@ const KernelFamily kTable[] = {
 };
 constexpr int kCount = sizeof kTable / sizeof *kTable;
 
-int first_runnable() {
-  for (int i = 0; i < kCount; ++i)
-    if (family_runs_here(kTable[i])) return i;
-  return kCount - 1;
-}
-
 }  // namespace
 
 const KernelFamily *kernel_families() { return kTable; }
 int kernel_family_count() { return kCount; }
 
 bool family_runs_here(const KernelFamily &f) { return (cpu_features().mask() & f.needs) == f.needs; }
+
+const KernelFamily &best_family() {
+  for (int i = 0; i < kCount; ++i)
+    if (family_runs_here(kTable[i])) return kTable[i];
+  return kTable[kCount - 1];
+}
 
 int first_allowed_family() {
   static const int first = [] {
@@ -49,7 +49,7 @@ int first_allowed_family() {
       if (strcasecmp(asked, kTable[i].name) != 0) continue;
       if (family_runs_here(kTable[i])) return i;
       warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU (it needs %s); using %s", kTable[i].name,
-                feature_names(kTable[i].needs & ~cpu_features().mask()).c_str(), kTable[first_runnable()].name);
+                feature_names(kTable[i].needs & ~cpu_features().mask()).c_str(), best_family().name);
       return 0;
     }
     std::string names;

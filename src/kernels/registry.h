@@ -23,6 +23,9 @@ int kernel_family_count();
 // Whether this CPU (and OS) can run `f`.
 bool family_runs_here(const KernelFamily &f);
 
+// The first family of the table this CPU runs (generic on any x86-64).
+const KernelFamily &best_family();
+
 // The index of the first row the engine may use: HCOPS_ISA's family, or 0.
 // An unknown name, or a family this CPU cannot run, warns once and gives 0.
 int first_allowed_family();
