@@ -14,6 +14,49 @@
 
 namespace hcops {
 
+namespace {
+// Escapes `value`'s bytes; `cut` is set when bytes were left out.
+std::string escape_bytes(const char *value, std::size_t max_bytes, bool &cut) {
+  static const char hex[] = "0123456789abcdef";
+  std::string s;
+  std::size_t i = 0;
+  for (; value[i] && i < max_bytes; ++i) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
+    switch (c) {
+      case '\n': s += "\\n"; break;
+      case '\t': s += "\\t"; break;
+      case '\r': s += "\\r"; break;
+      case '"': s += "\\\""; break;
+      case '\\': s += "\\\\"; break;
+      default:
+        if (c >= 0x20 && c < 0x7f) {
+          s += static_cast<char>(c);
+        } else {
+          s += "\\x";
+          s += hex[c >> 4];
+          s += hex[c & 15];
+        }
+    }
+  }
+  cut = value[i] != '\0';
+  return s;
+}
+}  // namespace
+
+std::string escaped(const char *value, std::size_t max_bytes) {
+  if (!value) return "(null)";
+  bool cut = false;
+  std::string s = escape_bytes(value, max_bytes, cut);
+  return cut ? s + "..." : s;
+}
+
+std::string quoted(const char *value) {
+  if (!value) return "(null)";
+  bool cut = false;
+  const std::string s = escape_bytes(value, 64, cut);
+  return "\"" + s + (cut ? "\"..." : "\"");
+}
+
 int verbose_level() {
   static const int level = static_cast<int>(env_long("HCOPS_VERBOSE", 0, 0, 2));
   return level;

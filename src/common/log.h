@@ -11,7 +11,20 @@ __attribute__((visibility("hidden"), format(printf, 1, 2))) void hcops_log_error
 #ifdef __cplusplus
 }
 
+#include <cstddef>
+#include <string>
+
 namespace hcops {
+
+// `value` made safe to quote inside one line of a message: printable ASCII
+// as it is, but `"` and `\` as \" and \\; newline, tab and carriage return
+// as \n, \t, \r; every other byte as \xNN. At most `max_bytes` of the
+// value are shown, then "..." (a warning line stays short).
+std::string escaped(const char *value, std::size_t max_bytes = 64);
+
+// escaped() between double quotes, for every message that quotes an
+// environment value or argument: "1\n2", or "<first 64 bytes>"... when cut.
+std::string quoted(const char *value);
 
 // HCOPS_VERBOSE: 0 silent, 1 one line per native GEMM, 2 also a summary at exit.
 int verbose_level();

@@ -54,7 +54,7 @@ int first_allowed_family() {
     }
     std::string names;
     for (int i = 0; i < kCount; ++i) names += (i ? "|" : "") + std::string(kTable[i].name);
-    warn_once("HCOPS_ISA", "HCOPS_ISA=\"%s\" is not one of %s; ignored", asked, names.c_str());
+    warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not one of %s; ignored", quoted(asked).c_str(), names.c_str());
     return 0;
   }();
   return first;
