@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "common/env.h"
+#include "common/id_list.h"
 #include "common/log.h"
 #include "common/topology.h"
 
@@ -57,26 +58,21 @@ std::vector<int> last_core(const cpu_set_t &mask, int sharer) {
 
 std::vector<int> progress_cpus(const cpu_set_t &mask, int sharer, std::string *setting) {
   const char *text = env_raw("HCOPS_MPI_CORES");
+  // "last" alone is the default, by cores and sharers; in a list it is the
+  // last CPU of `mask` (common/id_list.h).
   if (text && strcasecmp(text, "last")) {
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    const bool ok =
-        hwloc_bitmap_list_sscanf(set, text) == 0 && !hwloc_bitmap_iszero(set) && hwloc_bitmap_weight(set) >= 0;
+    UsableIds usable(CPU_SETSIZE);
+    for (int c = 0; c < CPU_SETSIZE; ++c) usable[c] = CPU_ISSET(c, &mask);
     std::vector<int> cpus;
-    if (ok)
-      for (int c = hwloc_bitmap_first(set); c >= 0; c = hwloc_bitmap_next(set, c)) cpus.push_back(c);
-    hwloc_bitmap_free(set);
-    if (ok) {
-      *setting = text;
-      return cpus;
-    }
     // The fallback is only this engine's: the variable stays as the user set
     // it (a library must not change its host's environment, and setenv
     // races with other threads' getenv).
-    warn_once("HCOPS_MPI_CORES", "HCOPS_MPI_CORES=\"%s\" is not \"last\" or a CPU list (e.g. 7 or 6-7); using last",
-              text);
-    text = nullptr;
+    if (id_list_setting("HCOPS_MPI_CORES", text, "CPU", usable, false, "using last", cpus)) {
+      *setting = text;
+      return cpus;
+    }
   }
-  *setting = text ? text : "last";
+  *setting = "last";
   return last_core(mask, sharer);
 }
 

@@ -15,9 +15,10 @@ namespace mpi {
 int rank_among_sharers(const cpu_set_t &mask);
 
 // CPUs for the progress threads, one thread each: HCOPS_MPI_CORES, a list
-// ("3", "6-7", "2,5") or "last" (default): the first PU of the last core of
-// `mask`; the `sharer`-th rank sharing the same CPU set takes the
-// `sharer`-th core from the end. A malformed list warns once and gives
+// of CPUs of `mask` (common/id_list.h: "3", "6-7", "2,5") or "last"
+// (default): the first PU of the last core of `mask`; the `sharer`-th rank
+// sharing the same CPU set takes the `sharer`-th core from the end. A
+// malformed list, or one naming a CPU outside `mask`, warns once and gives
 // "last". `setting` receives the setting used, for messages.
 std::vector<int> progress_cpus(const cpu_set_t &mask, int sharer, std::string *setting);
 
