@@ -32,7 +32,8 @@ int hcops_mem_push(int scope, const char *policy) {
   mem::Internal in;
   mem::ParseError err;
   if (!mem::push_policy(s, policy, err)) {
-    hcops::error("hcops_mem_push(%s): %s at position %zu", hcops::quoted(policy).c_str(), err.what.c_str(), err.pos + 1);
+    hcops::error("hcops_mem_push(%s): %s at position %zu", hcops::quoted(policy).c_str(), err.what.c_str(),
+                 err.pos + 1);
     errno = EINVAL;
     return -1;
   }

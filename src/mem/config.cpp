@@ -1,12 +1,12 @@
 #include "mem/config.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 
 #include "common/env.h"
+#include "common/id_list.h"
 #include "common/log.h"
 #include "mem/allocator.h"
 #include "mem/arena.h"
@@ -43,14 +43,14 @@ const Config &load_config() {
       thr = v;
       c->explicit_threshold = true;
     } else {
-      warn_once("HCOPS_MEM_THRESHOLD", "HCOPS_MEM_THRESHOLD=\"%s\" is not a size (e.g. 4M); using 1M", t);
+      warn_once("HCOPS_MEM_THRESHOLD", "HCOPS_MEM_THRESHOLD=%s is not a size (e.g. 4M); using 1M", quoted(t).c_str());
     }
   }
   if (const char *p = env_raw("HCOPS_MEM_POLICY")) {
     ParseError err;
     if (!parse_policy(p, c->env_policy, err))
-      warn_once("HCOPS_MEM_POLICY", "HCOPS_MEM_POLICY=\"%s\": %s at position %zu; using the default (%s)", p,
-                err.what.c_str(), err.pos + 1, describe(c->fallback).c_str());
+      warn_once("HCOPS_MEM_POLICY", "HCOPS_MEM_POLICY=%s: %s at position %zu; using the default (%s)",
+                quoted(p).c_str(), err.what.c_str(), err.pos + 1, describe(c->fallback).c_str());
   }
   // A rule reaching below the threshold lowers it, unless it was set.
   if (!c->explicit_threshold) thr = std::min(thr, c->env_policy.lowest_explicit());
@@ -60,7 +60,7 @@ const Config &load_config() {
     std::size_t v = 0;
     const std::size_t n = parse_size(l, v);
     if (n && !l[n]) c->fast_limit = v;
-    else warn_once("HCOPS_MEM_FAST_LIMIT", "HCOPS_MEM_FAST_LIMIT=\"%s\" is not a size; ignored", l);
+    else warn_once("HCOPS_MEM_FAST_LIMIT", "HCOPS_MEM_FAST_LIMIT=%s is not a size; ignored", quoted(l).c_str());
   }
   c->stats = env_long("HCOPS_MEM_STATS", 0, 0, 1) == 1;
   // Training loops free and re-allocate the same tensors every step; keeping
@@ -74,17 +74,21 @@ const Config &load_config() {
       const std::size_t n = parse_size(v, bytes);
       if (n && !v[n]) c->cache_limit = bytes;
       else
-        warn_once("HCOPS_MEM_CACHE", "HCOPS_MEM_CACHE=\"%s\" is not a size (0 disables); using %s", v,
+        warn_once("HCOPS_MEM_CACHE", "HCOPS_MEM_CACHE=%s is not a size (0 disables); using %s", quoted(v).c_str(),
                   format_size(c->cache_limit).c_str());
     }
   }
-  c->helper_core = static_cast<int>(env_long("HCOPS_MEM_HELPER_CORE", -1, -1, CPU_SETSIZE - 1));
-  // Default: the last CPU of the process, read now (the constructor runs on
-  // the main thread) rather than from whichever thread starts the helper.
-  cpu_set_t set;
-  if (c->helper_core < 0 && sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int cpu = CPU_SETSIZE - 1; cpu >= 0 && c->helper_core < 0; --cpu)
-      if (CPU_ISSET(cpu, &set)) c->helper_core = cpu;
+  // One CPU of the process. Default: its last CPU. Both read now (the
+  // constructor runs on the main thread) rather than from whichever thread
+  // starts the helper.
+  {
+    const UsableIds cpus = affinity_cpus();
+    std::vector<int> helper;
+    if (env_id_list("HCOPS_MEM_HELPER_CORE", "CPU", cpus, true, "using the last CPU of the process", helper))
+      c->helper_core = helper[0];
+    for (int cpu = static_cast<int>(cpus.size()) - 1; cpu >= 0 && c->helper_core < 0; --cpu)
+      if (cpus[cpu]) c->helper_core = cpu;
+  }
   installed = c;
   return *c;
 }
@@ -101,6 +105,7 @@ std::string describe_config() {
                                    : describe(c->env_policy) + "; otherwise " + describe(c->fallback);
   s += "\n" + tiers().describe();
   if (c->fast_limit) s += "; fast limit " + format_size(c->fast_limit) + " (HCOPS_MEM_FAST_LIMIT)";
+  s += "\nhelper thread: " + (c->helper_core < 0 ? std::string("not pinned") : "CPU " + std::to_string(c->helper_core));
   s += "\narena: " + (Arena::span() ? format_size(Arena::span()) + " of address space reserved" : std::string("none"));
   return s;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/env.h"
+#include "common/id_list.h"
 #include "common/log.h"
 #include "common/mem_nodes.h"
 
@@ -15,14 +16,16 @@ namespace mem {
 
 namespace {
 
-bool parse_node_list(const char *text, NodeSet &set) {
-  ParseError err;
-  Policy p;
-  // Reuse the policy grammar's node lists: "bind:<list>".
-  const std::string s = std::string("bind:") + text;
-  if (!parse_policy(s.c_str(), p, err) || p.rules.size() != 1) return false;
-  set = p.rules[0].nodes;
-  return true;
+// The nodes of the topology (hwloc lists only those the cpuset allows), or
+// node 0 alone when hwloc gave none.
+UsableIds topology_nodes(const Topology &topo) {
+  UsableIds nodes(kMaxNodes);
+  bool any = false;
+  if (topo.hw)
+    for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(topo.hw, HWLOC_OBJ_NUMANODE, n));)
+      if (n->os_index < static_cast<unsigned>(kMaxNodes)) nodes[n->os_index] = any = true;
+  if (!any) nodes[0] = true;
+  return nodes;
 }
 
 }  // namespace
@@ -50,12 +53,11 @@ std::string Tiers::describe() const {
 Tiers build_tiers(const Topology &topo, const char *fast_env) {
   Tiers t;
   NodeSet listed;
-  const bool from_env = fast_env && *fast_env;
-  if (from_env && !parse_node_list(fast_env, listed)) {
-    warn_once("HCOPS_MEM_FAST_NODES", "HCOPS_MEM_FAST_NODES=\"%s\" is not a node list (e.g. 4-7 or 1,3); ignored",
-              fast_env);
-  }
-  const bool use_env = from_env && listed.any();
+  std::vector<int> ids;
+  if (id_list_setting("HCOPS_MEM_FAST_NODES", fast_env, "node", topology_nodes(topo), false,
+                      "fast nodes from hwloc instead", ids))
+    for (int n : ids) listed.set(n);
+  const bool use_env = listed.any();
   // How each domain's fast nodes were found; the label names every way used.
   bool by_subtype = false, by_bandwidth = false;
   hwloc_topology_t hw = topo.hw;

@@ -32,8 +32,9 @@ struct Tiers {
   std::string describe() const;
 };
 
-// From a topology; `fast_nodes_env` is HCOPS_MEM_FAST_NODES (null: unset).
-// A malformed list warns once and is ignored.
+// From a topology; `fast_nodes_env` is HCOPS_MEM_FAST_NODES (null: unset),
+// a list of nodes of `topo` (common/id_list.h). A malformed list, or one
+// naming a node `topo` lacks, warns once and is ignored.
 Tiers build_tiers(const Topology &topo, const char *fast_nodes_env);
 
 // The process-wide tiers, built on first use from topology().

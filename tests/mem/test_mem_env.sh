@@ -1,8 +1,10 @@
 #!/bin/sh
 # libhcops_mem's configuration under LD_PRELOAD: a malformed HCOPS_MEM_*
 # value warns exactly once on stderr ("hcops:" prefix, with the position of
-# the error in a policy) and the program runs on the default; nothing at all
-# is printed when nothing is asked; the fast tier's capacity knob sends the
+# the error in a policy) and the program runs on the default; a node or CPU
+# list (HCOPS_MEM_FAST_NODES, HCOPS_MEM_HELPER_CORE) naming a node or CPU the
+# process cannot use is malformed too; a warning quotes the value escaped, on
+# one line; nothing at all is printed when nothing is asked; the fast tier's capacity knob sends the
 # overflow to DDR; HCOPS_MEM_STATS=1 reports at exit.
 set -u
 pass=0 fail=0
@@ -22,7 +24,7 @@ run() {
   # shellcheck disable=SC2086 # word splitting of $envs is wanted
   # timeout outside the preload: only the probe may print.
   if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_STATS \
-       -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT $envs LD_PRELOAD="$lib" $probe "$@" >"$out" 2>"$err"; then
+       -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT -u HCOPS_MEM_HELPER_CORE $envs LD_PRELOAD="$lib" $probe "$@" >"$out" 2>"$err"; then
     ok "$name: probe ran"
   else
     ko "$name: probe failed: $(cat "$out" "$err")"
@@ -65,8 +67,78 @@ bad "HCOPS_MEM_THRESHOLD=-1" "not a size" stat:threshold
 bad "HCOPS_MEM_CACHE=lots" "not a size" stat:cached
 [ "$(value cached)" -gt 0 ] && ok "bad cache size: the default cache keeps freed blocks" || ko "cached: $(cat "$out")"
 bad "HCOPS_MEM_FAST_LIMIT=8MiBs" "not a size"
-bad "HCOPS_MEM_FAST_NODES=fast" "not a node list" stat:allocations
+bad "HCOPS_MEM_FAST_NODES=fast" "unexpected character (expected a node number or \"last\") at position 1" \
+  stat:allocations
 bad "HCOPS_MEM_STATS=yes" "not an integer"
+
+# Node and CPU lists (doc/environment.md, "CPU and node lists").
+# run_list VAR VALUE ARGS...: like run, for values word splitting would break.
+run_list() {
+  var=$1 val=$2
+  shift 2
+  if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_STATS \
+       -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT -u HCOPS_MEM_HELPER_CORE "$var=$val" LD_PRELOAD="$lib" \
+       $probe "$@" >"$out" 2>"$err"; then
+    ok "$var=$(escape "$val"): probe ran"
+  else
+    ko "$var=$(escape "$val"): probe failed: $(cat "$out" "$err")"
+  fi
+}
+escape() { printf '%s' "$1" | od -An -c | tr -d ' \n'; }
+# bad_list VAR VALUE QUOTED WANT: VAR=VALUE warns exactly once, on one line
+# holding VAR=QUOTED (the value escaped) and WANT, and prints nothing else.
+bad_list() {
+  var=$1 val=$2 quoted=$3 want=$4
+  run_list "$var" "$val" info
+  label="$var=$quoted"
+  [ "$(wc -l <"$err")" = 1 ] && ok "$label: one line on stderr" || ko "$label: stderr: $(cat "$err")"
+  grep -Fq "hcops: warning: $var=$quoted: $want" "$err" && ok "$label: the warning quotes it escaped, says '$want'" ||
+    ko "$label: no 'hcops: warning: $var=$quoted: $want' in: $(cat "$err")"
+}
+# The last CPU of this process, a CPU this machine does not have, a node it
+# does not have.
+last_cpu=$(sed -n 's/^Cpus_allowed_list:.*[^0-9]\([0-9][0-9]*\)$/\1/p' /proc/self/status)
+no_cpu=$(getconf _NPROCESSORS_CONF)
+no_node=1
+while [ -e "/sys/devices/system/node/node$no_node" ]; do no_node=$((no_node + 1)); done
+
+# The default: the machine's fast nodes, the last CPU for the helper.
+run "no lists" -- info
+grep '^fast nodes: ' "$out" >"$out.fast"
+trap 'rm -f "$err" "$out" "$out.fast"' EXIT
+grep -q '^helper thread: CPU '"$last_cpu"'$' "$out" && ! grep -q HCOPS_MEM_FAST_NODES "$out.fast" &&
+  ok "defaults: helper on CPU $last_cpu, fast nodes from hwloc" || ko "defaults: $(cat "$out")"
+# Each bad list: one warning, then the default.
+for v in "$no_node|\"$no_node\"|node $no_node is not usable at position 1" \
+  "0,$no_node|\"0,$no_node\"|node $no_node is not usable at position 3" \
+  "-1|\"-1\"|negative number at position 1" "0,0|\"0,0\"|node 0 named twice at position 3" \
+  "4294967296|\"4294967296\"|number too large for a node at position 1" \
+  "0 |\"0 \"|unexpected character at position 2" "0,|\"0,\"|empty item (expected a node number) at position 3"; do
+  val=${v%%|*} rest=${v#*|}
+  bad_list HCOPS_MEM_FAST_NODES "$val" "${rest%%|*}" "${rest#*|}"
+  grep '^fast nodes: ' "$out" | cmp -s - "$out.fast" && ok "fast nodes as without HCOPS_MEM_FAST_NODES=$val" ||
+    ko "HCOPS_MEM_FAST_NODES=$val: $(grep '^fast nodes: ' "$out")"
+done
+bad_list HCOPS_MEM_FAST_NODES "0
+1" '"0\n1"' "unexpected character at position 2"
+for v in "$no_cpu|\"$no_cpu\"|CPU $no_cpu is not usable at position 1" \
+  "-1|\"-1\"|negative number at position 1" "0,1|\"0,1\"|a list where one CPU is expected at position 2" \
+  "18446744073709551615|\"18446744073709551615\"|number too large for a CPU at position 1" \
+  "$(printf '0\033')|\"0\\x1b\"|unexpected character at position 2"; do
+  val=${v%%|*} rest=${v#*|}
+  bad_list HCOPS_MEM_HELPER_CORE "$val" "${rest%%|*}" "${rest#*|}"
+  grep -q "^helper thread: CPU $last_cpu\$" "$out" && ok "helper on CPU $last_cpu as without HCOPS_MEM_HELPER_CORE" ||
+    ko "HCOPS_MEM_HELPER_CORE=$(escape "$val"): $(grep '^helper' "$out")"
+done
+long=$(printf '0%.0s' $(seq 100))
+bad_list HCOPS_MEM_HELPER_CORE "${long}x" "\"$(printf '0%.0s' $(seq 64))\"..." "unexpected character at position 101"
+# Valid lists: silent, and in effect.
+run_list HCOPS_MEM_HELPER_CORE 0 info
+[ ! -s "$err" ] && grep -q '^helper thread: CPU 0$' "$out" && ok "HCOPS_MEM_HELPER_CORE=0: silent, in effect" ||
+  ko "HCOPS_MEM_HELPER_CORE=0: $(cat "$out" "$err")"
+run_list HCOPS_MEM_FAST_NODES last info
+[ ! -s "$err" ] && grep -q '^fast nodes: .*\[HCOPS_MEM_FAST_NODES\]$' "$out" &&
+  ok "HCOPS_MEM_FAST_NODES=last: silent, in effect" || ko "HCOPS_MEM_FAST_NODES=last: $(cat "$out" "$err")"
 
 # Valid settings: silent, and in effect.
 run "HCOPS_MEM_THRESHOLD=8M" HCOPS_MEM_THRESHOLD=8M -- stat:threshold stat:allocations

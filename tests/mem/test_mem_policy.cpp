@@ -287,6 +287,15 @@ void test_tiers_listed_nodes_override(void **) {
   t = mem::build_tiers(xeon, "fast please");
   assert_string_equal(t.source.c_str(), "hwloc node subtype HBM/MCDRAM");
   assert_int_equal(t.fast_nodes.count(), 8);
+  // So is a list naming a node the topology lacks (the EPYC has nodes 0-7),
+  // or one node twice.
+  t = mem::build_tiers(epyc, "0,8");
+  assert_string_equal(t.source.c_str(), "hwloc: no high-bandwidth node");
+  assert_false(t.any_fast());
+  t = mem::build_tiers(xeon, "1,1");
+  assert_string_equal(t.source.c_str(), "hwloc node subtype HBM/MCDRAM");
+  t = mem::build_tiers(epyc, "7-last");
+  assert_true(t.fast_nodes == nodes({7}));
 }
 
 mem::Rule rule_of(const char *text) {
