@@ -40,6 +40,20 @@ if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && [ "${a%% (*}" = "${b%% (*}" ]; th
   failed=1
 fi
 
+echo "== --cpus outside the list grammar: one error line, exit 2, nothing run"
+for bad in -1 3-1 0,0 0-2,1 1, ,1 0,,1 "0 " 1x 4294967296 18446744073709551615 "1
+2" ""; do
+  shown=$(printf '%s' "$bad" | tr '\n' '?')
+  "$run" --dry-run --cpus "$bad" true >"$TMPDIR/out" 2>"$TMPDIR/err"
+  rc=$?
+  if [ $rc != 2 ] || [ -s "$TMPDIR/out" ] || [ "$(wc -l <"$TMPDIR/err")" != 1 ] ||
+    ! grep -Fqx "hcops: hcops-run: --cpus \"$shown\" is not a CPU list (numbers and ranges a-b, a <= b, e.g. 0-3,8; each CPU once)" "$TMPDIR/err"; then
+    echo "FAIL: --cpus \"$shown\": exit $rc, output: $(cat "$TMPDIR/out" "$TMPDIR/err")"
+    failed=1
+  fi
+done
+expect "$(rank 0 1 --cpus 0)" "rank 0/1: CPUs 0 (1 cores"
+
 xml=${HCOPS_TOPOLOGY_DIR:-}/epyc-nps4-2s.xml
 if [ -f "$xml" ]; then
   export HWLOC_XMLFILE="$xml"
