@@ -64,6 +64,10 @@ int hcops_mem_wait(long ticket);
  *   "policy_refused"           NUMA policy refused by the kernel: first touch
  *   "cache_hits"               blocks handed out again from the reuse cache
  *   "cached"                   bytes of freed blocks kept mapped for reuse
+ *   "cache_evictions.cap"      cached blocks unmapped to keep the cache within
+ *                              HCOPS_MEM_CACHE or its bound relative to live
+ *   "cache_evictions.decay"    cached blocks unmapped, unused for
+ *                              HCOPS_MEM_CACHE_DECAY seconds
  *   "threshold"                the smallest size served (HCOPS_MEM_THRESHOLD)
  *   "bytes.<thp|hugetlb|base>" bytes handed out with that page kind, cumulative
  *   "bytes.<thp|hugetlb|base>.node<N>"  the same aimed at node N, 0 to 63

@@ -3,6 +3,8 @@ that no library, allocator or thread pool of one run is left in the next."""
 import json
 import os
 import subprocess
+import tempfile
+import time
 
 # Every BLAS/OpenMP runtime reads one of these: the same thread count for all.
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS")
@@ -35,6 +37,28 @@ def run(cmd, env, check=True, tail_lines=15):
     """The finished process (output captured as text); RunError if it exited
     non-zero and check is set."""
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise RunError(f"{command_line(cmd)} exited {proc.returncode}:\n{tail(proc, tail_lines)}")
+    return proc
+
+
+def run_measured(cmd, env, check=True, tail_lines=15):
+    """run(), also measuring the child: the process returned has wall_s (start to
+    exit) and max_rss_kib, its peak resident set (ru_maxrss from wait4: that
+    child's own, or a descendant's it waited for if larger). Its output goes to
+    files, not pipes: the child is reaped by wait4 here, not by subprocess."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - t0
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        proc = subprocess.CompletedProcess(cmd, child.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+    proc.wall_s = wall
+    proc.max_rss_kib = usage.ru_maxrss
     if check and proc.returncode != 0:
         raise RunError(f"{command_line(cmd)} exited {proc.returncode}:\n{tail(proc, tail_lines)}")
     return proc

@@ -115,6 +115,7 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
       return p;
     }
   }
+  make_room(len);  // before mapping: the cache must not lift the peak
   void *p = arena().take(slots, align_slots);
   if (!p) {
     note_once("arena full", "libhcops_mem: address space for large allocations exhausted; further ones go to glibc");
@@ -180,6 +181,7 @@ bool resize_in_place(void *p, std::size_t size) {
     return true;
   }
   if (slots > b.slots && !arena().extend(p, b.slots, slots)) return false;
+  make_room(len - b.mapped);
   // The extension takes the policy the block's first page has.
   Target t;
   int mode = 0;

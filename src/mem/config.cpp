@@ -1,6 +1,7 @@
 #include "mem/config.h"
 
 #include <unistd.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +19,39 @@ namespace mem {
 namespace {
 
 constexpr std::size_t kDefaultThreshold = std::size_t(1) << 20;
+// jemalloc's default dirty-page decay: long enough for a training step's
+// blocks to wait for the next step, short enough that memory a program has
+// stopped using goes back to the system soon after.
+constexpr uint64_t kDefaultDecayNs = 10000000000ull;
+
+// HCOPS_MEM_CACHE_DECAY: "never", or seconds as digits with an optional
+// fraction of up to 9 digits ("10", "0.5"), at most 10^9. Written by hand:
+// strtod would follow the host program's locale.
+bool parse_decay(const char *text, uint64_t &ns) {
+  if (!strcasecmp(text, "never")) {
+    ns = kNeverDecay;
+    return true;
+  }
+  uint64_t sec = 0, frac = 0, scale = 1000000000u;
+  const char *c = text;
+  for (; *c >= '0' && *c <= '9'; ++c)
+    if ((sec = sec * 10 + static_cast<uint64_t>(*c - '0')) > 1000000000u) return false;
+  const bool whole = c != text;
+  if (*c == '.') {
+    const char *f = ++c;
+    for (; *c >= '0' && *c <= '9'; ++c) {
+      if (c - f == 9) return false;
+      scale /= 10;
+      frac += static_cast<uint64_t>(*c - '0') * scale;
+    }
+    if (c == f && !whole) return false;
+  } else if (!whole) {
+    return false;
+  }
+  if (*c) return false;
+  ns = sec * 1000000000u + frac;
+  return true;
+}
 
 // Written once, under init()'s pthread_once, before the threshold lets any
 // allocation in.
@@ -65,7 +99,8 @@ const Config &load_config() {
   c->stats = env_long("HCOPS_MEM_STATS", 0, 0, 1) == 1;
   // Training loops free and re-allocate the same tensors every step; keeping
   // freed blocks mapped spares the page faults (and huge-page zeroing) that
-  // glibc spares by recycling its heap. Default: 1/8 of RAM, at most 4 GiB.
+  // glibc spares by recycling its heap. Default: 1/8 of RAM, at most 4 GiB;
+  // cache.h bounds it further by the live footprint and by age.
   {
     const std::size_t ram = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page_size();
     c->cache_limit = std::min(ram / 8, std::size_t(4) << 30);
@@ -77,6 +112,14 @@ const Config &load_config() {
         warn_once("HCOPS_MEM_CACHE", "HCOPS_MEM_CACHE=%s is not a size (0 disables); using %s", quoted(v).c_str(),
                   format_size(c->cache_limit).c_str());
     }
+    c->cache_decay_ns = kDefaultDecayNs;
+    if (const char *v = env_raw("HCOPS_MEM_CACHE_DECAY"))
+      if (!parse_decay(v, c->cache_decay_ns)) {
+        c->cache_decay_ns = kDefaultDecayNs;
+        warn_once("HCOPS_MEM_CACHE_DECAY",
+                  "HCOPS_MEM_CACHE_DECAY=%s is not a number of seconds (e.g. 10, 0.5) or never; using 10",
+                  quoted(v).c_str());
+      }
   }
   // One CPU of the process. Default: its last CPU. Both read now (the
   // constructor runs on the main thread) rather than from whichever thread
@@ -106,6 +149,14 @@ std::string describe_config() {
   s += "\n" + tiers().describe();
   if (c->fast_limit) s += "; fast limit " + format_size(c->fast_limit) + " (HCOPS_MEM_FAST_LIMIT)";
   s += "\nhelper thread: " + (c->helper_core < 0 ? std::string("not pinned") : "CPU " + std::to_string(c->helper_core));
+  if (!c->cache_limit) {
+    s += "\nreuse cache: off";
+  } else {
+    s += "\nreuse cache: at most " + format_size(c->cache_limit) +
+         ", and cached + live within the recent peak of live + 1/8 (32M at least); idle blocks ";
+    s += c->cache_decay_ns == kNeverDecay ? std::string("never released")
+                                          : "released after " + std::to_string(c->cache_decay_ns / 1000000) + " ms";
+  }
   s += "\narena: " + (Arena::span() ? format_size(Arena::span()) + " of address space reserved" : std::string("none"));
   return s;
 }

@@ -4,12 +4,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "mem/policy.h"
 
 namespace hcops {
 namespace mem {
+
+// HCOPS_MEM_CACHE_DECAY=never: cached blocks are not released for age.
+constexpr uint64_t kNeverDecay = UINT64_MAX;
 
 struct Config {
   Policy env_policy;          // HCOPS_MEM_POLICY, empty when unset or malformed
@@ -18,6 +22,7 @@ struct Config {
   std::size_t fast_limit = 0;
   bool stats = false;
   std::size_t cache_limit = 0;  // bytes of freed blocks kept mapped for reuse
+  uint64_t cache_decay_ns = 0;  // how long a freed block may wait for reuse; kNeverDecay
   bool explicit_threshold = false;
   int helper_core = -1;
 };

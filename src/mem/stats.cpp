@@ -55,6 +55,8 @@ const Named kNamed[] = {
     {"policy_refused", &counters.policy_refused},
     {"cache_hits", &counters.cache_hits},
     {"cached", &counters.cached},
+    {"cache_evictions.cap", &counters.evicted_cap},
+    {"cache_evictions.decay", &counters.evicted_decay},
     {"threshold", &threshold},
 };
 // Indexed by Pages.
@@ -101,7 +103,9 @@ std::string stats_report() {
       ", fast->ddr " + std::to_string(counters.fast_to_ddr.load()) + ", to glibc " +
       std::to_string(counters.to_glibc.load()) + "; rule 'system' " + std::to_string(counters.system_rule.load()) +
       "; policy refused " + std::to_string(counters.policy_refused.load()) + "; reused from the cache " +
-      std::to_string(counters.cache_hits.load()) + ", cached at exit " + mib(counters.cached.load()) + "\n";
+      std::to_string(counters.cache_hits.load()) + ", evicted by its bounds " +
+      std::to_string(counters.evicted_cap.load()) + " and for age " + std::to_string(counters.evicted_decay.load()) +
+      ", cached at exit " + mib(counters.cached.load()) + "\n";
   for (int row = 0; row <= kStatNodes; ++row) {
     std::string line;
     for (int k = 0; k < 3; ++k)

@@ -19,7 +19,7 @@ struct Counters {
   std::atomic<std::size_t> live{0}, peak{0}, allocations{0}, frees{0}, fast_in_use{0};
   std::atomic<std::size_t> hugetlb_to_thp{0}, thp_to_base{0}, fast_to_ddr{0}, to_glibc{0}, system_rule{0},
       policy_refused{0};
-  std::atomic<std::size_t> cache_hits{0}, cached{0};
+  std::atomic<std::size_t> cache_hits{0}, cached{0}, evicted_cap{0}, evicted_decay{0};
   std::atomic<std::size_t> bytes[kStatNodes + 1][3] = {};  // [node + 1][pages], cumulative
 };
 extern Counters counters;

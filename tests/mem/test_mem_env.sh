@@ -23,7 +23,7 @@ run() {
   [ $# -gt 0 ] && shift
   # shellcheck disable=SC2086 # word splitting of $envs is wanted
   # timeout outside the preload: only the probe may print.
-  if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_STATS \
+  if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_CACHE_DECAY -u HCOPS_MEM_STATS \
        -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT -u HCOPS_MEM_HELPER_CORE $envs LD_PRELOAD="$lib" $probe "$@" >"$out" 2>"$err"; then
     ok "$name: probe ran"
   else
@@ -66,6 +66,12 @@ bad "HCOPS_MEM_THRESHOLD=-1" "not a size" stat:threshold
 [ "$(value threshold)" = 1048576 ] && ok "negative threshold: 1 MiB" || ko "negative threshold: $(cat "$out")"
 bad "HCOPS_MEM_CACHE=lots" "not a size" stat:cached
 [ "$(value cached)" -gt 0 ] && ok "bad cache size: the default cache keeps freed blocks" || ko "cached: $(cat "$out")"
+bad "HCOPS_MEM_CACHE_DECAY=soon" "not a number of seconds" stat:cached info
+[ "$(value cached)" -gt 0 ] && grep -q "idle blocks released after 10000 ms$" "$out" &&
+  ok "bad decay: 10 s, and the cache keeps freed blocks" || ko "bad decay: $(cat "$out")"
+bad "HCOPS_MEM_CACHE_DECAY=-1" "not a number of seconds"
+bad "HCOPS_MEM_CACHE_DECAY=1.5s" "not a number of seconds"
+bad "HCOPS_MEM_CACHE_DECAY=0.1234567891" "not a number of seconds"
 bad "HCOPS_MEM_FAST_LIMIT=8MiBs" "not a size"
 bad "HCOPS_MEM_FAST_NODES=fast" "unexpected character (expected a node number or \"last\") at position 1" \
   stat:allocations
@@ -76,8 +82,8 @@ bad "HCOPS_MEM_STATS=yes" "not an integer"
 run_list() {
   var=$1 val=$2
   shift 2
-  if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_STATS \
-       -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT -u HCOPS_MEM_HELPER_CORE "$var=$val" LD_PRELOAD="$lib" \
+  if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_CACHE_DECAY \
+       -u HCOPS_MEM_STATS -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT -u HCOPS_MEM_HELPER_CORE "$var=$val" LD_PRELOAD="$lib" \
        $probe "$@" >"$out" 2>"$err"; then
     ok "$var=$(escape "$val"): probe ran"
   else
@@ -144,8 +150,17 @@ run_list HCOPS_MEM_FAST_NODES last info
 run "HCOPS_MEM_THRESHOLD=8M" HCOPS_MEM_THRESHOLD=8M -- stat:threshold stat:allocations
 [ ! -s "$err" ] && [ "$(value threshold)" = 8388608 ] && [ "$(value allocations)" = 0 ] &&
   ok "8M threshold: nothing of the probe's is large" || ko "8M threshold: $(cat "$out" "$err")"
-run "HCOPS_MEM_CACHE=0" HCOPS_MEM_CACHE=0 -- stat:cached stat:cache_hits
-[ ! -s "$err" ] && [ "$(value cached)" = 0 ] && ok "HCOPS_MEM_CACHE=0 keeps nothing" || ko "cache 0: $(cat "$out" "$err")"
+run "HCOPS_MEM_CACHE=0" HCOPS_MEM_CACHE=0 -- stat:cached stat:cache_hits stat:cache_evictions.cap \
+  stat:cache_evictions.decay info
+[ ! -s "$err" ] && [ "$(value cached)" = 0 ] && [ "$(value cache_hits)" = 0 ] &&
+  [ "$(value cache_evictions.cap)" = 0 ] && [ "$(value cache_evictions.decay)" = 0 ] &&
+  grep -q "^reuse cache: off$" "$out" && ok "HCOPS_MEM_CACHE=0 keeps nothing" || ko "cache 0: $(cat "$out" "$err")"
+run "HCOPS_MEM_CACHE_DECAY=0.5" HCOPS_MEM_CACHE_DECAY=0.5 -- info
+[ ! -s "$err" ] && grep -q "idle blocks released after 500 ms$" "$out" && ok "decay 0.5 s: silent and in effect" ||
+  ko "decay 0.5: $(cat "$out" "$err")"
+run "HCOPS_MEM_CACHE_DECAY=never" HCOPS_MEM_CACHE_DECAY=NEVER -- info
+[ ! -s "$err" ] && grep -q "idle blocks never released$" "$out" && ok "decay never: silent and in effect" ||
+  ko "decay never: $(cat "$out" "$err")"
 run "valid policy" "HCOPS_MEM_POLICY=2M-:local,base;64K-2M:ddr" -- info stat:allocations stat:threshold
 [ ! -s "$err" ] && grep -q "^policy: 2M-:local,base;64K-2M:ddr,thp; otherwise fast,thp" "$out" &&
   ok "valid policy: silent and in effect" || ko "valid policy: $(cat "$out" "$err")"
