@@ -77,6 +77,32 @@ void note_once(const char *key, const char *fmt, ...) {
   va_end(ap);
 }
 
+std::string quoted(const char *value) {
+  constexpr std::size_t kMax = 200;
+  std::string s = "\"";
+  std::size_t i = 0;
+  for (; value && value[i] && i < kMax; ++i) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c == '\\' || c == '"') {
+      s += '\\';
+      s += static_cast<char>(c);
+    } else if (c == '\n') {
+      s += "\\n";
+    } else if (c == '\t') {
+      s += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      s += hex;
+    } else {
+      s += static_cast<char>(c);
+    }
+  }
+  s += '"';
+  if (value && value[i]) s += "...";
+  return s;
+}
+
 void print_line(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

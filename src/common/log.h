@@ -11,6 +11,8 @@ __attribute__((visibility("hidden"), format(printf, 1, 2))) void hcops_log_error
 #ifdef __cplusplus
 }
 
+#include <string>
+
 namespace hcops {
 
 // HCOPS_VERBOSE: 0 silent, 1 one line per native GEMM, 2 also a summary at exit.
@@ -27,6 +29,11 @@ void warn_once(const char *key, const char *fmt, ...) __attribute__((format(prin
 // what the library does without being anybody's mistake. Printed as
 // "hcops_verbose,info,<message>", among the verbose lines.
 void note_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// `value` in double quotes for a warning: backslash, quote and control
+// characters escaped (a newline in a value must not split the line), cut
+// with "..." after 200 bytes.
+std::string quoted(const char *value);
 
 // A single write(2) of a formatted line, so lines from threads never interleave.
 void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
