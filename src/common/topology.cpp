@@ -143,12 +143,34 @@ static void say_if_xml_unused(hwloc_topology_t hw) {
             why.empty() ? "hwloc cannot read a topology from it" : why.c_str());
 }
 
+// Only what HCOps reads of the machine: PUs, cores, caches, NUMA nodes and
+// their memory attributes. The load runs in the process's first GEMM (or
+// large allocation), so the rest would be paid there: I/O devices and
+// instruction caches (hwloc's defaults already drop them, said here so that
+// no HWLOC_* default can bring them back), Misc objects, distance matrices
+// and CPU kinds (cpufreq files of every CPU), and the x86 backend, which on
+// Linux only adds cpuid details and to get them binds the calling thread to
+// every PU in turn (one migration per PU: milliseconds on large machines).
+static void restrict_discovery(hwloc_topology_t hw) {
+  hwloc_topology_set_io_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_icache_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_type_filter(hw, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
+#if HWLOC_API_VERSION >= 0x00020100
+  hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+#endif
+#if HWLOC_API_VERSION >= 0x00020800
+  hwloc_topology_set_flags(
+      hw, hwloc_topology_get_flags(hw) | HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
+#endif
+}
+
 // hwloc, and through it libxml2 (HWLOC_XMLFILE), runs in the caller's thread:
 // its floating-point environment is kept (common/fp_env.h).
 static Topology load() {
   KeepFpEnv keep;
   hwloc_topology_t hw;
   if (hwloc_topology_init(&hw) != 0) return fallback_topology();
+  restrict_discovery(hw);
   if (hwloc_topology_load(hw) != 0) {
     hwloc_topology_destroy(hw);
     const char *xml = env_raw("HWLOC_XMLFILE");

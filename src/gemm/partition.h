@@ -31,7 +31,7 @@ struct Plan {
 };
 
 struct PlanLimits {
-  int mr = 8, nr = 4;                 // microkernel tile
+  int mr = 8, nr = 4;                   // microkernel tile
   long min_flops_per_thread = 2000000;  // below this a thread costs more than it gives
 };
 
