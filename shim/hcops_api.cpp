@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "common/fp_env.h"
 #include "config.h"
 #include "gemm/engine_info.h"
 
@@ -17,6 +18,7 @@ const char *hcops_kernel_families(void) {
 }
 
 void hcops_print_info(FILE *out, long m, long n, long k) {
+  hcops::KeepFpEnv keep;  // a report, not a computation: it leaves no flag
   const char *ref = hcops_reference_blas();
   std::fprintf(out, "hcops %s\n", hcops_version());
   std::fprintf(out, "%s", hcops::engine_info(m, n, k).c_str());

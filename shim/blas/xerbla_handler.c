@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "blas_abi.h"
+#include "common/fp_env.h"
 
 #define MAX_OBJECTS 512
 
@@ -125,6 +126,7 @@ static void *own_symbol(void *h, const struct object *o, const char *name) {
 }
 
 static hcops_xerbla_fn find_handler(void) {
+  HCOPS_KEEP_FP_ENV; /* dlopen runs loader code in the caller's thread */
   nobjects = 0;
   dl_iterate_phdr(collect, NULL); /* no dlopen inside: the callbacks hold the loader lock */
   dl_iterate_phdr(mark_needed, NULL);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fp_env.h"
 #include "common/log.h"
 #include "shim/common/forward.h"
 
@@ -113,12 +114,16 @@ void hcops_foreign_find(struct hcops_foreign *lib) {
                   tried[0] ? tried : "nothing else", lib->env, lib->hint);
 }
 
+/* Opening the foreign library runs its constructors, and the loader's own
+ * code, in the caller's thread: its floating-point environment is kept. */
 const char *hcops_foreign_path(struct hcops_foreign *lib) {
+  HCOPS_KEEP_FP_ENV;
   pthread_once(&lib->once, lib->find);
   return lib->handle ? lib->path : NULL;
 }
 
 void *hcops_forward_resolve(struct hcops_foreign *lib, unsigned idx) {
+  HCOPS_KEEP_FP_ENV;
   pthread_once(&lib->once, lib->find);
   void *target = lib->handle ? dlsym(lib->handle, lib->names[idx]) : NULL;
   if (target && is_self(target)) target = NULL;

@@ -3,6 +3,7 @@
 // (the trace format of shared/workloads, so a user's run can be replayed).
 #pragma once
 
+#include "common/fp_env.h"
 #include "common/log.h"
 #include "gemm/gemm.h"
 #include "shim/common/verbose.h"
@@ -19,8 +20,15 @@ void run_gemm(const char *routine, const GemmArgs<Ty> &g) {
     gemm(g);
     return;
   }
-  const double t0 = now_seconds();
+  // The timing and the line are ours: they leave no flag in the caller's
+  // environment; the product's own flags stay.
+  double t0;
+  {
+    KeepFpEnv keep;
+    t0 = now_seconds();
+  }
   const GemmReport rep = gemm(g);
+  KeepFpEnv keep;
   report_gemm(routine, static_cast<char>(g.ta), static_cast<char>(g.tb), g.m, g.n, g.k, double(g.alpha), g.lda, g.ldb,
               double(g.beta), g.ldc, rep, now_seconds() - t0);
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "hcops.h"
+#include "common/fp_env.h"
 #include "common/log.h"
 #include "mem/allocator.h"
 #include "mem/config.h"
@@ -67,6 +68,7 @@ size_t hcops_mem_stat(const char *name) { return mem::stat(name); }
 
 void hcops_mem_print_info(FILE *out) {
   if (!out) return;
+  hcops::KeepFpEnv keep;  // a report, not a computation: it leaves no flag
   mem::Internal in;
   const std::string s = mem::describe_config() + "\n" + mem::stats_report() + "\n";
   std::fputs(s.c_str(), out);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/env.h"
+#include "common/fp_env.h"
 #include "common/log.h"
 
 namespace hcops {
@@ -70,6 +71,7 @@ void bind_to_domain(const Topology &topo, const Domain &d) {
   static const bool enabled = env_long("HCOPS_BIND", 1, 0, 1) != 0;
   thread_local int bound = -1;
   if (!enabled || !topo.this_system || topo.domains.size() < 2 || bound == d.index || !d.cpuset) return;
+  KeepFpEnv keep;  // the caller's thread is thread 0 of the team
   if (hwloc_set_cpubind(topo.hw, d.cpuset, HWLOC_CPUBIND_THREAD) != 0)
     warn_once("bind", "cannot bind GEMM threads to their NUMA domain (%s); running unbound", std::strerror(errno));
   bound = d.index;

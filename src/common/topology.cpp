@@ -1,11 +1,16 @@
 #include "common/topology.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "common/env.h"
+#include "common/fp_env.h"
 #include "common/log.h"
 #include "common/mem_nodes.h"
 
@@ -112,9 +117,60 @@ static Topology fallback_topology() {
   return t;
 }
 
+// Why the file HWLOC_XMLFILE names cannot be read ("" when it can: whether it
+// is a topology is hwloc's to say).
+static std::string unreadable(const char *path) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  struct stat st;
+  const bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+  close(fd);
+  return dir ? "a directory" : "";
+}
+
+// hwloc falls back to this machine, silently, when HWLOC_XMLFILE's file
+// cannot be used; the user asked for another machine and must hear it. A
+// topology from XML is not "this system" unless HWLOC_THISSYSTEM=1 says so,
+// in which case a readable file is taken as used.
+static void say_if_xml_unused(hwloc_topology_t hw) {
+  const char *xml = env_raw("HWLOC_XMLFILE");
+  if (!xml || !*xml) return;
+  const std::string why = unreadable(xml);
+  const char *thissystem = env_raw("HWLOC_THISSYSTEM");
+  const bool asserted = thissystem && std::strcmp(thissystem, "0") != 0;
+  if (why.empty() && (!hwloc_topology_is_thissystem(hw) || asserted)) return;
+  warn_once("HWLOC_XMLFILE", "HWLOC_XMLFILE=%s cannot be used (%s); using this machine's topology", quoted(xml).c_str(),
+            why.empty() ? "hwloc cannot read a topology from it" : why.c_str());
+}
+
+// Only what HCOps reads of the machine: PUs, cores, caches, NUMA nodes and
+// their memory attributes. The load runs in the process's first GEMM (or
+// large allocation), so the rest would be paid there: I/O devices and
+// instruction caches (hwloc's defaults already drop them, said here so that
+// no HWLOC_* default can bring them back), Misc objects, distance matrices
+// and CPU kinds (cpufreq files of every CPU), and the x86 backend, which on
+// Linux only adds cpuid details and to get them binds the calling thread to
+// every PU in turn (one migration per PU: milliseconds on large machines).
+static void restrict_discovery(hwloc_topology_t hw) {
+  hwloc_topology_set_io_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_icache_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_type_filter(hw, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
+#if HWLOC_API_VERSION >= 0x00020100
+  hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+#endif
+#if HWLOC_API_VERSION >= 0x00020800
+  hwloc_topology_set_flags(
+      hw, hwloc_topology_get_flags(hw) | HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
+#endif
+}
+
+// hwloc, and through it libxml2 (HWLOC_XMLFILE), runs in the caller's thread:
+// its floating-point environment is kept (common/fp_env.h).
 static Topology load() {
+  KeepFpEnv keep;
   hwloc_topology_t hw;
   if (hwloc_topology_init(&hw) != 0) return fallback_topology();
+  restrict_discovery(hw);
   if (hwloc_topology_load(hw) != 0) {
     hwloc_topology_destroy(hw);
     const char *xml = env_raw("HWLOC_XMLFILE");
@@ -122,6 +178,7 @@ static Topology load() {
               xml ? " from HWLOC_XMLFILE=" : "", xml ? xml : "");
     return fallback_topology();
   }
+  say_if_xml_unused(hw);
   hwloc_bitmap_t bound = nullptr;
   if (hwloc_topology_is_thissystem(hw)) {
     bound = hwloc_bitmap_alloc();

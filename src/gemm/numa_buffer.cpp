@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/fp_env.h"
 #include "common/log.h"
 #include "common/nodemask.h"
 #include "common/topology.h"
@@ -27,6 +28,7 @@ constexpr std::size_t kHugePage = 2u << 20;
 // the application over a packing buffer.
 bool prefer_node(void *p, std::size_t bytes, int node) {
   if (node < 0 || node >= kMaxNodes) return false;
+  KeepFpEnv keep;  // libnuma, in the caller's thread
   return mbind(p, bytes, MPOL_PREFERRED, NodeMask::single(node).bits, NodeMask::kMaxnode, 0) == 0;
 }
 }  // namespace

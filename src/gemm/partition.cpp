@@ -1,7 +1,6 @@
 #include "gemm/partition.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 namespace hcops {
@@ -25,22 +24,27 @@ static std::vector<long> split(long len, const std::vector<int> &weights, long a
 }
 
 // The grid whose per-thread block has the smallest perimeter in tiles, i.e.
-// the least packing and C traffic per flop.
+// the least packing and C traffic per flop. The planner runs in the caller's
+// thread on every call: integers only, so that it raises no floating-point
+// flag (FE_INEXACT) in the caller's environment. With gm * gn = threads, the
+// perimeter M/gm + N/gn is (M*gn + N*gm) / threads: the numerator decides.
 static void choose_grid(DomainPart &p, int mr, int nr) {
   const long mt_max = ceil_div(p.m1 - p.m0, mr), nt_max = ceil_div(p.n1 - p.n0, nr);
-  double best = INFINITY;
+  bool found = false;
+  __int128 best = 0;
   for (int gm = 1; gm <= p.threads; ++gm) {
     if (p.threads % gm) continue;
     const int gn = p.threads / gm;
     if (gm > mt_max || gn > nt_max) continue;
-    const double cost = double(p.m1 - p.m0) / gm + double(p.n1 - p.n0) / gn;
-    if (cost < best) {
+    const __int128 cost = __int128(p.m1 - p.m0) * gn + __int128(p.n1 - p.n0) * gm;
+    if (!found || cost < best) {
+      found = true;
       best = cost;
       p.grid_m = gm;
       p.grid_n = gn;
     }
   }
-  if (best == INFINITY) {  // more threads than tiles: the planner avoids this
+  if (!found) {  // more threads than tiles: the planner avoids this
     p.grid_m = p.threads;
     p.grid_n = 1;
   }
@@ -49,8 +53,9 @@ static void choose_grid(DomainPart &p, int mr, int nr) {
 Plan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim) {
   Plan plan;
   const long tiles = ceil_div(m, lim.mr) * ceil_div(n, lim.nr);
-  const double flops = 2.0 * m * n * std::max(k, 1L);
-  long useful = std::min<long>(tiles, static_cast<long>(flops / lim.min_flops_per_thread));
+  const __int128 flops = __int128(2) * m * n * std::max(k, 1L);  // exact for m, n, k < 2^42
+  const __int128 threads_worth = flops / std::max(lim.min_flops_per_thread, 1L);
+  long useful = threads_worth < tiles ? static_cast<long>(threads_worth) : tiles;
   int t = static_cast<int>(std::clamp<long>(useful, 1, std::max(threads, 1)));
 
   // Domains: no more than threads, and none with a sliver of the matrix.

@@ -31,8 +31,8 @@ struct Plan {
 };
 
 struct PlanLimits {
-  int mr = 8, nr = 4;                 // microkernel tile
-  double min_flops_per_thread = 2e6;  // below this a thread costs more than it gives
+  int mr = 8, nr = 4;                   // microkernel tile
+  long min_flops_per_thread = 2000000;  // below this a thread costs more than it gives
 };
 
 // [begin, end) of piece `idx` when [0, len) is cut into `parts` nearly equal

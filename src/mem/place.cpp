@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fp_env.h"
 #include "common/log.h"
 #include "mem/arena.h"
 #include "mem/tiers.h"
@@ -225,6 +226,7 @@ namespace {
 long do_mbind(void *addr, std::size_t len, const Target &t, unsigned flags) {
   const NodeMask mask(t.nodes);
   const bool has_mask = t.mode != MPOL_LOCAL && t.mode != MPOL_DEFAULT;
+  KeepFpEnv keep;  // libnuma is foreign code in the allocating thread; a syscall costs far more
   return mbind(addr, len, t.mode, has_mask ? mask.bits : nullptr, has_mask ? NodeMask::kMaxnode : 0, flags);
 }
 }  // namespace

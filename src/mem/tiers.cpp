@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/env.h"
+#include "common/fp_env.h"
 #include "common/id_list.h"
 #include "common/log.h"
 #include "common/mem_nodes.h"
@@ -115,8 +116,10 @@ std::atomic<const Tiers *> built{nullptr};
 const Tiers &tiers() {
   if (const Tiers *t = built.load(std::memory_order_acquire)) return *t;
   pthread_mutex_lock(&build_lock);
-  if (!built.load(std::memory_order_relaxed))
+  if (!built.load(std::memory_order_relaxed)) {
+    KeepFpEnv keep;  // hwloc's queries run in the allocating thread
     built.store(new Tiers(build_tiers(topology(), env_raw("HCOPS_MEM_FAST_NODES"))), std::memory_order_release);
+  }
   pthread_mutex_unlock(&build_lock);
   return *built.load(std::memory_order_acquire);
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/env.h"
+#include "common/fp_env.h"
 #include "common/log.h"
 #include "mpi/cores.h"
 #include "mpi/op.h"
@@ -241,6 +242,7 @@ std::string describe() {
 }  // namespace
 
 bool start(int provided) {
+  KeepFpEnv keep;
   if (engine->on) return true;
   engine->verbose = static_cast<int>(env_long("HCOPS_MPI_VERBOSE", 0, 0, 2));
   engine->offload_min = static_cast<std::size_t>(env_long("HCOPS_MPI_OFFLOAD_MIN", 64 << 10, 0, 1L << 40));
@@ -282,6 +284,7 @@ bool start(int provided) {
 // communicator it never sees; an intercommunicator, which Comm_create would
 // cut to its local side's view, is duplicated.
 void adopt(MPI_Comm comm) {
+  KeepFpEnv keep;
   if (!engine->on || comm == MPI_COMM_NULL) return;
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
@@ -318,6 +321,7 @@ static Op *new_op(MPI_Comm comm, bool blocking, int count, MPI_Datatype type, MP
 
 bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
                 MPI_Request *request, int *rc) {
+  KeepFpEnv keep;
   if (!engine->on || comm == MPI_COMM_NULL) return false;
   Shadow *sh = nullptr;
   Op *op = new_op(comm, false, count, type, mop, sh);
@@ -349,6 +353,7 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
 }
 
 bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int *rc) {
+  KeepFpEnv keep;
   if (!engine->on || comm == MPI_COMM_NULL) return false;
   int size = 0;
   PMPI_Type_size(type, &size);
@@ -372,6 +377,7 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
 }
 
 void await(int n, const MPI_Request *reqs, bool any) {
+  KeepFpEnv keep;
   if (!engine->on || n <= 0) return;
   std::vector<Op *> ours;
   int active = 0;
@@ -393,6 +399,7 @@ thread_local double last_exposed_end = -1;
 }
 
 Watch::Watch(int n, const MPI_Request *reqs) {
+  KeepFpEnv keep;
   if (!engine->on || n <= 0 || !reqs) return;
   // Taken first: in a tight MPI_Test loop the lookup below is a good part
   // of each call.
@@ -421,6 +428,7 @@ Watch::Watch(int n, const MPI_Request *reqs) {
 }
 
 Watch::~Watch() {
+  KeepFpEnv keep;
   if (t0_ < 0) return;
   last_exposed_end = now();
   engine->exposed_ns += static_cast<long long>((last_exposed_end - t0_) * 1e9);
@@ -435,6 +443,7 @@ Watch::~Watch() {
 }
 
 void forget_comm(MPI_Comm comm) {
+  KeepFpEnv keep;
   if (!engine->on) return;
   Shadow *sh = nullptr;
   {
@@ -450,6 +459,7 @@ void forget_comm(MPI_Comm comm) {
 }
 
 void stop() {
+  KeepFpEnv keep;
   if (!engine->on) return;
   const std::string cpus = describe();
   std::map<MPI_Comm, Shadow *> all;

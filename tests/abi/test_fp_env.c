@@ -1,0 +1,77 @@
+/* libhcops.so must leave its caller's floating-point environment as it found
+ * it (see abi/fp_env_check.h): every entry point is called from a distinctive
+ * environment, on small-integer data whose arithmetic is exact, and the
+ * environment compared after the call. The first GEMM loads the topology
+ * (hwloc, HWLOC_XMLFILE's XML) and starts the threads; the first forwarded
+ * call opens the reference BLAS. Run by test_fp_env.sh with HWLOC_XMLFILE
+ * unset, set to this machine's XML and to shared/topologies files.
+ * Prints one line per call and "test_fp_env: N checks, F failed". */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "abi/fp_env_check.h"
+#include "cblas.h"
+#include "hcops.h"
+
+void sgemm_(const char *, const char *, const int *, const int *, const int *, const float *, const float *,
+            const int *, const float *, const int *, const float *, float *, const int *);
+void dgemm_(const char *, const char *, const int *, const int *, const int *, const double *, const double *,
+            const int *, const double *, const int *, const double *, double *, const int *);
+void daxpy_(const int *, const double *, const double *, const int *, double *, const int *);
+void sscal_(const int *, const float *, float *, const int *);
+
+/* Argument errors come here instead of the reference's message and exit. */
+static int xerbla_info;
+void xerbla_(const char *name, const int *info, int len) {
+  (void)name;
+  (void)len;
+  xerbla_info = *info;
+}
+
+enum { N = 96 };
+static float sa[N * N], sb[N * N], sc[N * N];
+static double da[N * N], db[N * N], dc[N * N];
+
+int main(void) {
+  for (int i = 0; i < N * N; ++i) {
+    sa[i] = (float)(i % 7) - 3;
+    sb[i] = (float)(i % 5) - 2;
+    da[i] = sa[i];
+    db[i] = sb[i];
+  }
+  const int n = N, bad = -1, inc = 1;
+  const float sone = 1, szero = 0, stwo = 2;
+  const double done = 1, dzero = 0;
+  FILE *devnull = fopen("/dev/null", "w");
+  if (!devnull) return 2;
+
+  FP_CHECK(sgemm_("N", "N", &n, &n, &n, &sone, sa, &n, sb, &n, &szero, sc, &n));
+  FP_CHECK(sgemm_("T", "N", &n, &n, &n, &sone, sa, &n, sb, &n, &sone, sc, &n));
+  FP_CHECK(dgemm_("N", "T", &n, &n, &n, &done, da, &n, db, &n, &dzero, dc, &n));
+  FP_CHECK(cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, sa, N, sb, N, 0, sc, N));
+  FP_CHECK(cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, N, N, N, 1, da, N, db, N, 1, dc, N));
+  FP_CHECK(sgemm_("N", "N", &bad, &n, &n, &sone, sa, &n, sb, &n, &szero, sc, &n));
+  FP_CHECK(daxpy_(&n, &done, da, &inc, dc, &inc));
+  FP_CHECK(sscal_(&n, &stwo, sc, &inc));
+  FP_CHECK(hcops_version());
+  FP_CHECK(hcops_kernel_families());
+  FP_CHECK(hcops_reference_blas());
+  FP_CHECK(hcops_print_info(devnull, N, N, N));
+  fclose(devnull);
+
+  /* The results, so that a guard that skipped a call cannot pass: C = A*B
+   * (row-major) from the last cblas_sgemm, sscal'ed by 2. */
+  int wrong = 0;
+  for (int i = 0; i < N && !wrong; ++i)
+    for (int j = 0; j < N; ++j) {
+      float ref = 0;
+      for (int p = 0; p < N; ++p) ref += sa[i * N + p] * sb[p * N + j];
+      if (i == 0) ref *= 2; /* sscal_ scaled the first N elements: row 0 */
+      if (sc[i * N + j] != ref) wrong = 1;
+    }
+  if (wrong || xerbla_info != 3) {
+    printf("FAIL: wrong results (product %s, xerbla_ info %d, want 3)\n", wrong ? "wrong" : "right", xerbla_info);
+    ++fp_failures;
+  }
+  return fp_summary("test_fp_env");
+}
