@@ -34,7 +34,8 @@ const char *hcops_reference_blas(void);
 /* Pushes a placement policy, in the syntax of HCOPS_MEM_POLICY (e.g.
  * "fast,thp" or "2M-:fast,thp;64K-2M:local"), for allocations made from now
  * on. A thread's pushed policies come before the process's, which come before
- * HCOPS_MEM_POLICY. 0, or -1 with errno EINVAL (the error is printed). */
+ * HCOPS_MEM_POLICY. 0, or -1 with errno EINVAL: a malformed policy (the
+ * error and its position are printed), NULL, or an unknown scope. */
 int hcops_mem_push(int scope, const char *policy);
 /* Drops the last policy pushed in that scope. 0, or -1 (EINVAL) if none. */
 int hcops_mem_pop(int scope);

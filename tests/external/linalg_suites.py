@@ -1,0 +1,231 @@
+"""Runs a library's own pytest suite (numpy.linalg, scipy.linalg) as its user
+would, once without HCOps (the baseline) and once under each preload, and
+compares the outcome of every test with the baseline's.
+
+A configuration fails when a test that passes in the baseline (passed,
+xfailed, or skipped) does not under it: fails, errors, crashes the
+interpreter, hangs, or goes missing. Tests that already fail in the baseline
+are listed but are not HCOps's to answer for.
+
+Each run is `python3 -m pytest --pyargs SUITE -p no:cacheprovider` in a
+temporary directory (nothing written beside the installed package), with the
+outcome_log plugin recording each test as it runs. When the interpreter dies
+(signal, hang), the test that was running is named as crashed, with the
+fatal error pytest's faulthandler printed, and the run goes on in a new
+interpreter after it, deselecting what is already done.
+
+    HCOPS_LIB=... HCOPS_MEM_LIB=... python3 linalg_suites.py SUITE [CONFIG...]
+
+CONFIG is any of: mem (libhcops_mem.so), blas (libhcops.so), both (the two
+preloads); by default those HCOPS_EXTERNAL_CONFIGS lists (space-separated),
+else all three. Prints PASS/FAIL lines, the lists, the time
+each configuration took, and "N passed, M failed"."""
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
+STALL_S = 900  # no test finishing for this long is a hang (the slowest take ~20 s here)
+MAX_RESTARTS = 25  # crashes tolerated in one configuration before giving up
+PASSING = {"passed", "xfailed", "skipped", "xpassed"}
+
+Run = collections.namedtuple("Run", "outcomes messages crashed seconds problems")
+
+
+def preload_sets():
+    """The configurations by name: the libraries each preloads (checked to exist)."""
+    blas, mem = os.environ.get("HCOPS_LIB"), os.environ.get("HCOPS_MEM_LIB")
+    for var, lib in (("HCOPS_LIB", blas), ("HCOPS_MEM_LIB", mem)):
+        if not lib or not os.path.isfile(lib):
+            print(f"ERROR: {var} must name the library to test (got {lib!r})")
+            sys.exit(99)
+    blas, mem = os.path.abspath(blas), os.path.abspath(mem)
+    return {"mem": [mem], "blas": [blas], "both": [blas, mem]}
+
+
+def label(preloads):
+    return " + ".join(os.path.basename(p) for p in preloads) if preloads else "no preload"
+
+
+def child_env(preloads, log, skip):
+    env = dict(os.environ)
+    # The suites run as the user would: no HCOps setting of the caller's (or
+    # of make check's) leaks in, and only the preloads under test are loaded.
+    for var in [v for v in env if v.startswith("HCOPS_")] + ["LD_PRELOAD"]:
+        env.pop(var, None)
+    env["PYTHONPATH"] = HERE + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no .pyc written into the installed package
+    env["HCOPS_OUTCOME_LOG"] = log
+    env["HCOPS_OUTCOME_SKIP"] = skip
+    if preloads:
+        env["LD_PRELOAD"] = " ".join(preloads)
+    return env
+
+
+def read_log(path):
+    outcomes, messages, started = {}, {}, []
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if "start" in r:
+                started.append(r["start"])
+            else:
+                outcomes[r["id"]] = r["outcome"]
+                if r["message"]:
+                    messages[r["id"]] = r["message"]
+    running = started[-1] if started and started[-1] not in outcomes else None
+    return outcomes, messages, running
+
+
+def fatal_error(stderr):
+    """The faulthandler block ("Fatal Python error: ..." and the stack) without
+    pytest's own frames; the end of stderr if there is none."""
+    lines = stderr.splitlines()
+    first = next((i for i, s in enumerate(lines) if s.startswith("Fatal Python error")), None)
+    if first is None:
+        return lines[-12:]
+    block = []
+    for line in lines[first:]:
+        if line.startswith("Extension modules"):
+            break
+        if line.strip() and not any(f"/{m}/" in line for m in ("_pytest", "pluggy")):
+            block.append(line)
+    return block[:20]
+
+
+def death(rc):
+    if isinstance(rc, str):
+        return rc
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit {rc}"
+
+
+def run_once(cmd, workdir, env, log):
+    """One pytest session; (returncode or why it was killed, stdout, stderr).
+    A session whose log has not grown for STALL_S is taken for hung."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=err, text=True, errors="replace")
+        size, since = -1, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(0.5)
+            now = os.path.getsize(log)
+            if now != size:
+                size, since = now, time.monotonic()
+            elif time.monotonic() - since > STALL_S:
+                proc.kill()
+                proc.wait()
+                rc = f"hung: no test finished in {STALL_S} s (killed)"
+                break
+        else:
+            rc = proc.returncode
+        out.seek(0)
+        err.seek(0)
+        return rc, out.read(), err.read()
+
+
+def run_suite(suite, preloads, workdir):
+    """Every test of `suite` under `preloads`, restarting after each crash."""
+    tag = "-".join(os.path.basename(p).split(".")[0] for p in preloads) or "baseline"
+    log, skip = os.path.join(workdir, f"{tag}.jsonl"), os.path.join(workdir, f"{tag}.skip")
+    open(log, "w").close()
+    open(skip, "w").close()
+    env = child_env(preloads, log, skip)
+    cmd = [PYTHON, "-m", "pytest", "--pyargs", suite, "-p", "no:cacheprovider", "-p", "outcome_log", "-q",
+           "--color=no"]
+    crashed, problems = {}, []
+    start = time.monotonic()
+    for attempt in range(MAX_RESTARTS + 1):
+        rc, stdout, stderr = run_once(cmd, workdir, env, log)
+        outcomes, messages, running = read_log(log)
+        if rc in (0, 1, 5):  # all passed, some failed, none collected: a finished session
+            break
+        if running is None:  # died outside any test: collection, import, usage
+            problems.append(f"pytest {death(rc)} outside any test; its output ends:")
+            problems += ["    " + s for s in (stdout.splitlines() + stderr.splitlines())[-15:]]
+            break
+        crashed[running] = [death(rc)] + fatal_error(stderr)
+        with open(skip, "w") as f:
+            f.write("".join(t + "\n" for t in list(outcomes) + list(crashed)))
+    else:
+        problems.append(f"gave up after {MAX_RESTARTS} restarts")
+    outcomes, messages, _ = read_log(log)
+    for test in crashed:
+        outcomes[test] = "crashed"
+        messages[test] = crashed[test][0]
+    return Run(outcomes, messages, crashed, time.monotonic() - start, problems)
+
+
+def summary(outcomes):
+    counts = collections.Counter(outcomes.values())
+    return ", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "no tests"
+
+
+def compare(report, suite, base, preloads, run):
+    name = f"{suite} under {label(preloads)}"
+    print(f"\n== {name}: {summary(run.outcomes)} in {run.seconds:.0f} s")
+    broken = sorted(t for t, o in base.outcomes.items() if o in PASSING and run.outcomes.get(t, "missing")
+                    not in PASSING)
+    for test in broken:
+        outcome = run.outcomes.get(test, "missing")
+        print(f"    {outcome.upper()}: {test}: {run.messages.get(test, '')}")
+        for line in run.crashed.get(test, [])[1:]:
+            print(f"        {line}")
+    changed = sorted(t for t, o in run.outcomes.items() if t in base.outcomes and o != base.outcomes[t] and
+                     t not in broken)
+    for test in changed:
+        print(f"    note: {test}: {base.outcomes[test]} in the baseline, {run.outcomes[test]} here")
+    for line in run.problems:
+        print(f"    {line}")
+    report.check(not broken and not run.problems, f"{name}: every test that passes in the baseline passes",
+                 f"{len(broken)} regressed" if broken else "; ".join(run.problems[:1]))
+
+
+def main(argv):
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from integration.harness import Report
+
+    if len(argv) < 1:
+        print(__doc__)
+        return 99
+    suite = argv[0]
+    wanted = argv[1:] or os.environ.get("HCOPS_EXTERNAL_CONFIGS", "mem blas both").split()
+    configs = preload_sets()
+    if any(w not in configs for w in wanted):
+        print(f"ERROR: configurations are {', '.join(configs)} (got {' '.join(wanted)})")
+        return 99
+    probe = subprocess.run([PYTHON, "-c", f"import pytest, {suite}"], env=child_env([], "", ""), capture_output=True,
+                           text=True)
+    if probe.returncode != 0:
+        print(f"SKIP: {PYTHON} cannot import pytest and {suite}: {probe.stderr.strip().splitlines()[-1:]}")
+        return 77
+    report = Report()
+    workdir = tempfile.mkdtemp(prefix="hcops-external-")
+    try:
+        base = run_suite(suite, [], workdir)
+        print(f"== {suite} with no preload (the baseline): {summary(base.outcomes)} in {base.seconds:.0f} s")
+        for test in sorted(t for t, o in base.outcomes.items() if o not in PASSING):
+            print(f"    baseline {base.outcomes[test]}: {test}: {base.messages.get(test, '')}")
+        for line in base.problems:
+            print(f"    {line}")
+        report.check(bool(base.outcomes) and not base.problems, f"{suite} baseline ran",
+                     f"{len(base.outcomes)} tests")
+        for w in wanted:
+            compare(report, suite, base, configs[w], run_suite(suite, configs[w], workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return report.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
