@@ -11,11 +11,12 @@ set -eu
 # nothing links it); python3-matplotlib only draws perf/gemm_sweep.py's plot.
 # python3-mpi4py: the libhcops_mpi tests (mpi4py under LD_PRELOAD) and
 # perf/dit/ddp.py. hwloc (lstopo): hcops-run's split of cores, on
-# HWLOC_XMLFILE topologies too.
+# HWLOC_XMLFILE topologies too. python3-scipy: the libhcops_mem integration
+# test runs scipy's complex SVD and lstsq (OpenBLAS over-reads) under the preload.
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
-libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py hwloc"
+libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-scipy hwloc"
 
 missing=
 for p in $packages; do
