@@ -169,6 +169,7 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
   b.mapped = len;
   b.slots = static_cast<uint32_t>(slots);
   b.pages = got;
+  b.asked = r.pages;
   b.place = r.place;
   b.node = static_cast<int16_t>(t.node);
   b.counted_fast = t.fast;

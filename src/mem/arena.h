@@ -27,6 +27,10 @@ struct Block {
   std::size_t mapped = 0;
   uint32_t slots = 0;         // address space held, in slots, slack included
   Pages pages = Pages::base;  // the kind obtained (after any fallback)
+  // The kind the rule asked for: the reuse cache matches requests on it, so
+  // a block that fell back (empty hugetlb pool, THP disabled) is reused by
+  // the next request of the same rule, which would fall back the same way.
+  Pages asked = Pages::base;
   Place place = Place::local;
   int16_t node = -1;          // the node aimed at, -1: none in particular
   bool counted_fast = false;  // counted against HCOPS_MEM_FAST_LIMIT

@@ -410,10 +410,48 @@ static void cache_files_blocks_by_policy(void **state) {
   free(q);
 }
 
+/* A block that fell back (hugetlb from an empty pool: THP) is reused by the
+ * next request of the same rule, which would fall back the same way: the
+ * cache matches the kind asked for, not the kind obtained. */
+static void fallen_back_block_is_reused(void **state) {
+  (void)state;
+  const size_t n = 12 * MiB + 999; /* a size no other test uses */
+  assert_int_equal(hcops_mem_push(HCOPS_MEM_THREAD, "hugetlb"), 0);
+  const size_t fallbacks = st("fallback.hugetlb_to_thp"), hits = st("cache_hits");
+  char *p = malloc(n);
+  assert_non_null(p);
+  const int fell_back = st("fallback.hugetlb_to_thp") == fallbacks + 1;
+  fill(p, n, 7);
+  free(p);
+  char *q = malloc(n);
+  assert_ptr_equal(q, p);
+  assert_int_equal(st("cache_hits"), hits + 1);
+  assert_int_equal(st("fallback.hugetlb_to_thp"), fallbacks + (size_t)fell_back); /* no second fallback */
+  free(q);
+  /* The same block does not serve another kind. */
+  assert_int_equal(hcops_mem_pop(HCOPS_MEM_THREAD), 0);
+  assert_int_equal(hcops_mem_push(HCOPS_MEM_THREAD, "base"), 0);
+  q = malloc(n);
+  assert_ptr_not_equal(q, p);
+  assert_int_equal(st("cache_hits"), hits + 1);
+  free(q);
+  assert_int_equal(hcops_mem_pop(HCOPS_MEM_THREAD), 0);
+  if (!fell_back) printf("note: the hugetlb pool was not empty; reuse of a fallen-back block was not exercised\n");
+}
+
+/* After a test that pushes policies: none left, even when it failed midway. */
+static int pop_all(void **state) {
+  (void)state;
+  while (hcops_mem_pop(HCOPS_MEM_THREAD) == 0) {
+  }
+  return 0;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(errno_kept),
       cmocka_unit_test(cache_files_blocks_by_policy),
+      cmocka_unit_test_teardown(fallen_back_block_is_reused, pop_all),
       cmocka_unit_test(threshold_boundary),
       cmocka_unit_test(null_and_zero_sizes),
       cmocka_unit_test(overflow_and_errno),
