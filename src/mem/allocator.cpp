@@ -160,10 +160,16 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
   if (t.fell_back) counters.fast_to_ddr.fetch_add(1, std::memory_order_relaxed);
   bool placed = true;
   if (topology().this_system && !apply_policy(p, len + slack_bytes(), t)) {
-    placed = false;
+    const int err = errno;
+    // EPERM or ENOSYS: this process can never set a policy (a container's
+    // seccomp profile without CAP_SYS_NICE, a kernel without NUMA), so the
+    // next request of this rule gets first-touch pages too, and may reuse
+    // this block. Another refusal (a node not allowed now) is not the rule's
+    // lasting fate: the block is not reused under the rule's policy.
+    placed = err == EPERM || err == ENOSYS;
     counters.policy_refused.fetch_add(1, std::memory_order_relaxed);
     note_once("mem mbind", "libhcops_mem: cannot apply the NUMA policy %s to an allocation (%s); first-touch placement",
-              describe(r).c_str(), std::strerror(errno));
+              describe(r).c_str(), std::strerror(err));
   }
   Block &b = arena().block(p);
   b.mapped = len;
