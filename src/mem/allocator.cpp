@@ -71,7 +71,11 @@ void start() {
     note_once("arena", "libhcops_mem: cannot reserve address space for large allocations; leaving them to glibc");
     return;
   }
-  if (c.stats) std::atexit([] { print_line("%s", stats_report().c_str()); });
+  if (c.stats)
+    std::atexit([] {
+      Internal in;
+      write_stats_report();
+    });
   threshold.store(c.threshold, std::memory_order_release);
 }
 

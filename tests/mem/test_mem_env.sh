@@ -66,7 +66,7 @@ bad "HCOPS_MEM_CACHE=lots" "not a size" stat:cached
 [ "$(value cached)" -gt 0 ] && ok "bad cache size: the default cache keeps freed blocks" || ko "cached: $(cat "$out")"
 bad "HCOPS_MEM_FAST_LIMIT=8MiBs" "not a size"
 bad "HCOPS_MEM_FAST_NODES=fast" "not a node list" stat:allocations
-bad "HCOPS_MEM_STATS=yes" "not an integer"
+bad "HCOPS_MEM_STATS=yes" "is not 0, 1 or a path"
 
 # Valid settings: silent, and in effect.
 run "HCOPS_MEM_THRESHOLD=8M" HCOPS_MEM_THRESHOLD=8M -- stat:threshold stat:allocations
