@@ -171,7 +171,8 @@ int main(void) {
     printf("FAIL: only %zu blocks came from libhcops_mem's arena\n", arena_blocks);
     ++failures;
   }
-  printf("%d of %d blocks' slack readable (%zu from the arena, cache hits %zu, hugetlb->thp %zu)\n", checked - failures,
-         checked, arena_blocks, mem_stat("cache_hits"), mem_stat("fallback.hugetlb_to_thp"));
+  printf("%d of %d blocks' slack readable (%zu from the arena, cache hits %zu, hugetlb->thp %zu, fast->ddr %zu)\n",
+         checked - failures, checked, arena_blocks, mem_stat("cache_hits"), mem_stat("fallback.hugetlb_to_thp"),
+         mem_stat("fallback.fast_to_ddr"));
   return failures ? 1 : 0;
 }
