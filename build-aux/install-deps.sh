@@ -12,7 +12,8 @@ set -eu
 # python3-mpi4py: the libhcops_mpi tests (mpi4py under LD_PRELOAD) and
 # perf/dit/ddp.py. hwloc (lstopo): hcops-run's split of cores, on
 # HWLOC_XMLFILE topologies too. python3-pytest, python3-scipy: numpy's and
-# scipy's own linalg suites under the preloads (tests/external).
+# scipy's own linalg suites under the preloads (tests/external); scipy's complex
+# SVD and lstsq (OpenBLAS over-reads) under libhcops_mem (test_mem_scipy.py).
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp

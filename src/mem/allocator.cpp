@@ -30,6 +30,31 @@ constexpr int kMaxDepth = 16;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
+// Bytes of data a block of `size` bytes maps: whole huge pages for hugetlb,
+// whole base pages otherwise.
+std::size_t data_bytes(std::size_t size, Pages pages) {
+  return round_up(size ? size : 1, pages == Pages::hugetlb ? kSlot : page_size());
+}
+
+// Slots a block of `len` data bytes holds: its slack may spill into one more.
+std::size_t slots_for(std::size_t len) { return round_up(len + slack_bytes(), kSlot) / kSlot; }
+
+// Maps the `len` data bytes of a block at `p` with page kind `want`, and its
+// slack after them. For thp and base the slack is one more page of the same
+// mapping (no extra VMA); a hugetlb mapping is whole huge pages, so there the
+// slack is a base page of its own in the next slot rather than one more huge
+// page from the pool.
+MapResult map_with_slack(char *p, std::size_t len, Pages want, Pages &got) {
+  const std::size_t slack = slack_bytes();
+  if (want != Pages::hugetlb) return map_range(p, len + slack, want, got);
+  const MapResult data = map_range(p, len, want, got);
+  if (data != MapResult::ok) return data;
+  Pages tail;
+  const MapResult m = map_range(p + len, slack, Pages::base, tail);
+  if (m != MapResult::ok) unmap_range(p, len);  // reserved again, as for `failed`
+  return m;
+}
+
 // ---- policy stacks ----
 thread_local Policy *thread_stack[kMaxDepth];
 thread_local int thread_depth = 0;
@@ -46,7 +71,11 @@ void start() {
     note_once("arena", "libhcops_mem: cannot reserve address space for large allocations; leaving them to glibc");
     return;
   }
-  if (c.stats) std::atexit([] { print_line("%s", stats_report().c_str()); });
+  if (c.stats)
+    std::atexit([] {
+      Internal in;
+      write_stats_report();
+    });
   threshold.store(c.threshold, std::memory_order_release);
 }
 
@@ -92,9 +121,9 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
     counters.system_rule.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  const std::size_t slots = round_up(size ? size : 1, kSlot) / kSlot;
+  const std::size_t len = data_bytes(size, r.pages);
+  const std::size_t slots = slots_for(len);
   const std::size_t align_slots = align > kSlot ? align / kSlot : 1;
-  const std::size_t len = r.pages == Pages::hugetlb ? slots * kSlot : round_up(size ? size : 1, page_size());
   const Config &c = *config();
   const Target t = resolve(r, len, counters.fast_in_use.load(std::memory_order_relaxed), c.fast_limit);
   const uint64_t where = where_of(t);
@@ -123,7 +152,7 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
     return nullptr;
   }
   Pages got;
-  const MapResult mapped = map_range(p, len, r.pages, got);
+  const MapResult mapped = map_with_slack(static_cast<char *>(p), len, r.pages, got);
   if (mapped != MapResult::ok) {
     // A lost range may hold someone else's mapping now: never hand it out.
     if (mapped == MapResult::failed) arena().give_back(p, slots);
@@ -135,16 +164,23 @@ void *allocate(std::size_t size, std::size_t align, bool zero) {
   if (r.pages != Pages::base && got == Pages::base) counters.thp_to_base.fetch_add(1, std::memory_order_relaxed);
   if (t.fell_back) counters.fast_to_ddr.fetch_add(1, std::memory_order_relaxed);
   bool placed = true;
-  if (topology().this_system && !apply_policy(p, len, t)) {
-    placed = false;
+  if (topology().this_system && !apply_policy(p, len + slack_bytes(), t)) {
+    const int err = errno;
+    // EPERM or ENOSYS: this process can never set a policy (a container's
+    // seccomp profile without CAP_SYS_NICE, a kernel without NUMA), so the
+    // next request of this rule gets first-touch pages too, and may reuse
+    // this block. Another refusal (a node not allowed now) is not the rule's
+    // lasting fate: the block is not reused under the rule's policy.
+    placed = err == EPERM || err == ENOSYS;
     counters.policy_refused.fetch_add(1, std::memory_order_relaxed);
     note_once("mem mbind", "libhcops_mem: cannot apply the NUMA policy %s to an allocation (%s); first-touch placement",
-              describe(r).c_str(), std::strerror(errno));
+              describe(r).c_str(), std::strerror(err));
   }
   Block &b = arena().block(p);
   b.mapped = len;
   b.slots = static_cast<uint32_t>(slots);
   b.pages = got;
+  b.asked = r.pages;
   b.place = r.place;
   b.node = static_cast<int16_t>(t.node);
   b.counted_fast = t.fast;
@@ -167,12 +203,14 @@ void release(void *p) {
 bool resize_in_place(void *p, std::size_t size) {
   if (size > Arena::span()) return false;  // the roundings below would overflow
   Block &b = arena().block(p);
-  const std::size_t len =
-      b.pages == Pages::hugetlb ? round_up(size ? size : 1, kSlot) : round_up(size ? size : 1, page_size());
-  const std::size_t slots = round_up(len, kSlot) / kSlot;
+  const std::size_t len = data_bytes(size, b.pages), slots = slots_for(len), slack = slack_bytes();
+  // A hugetlb block's slack is a base page right after its last huge page:
+  // it changes size only by moving (realloc copies), which keeps the slack
+  // mapped at every moment without a failure path that could lose it.
+  if (b.pages == Pages::hugetlb) return len == b.mapped;
   char *base = static_cast<char *>(p);
-  if (len <= b.mapped) {  // shrink: return whole slots and pages past the end
-    if (len < b.slots * kSlot) unmap_range(base + len, b.slots * kSlot - len);
+  if (len <= b.mapped) {  // shrink: the first pages past the end stay as the slack; the rest goes
+    if (len + slack < b.slots * kSlot) unmap_range(base + len + slack, b.slots * kSlot - len - slack);
     if (slots < b.slots) arena().give_back(base + slots * kSlot, b.slots - slots);
     counters.live.fetch_sub(b.mapped - len, std::memory_order_relaxed);
     if (b.counted_fast) counters.fast_in_use.fetch_sub(b.mapped - len, std::memory_order_relaxed);
@@ -191,8 +229,12 @@ bool resize_in_place(void *p, std::size_t size) {
     t.mode = mode;
     t.nodes = mask.to_set();
   }
+  // The old slack becomes data; the extension is mapped past it, over the
+  // reservation, and its last page(s) are the new slack.
+  char *from = base + b.mapped + slack;
+  const std::size_t more = len - b.mapped;
   Pages got;
-  switch (map_range(base + b.mapped, len - b.mapped, b.pages, got)) {
+  switch (map_range(from, more, b.pages, got)) {
     case MapResult::ok: break;
     case MapResult::failed:
       if (slots > b.slots) arena().give_back(base + b.slots * kSlot, slots - b.slots);
@@ -200,17 +242,23 @@ bool resize_in_place(void *p, std::size_t size) {
     case MapResult::lost:  // the block keeps what it had; the lost range is never handed out
       return false;
   }
-  if (!known || got != b.pages ||
-      (topology().this_system && t.mode && !apply_policy(base + b.mapped, len - b.mapped, t)))
+  if (!known || got != b.pages || (topology().this_system && t.mode && !apply_policy(from, more, t)))
     b.where = 0;  // the block is no longer one policy and one page kind: not reused
-  count_growth(b, got, len - b.mapped);
-  if (b.counted_fast) counters.fast_in_use.fetch_add(len - b.mapped, std::memory_order_relaxed);
+  count_growth(b, got, more);
+  if (b.counted_fast) counters.fast_in_use.fetch_add(more, std::memory_order_relaxed);
   b.mapped = len;
   b.slots = static_cast<uint32_t>(std::max<std::size_t>(slots, b.slots));
   return true;
 }
 
+// What the caller may write: the data pages. The slack past them is for
+// reading only by contract (nothing writes it, so it stays the zero page).
 std::size_t usable_size(const void *p) { return arena().block(p).mapped; }
+
+std::size_t slack_bytes() {
+  static const std::size_t s = round_up(kMinSlack, page_size());
+  return s;
+}
 
 bool push_policy(Scope s, const char *text, ParseError &err) {
   Policy parsed;

@@ -39,6 +39,22 @@ void init();
 // policies, then the process's, then HCOPS_MEM_POLICY, then the default.
 Rule rule_for(std::size_t size);
 
+// Readable slack: at least this many bytes past the end of every block the
+// allocator hands out (and past its usable size) are mapped and readable,
+// whatever the path (fresh, reused, grown or shrunk in place) and page kind.
+// Libraries our users run read past the end of their buffers: OpenBLAS
+// 0.3.21's zgemv_n_HASWELL reads 1792 bytes past a matrix (OpenBLAS issue
+// 4013), and vector kernels read ahead by a few vector blocks. Under glibc
+// that memory is always mapped (a heap chunk has the top chunk or a
+// neighbour after it; glibc itself guarantees at most a page minus the
+// chunk header); a block that ended at the arena's PROT_NONE reservation
+// turned those reads into SIGSEGV. One 4 KiB page covers the known cases
+// with room to spare, and costs no memory: it is never written, so a read
+// maps the kernel's shared zero page. On a machine with larger base pages
+// the slack is one of them.
+constexpr std::size_t kMinSlack = 4096;
+std::size_t slack_bytes();
+
 // A new block of at least `size` bytes aligned to `align` (a power of two),
 // or nullptr when it should come from glibc instead (rule "system", arena
 // full, mapping refused). `zero`: the caller needs zeroes (calloc); fresh

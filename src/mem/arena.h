@@ -22,9 +22,15 @@ constexpr std::size_t kSlot = std::size_t(2) << 20;
 
 // What the arena knows of one live allocation, kept at its first slot.
 struct Block {
-  std::size_t mapped = 0;     // bytes mapped read-write from the start
-  uint32_t slots = 0;         // address space held, in slots
+  // Bytes mapped read-write from the start for the caller (the usable size).
+  // Past them, slack_bytes() more are always mapped too (allocator.h).
+  std::size_t mapped = 0;
+  uint32_t slots = 0;         // address space held, in slots, slack included
   Pages pages = Pages::base;  // the kind obtained (after any fallback)
+  // The kind the rule asked for: the reuse cache matches requests on it, so
+  // a block that fell back (empty hugetlb pool, THP disabled) is reused by
+  // the next request of the same rule, which would fall back the same way.
+  Pages asked = Pages::base;
   Place place = Place::local;
   int16_t node = -1;          // the node aimed at, -1: none in particular
   bool counted_fast = false;  // counted against HCOPS_MEM_FAST_LIMIT

@@ -132,7 +132,7 @@ void *reuse(const Rule &r, uint64_t where, std::size_t len) {
   std::size_t best = SIZE_MAX;
   for (std::size_t i = 0; i < cache->size(); ++i) {
     const Block &c = (*cache)[i].b;
-    if (c.pages != r.pages || c.place != r.place || c.where != where) continue;
+    if (c.asked != r.pages || c.place != r.place || c.where != where) continue;
     if (c.mapped < len || c.mapped - len > std::max(len / 8, kSlot)) continue;
     if (best == SIZE_MAX || c.mapped < (*cache)[best].b.mapped) best = i;
   }

@@ -1,7 +1,8 @@
 // Freed blocks kept mapped for reuse (HCOPS_MEM_CACHE): a training loop frees
 // and re-allocates the same tensors every step, and a block that keeps its
 // pages spares the page faults and huge-page zeroing of a fresh mapping. A
-// block is only reused for a request of the same page kind and NUMA policy.
+// block is only reused for a request of the same page kind (the one asked
+// for, whatever fallback gave) and NUMA policy.
 //
 // What the cache may hold is bounded three ways, so that it cannot make the
 // process need more memory than the program itself did:
@@ -33,7 +34,7 @@ std::size_t cache_margin(std::size_t high_water);
 // never 0 (0 is "unknown").
 uint64_t where_of(const Target &t);
 
-// A cached block of rule `r`'s page kind and placement, whose policy is
+// A cached block asked with rule `r`'s page kind, of its placement, whose policy is
 // `where`, holding `len` bytes without wasting more than an eighth (or one
 // slot); its record is back in the arena. nullptr when none. Releases the
 // blocks idle for too long first.

@@ -1,16 +1,19 @@
 #include "mem/config.h"
 
+#include <errno.h>
 #include <unistd.h>
 #include <strings.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "common/env.h"
 #include "common/id_list.h"
 #include "common/log.h"
 #include "mem/allocator.h"
 #include "mem/arena.h"
+#include "mem/stats.h"
 #include "mem/tiers.h"
 
 namespace hcops {
@@ -57,6 +60,36 @@ bool parse_decay(const char *text, uint64_t &ns) {
 // allocation in.
 const Config *installed = nullptr;
 
+// HCOPS_MEM_STATS: 0 (or unset) none, 1 stderr, a path (with a '/') a file.
+// A relative path is made absolute now, so a program that changes directory
+// still writes where its user meant. A directory that cannot take the file
+// is said now, while stderr is still open, and the report goes to stderr.
+void read_stats(Config &c) {
+  const char *v = env_raw("HCOPS_MEM_STATS");
+  if (!v || !*v || std::strcmp(v, "0") == 0) return;
+  c.stats = true;
+  if (std::strcmp(v, "1") == 0) return;
+  if (!std::strchr(v, '/')) {
+    c.stats = false;
+    warn_once("HCOPS_MEM_STATS", "HCOPS_MEM_STATS=%s is not 0, 1 or a path with a '/' (e.g. ./stats.%%p); no report",
+              quoted(v).c_str());
+    return;
+  }
+  std::string path = v;
+  if (path[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) path = std::string(cwd) + "/" + path;
+  }
+  // The directory as this process would expand it (a %p there is rare).
+  const std::string dir = expand_stats_file(path.substr(0, path.rfind('/') + 1), static_cast<long>(getpid()));
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    warn_once("HCOPS_MEM_STATS", "HCOPS_MEM_STATS=%s: cannot create files in %s (%s); the report goes to stderr",
+              quoted(v).c_str(), quoted(dir.c_str()).c_str(), std::strerror(errno));
+    return;
+  }
+  c.stats_file = path;
+}
+
 }  // namespace
 
 std::size_t page_size() {
@@ -96,7 +129,7 @@ const Config &load_config() {
     if (n && !l[n]) c->fast_limit = v;
     else warn_once("HCOPS_MEM_FAST_LIMIT", "HCOPS_MEM_FAST_LIMIT=%s is not a size; ignored", quoted(l).c_str());
   }
-  c->stats = env_long("HCOPS_MEM_STATS", 0, 0, 1) == 1;
+  read_stats(*c);
   // Training loops free and re-allocate the same tensors every step; keeping
   // freed blocks mapped spares the page faults (and huge-page zeroing) that
   // glibc spares by recycling its heap. Default: 1/8 of RAM, at most 4 GiB;

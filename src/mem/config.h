@@ -20,7 +20,8 @@ struct Config {
   Rule fallback;              // "fast,thp" for every size the interposer sees
   std::size_t threshold = 0;  // HCOPS_MEM_THRESHOLD, or lowered by a rule of the policy
   std::size_t fast_limit = 0;
-  bool stats = false;
+  bool stats = false;           // HCOPS_MEM_STATS asks for the report at exit
+  std::string stats_file;       // where: a pattern (%p, %%) made absolute at start-up; empty: stderr
   std::size_t cache_limit = 0;  // bytes of freed blocks kept mapped for reuse
   uint64_t cache_decay_ns = 0;  // how long a freed block may wait for reuse; kNeverDecay
   bool explicit_threshold = false;

@@ -190,14 +190,38 @@ bool probe_hugetlb_mremap(void *&h, std::size_t len) {
   hugetlb_mremap.store(state, std::memory_order_release);
   return state == kWorks;
 }
+
+// An empty hugetlb pool stays empty for a while (until an administrator or
+// a finished job fills it): after a MAP_HUGETLB of `len` bytes failed,
+// requests at least that large go straight to THP instead of each paying a
+// failing system call. The pool is tried again by the kHugetlbRetry-th of
+// them after a failure, and by any smaller request; a success forgets the
+// failure. Counted in requests, not time: nothing to read per allocation,
+// and the same on a fast and a slow machine.
+constexpr unsigned kHugetlbRetry = 64;
+std::atomic<std::size_t> hugetlb_failed_len{0};  // 0: the last try succeeded
+std::atomic<unsigned> hugetlb_skipped{0};
+
+bool pool_known_empty(std::size_t len) {
+  const std::size_t failed = hugetlb_failed_len.load(std::memory_order_relaxed);
+  if (!failed || len < failed) return false;
+  return hugetlb_skipped.fetch_add(1, std::memory_order_relaxed) % kHugetlbRetry != kHugetlbRetry - 1;
+}
 }  // namespace
 
 MapResult map_range(void *addr, std::size_t len, Pages want, Pages &got) {
-  if (want == Pages::hugetlb && hugetlb_mremap.load(std::memory_order_relaxed) != kBroken) {
+  if (want == Pages::hugetlb && hugetlb_mremap.load(std::memory_order_relaxed) != kBroken && !pool_known_empty(len)) {
     // Mapped where the kernel likes, then moved over the reservation in one
     // step. A MAP_FIXED | MAP_HUGETLB that fails (pool empty) would unmap
     // the range first, leaving a hole for another thread's mmap.
     void *h = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (h == MAP_FAILED) {
+      const std::size_t failed = hugetlb_failed_len.load(std::memory_order_relaxed);
+      if (!failed || len < failed) hugetlb_failed_len.store(len, std::memory_order_relaxed);
+      hugetlb_skipped.store(0, std::memory_order_relaxed);
+    } else {
+      hugetlb_failed_len.store(0, std::memory_order_relaxed);
+    }
     if (h != MAP_FAILED) {
       if (probe_hugetlb_mremap(h, len) && mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == addr) {
         got = Pages::hugetlb;

@@ -1,6 +1,14 @@
 #include "mem/stats.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "mem/config.h"
 
 #include "mem/allocator.h"
 #include "mem/tiers.h"
@@ -117,6 +125,51 @@ std::string stats_report() {
   if (!tiers().any_fast()) s += "hcops_mem: no fast memory tier here: 'fast' meant the local DDR node\n";
   if (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
+}
+
+std::string expand_stats_file(const std::string &pattern, long pid) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && (pattern[i + 1] == 'p' || pattern[i + 1] == '%')) {
+      out += pattern[++i] == 'p' ? std::to_string(pid) : "%";
+      continue;
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+// Opened at exit rather than at start-up: the pid of %p is then the one of
+// the process that exits, so a fork child writes its own file with no
+// atfork hook; no descriptor is held for the life of a host program that may
+// close or count its descriptors; and a process that never exits normally
+// (exec, _exit) leaves no empty file. O_APPEND and one write(2): processes
+// sharing one file (no %p) add whole reports. A file that cannot be opened
+// now is warned about on stderr, where the report then goes.
+void write_stats_report() {
+  std::string report = stats_report() + "\n";
+  const Config *c = config();
+  if (c && !c->stats_file.empty()) {
+    const std::string path = expand_stats_file(c->stats_file, static_cast<long>(getpid()));
+    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      const char *p = report.data();
+      std::size_t left = report.size();
+      while (left) {
+        const ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        p += n;
+        left -= static_cast<std::size_t>(n);
+      }
+      close(fd);
+      return;
+    }
+    warn_once("HCOPS_MEM_STATS file", "HCOPS_MEM_STATS: cannot open %s (%s); the report follows on stderr",
+              path.c_str(), std::strerror(errno));
+  }
+  report.pop_back();
+  print_line("%s", report.c_str());
 }
 
 }  // namespace mem

@@ -39,5 +39,11 @@ std::vector<std::string> stat_names();
 // The HCOPS_MEM_STATS report, one line each.
 std::string stats_report();
 
+// `pattern` with %p replaced by `pid` and %% by a single %; any other % is
+// kept as it is.
+std::string expand_stats_file(const std::string &pattern, long pid);
+// Writes the report where HCOPS_MEM_STATS says: run at exit (allocator.cpp).
+void write_stats_report();
+
 }  // namespace mem
 }  // namespace hcops

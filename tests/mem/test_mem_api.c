@@ -13,7 +13,13 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <malloc.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,10 +416,90 @@ static void cache_files_blocks_by_policy(void **state) {
   free(q);
 }
 
+/* A block that fell back (hugetlb from an empty pool: THP) is reused by the
+ * next request of the same rule, which would fall back the same way: the
+ * cache matches the kind asked for, not the kind obtained. */
+static void fallen_back_block_is_reused(void **state) {
+  (void)state;
+  const size_t n = 12 * MiB + 999; /* a size no other test uses */
+  assert_int_equal(hcops_mem_push(HCOPS_MEM_THREAD, "hugetlb"), 0);
+  const size_t fallbacks = st("fallback.hugetlb_to_thp"), hits = st("cache_hits");
+  char *p = malloc(n);
+  assert_non_null(p);
+  const int fell_back = st("fallback.hugetlb_to_thp") == fallbacks + 1;
+  fill(p, n, 7);
+  free(p);
+  char *q = malloc(n);
+  assert_ptr_equal(q, p);
+  assert_int_equal(st("cache_hits"), hits + 1);
+  assert_int_equal(st("fallback.hugetlb_to_thp"), fallbacks + (size_t)fell_back); /* no second fallback */
+  free(q);
+  /* The same block does not serve another kind. */
+  assert_int_equal(hcops_mem_pop(HCOPS_MEM_THREAD), 0);
+  assert_int_equal(hcops_mem_push(HCOPS_MEM_THREAD, "base"), 0);
+  q = malloc(n);
+  assert_ptr_not_equal(q, p);
+  assert_int_equal(st("cache_hits"), hits + 1);
+  free(q);
+  assert_int_equal(hcops_mem_pop(HCOPS_MEM_THREAD), 0);
+  if (!fell_back) printf("note: the hugetlb pool was not empty; reuse of a fallen-back block was not exercised\n");
+}
+
+/* Where mbind is always refused (EPERM: a container's seccomp profile without
+ * CAP_SYS_NICE), blocks still go back to the cache and are reused: the next
+ * request gets first-touch pages either way. In a child, which installs the
+ * filter (irreversible) and exits 0 when every check passed. */
+static int refused_policy_child(void) {
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mbind, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof filter / sizeof *filter, filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) return 77;
+  const size_t n = 14 * MiB + 555; /* a size no other test uses */
+  const size_t refused = st("policy_refused"), hits = st("cache_hits");
+  char *p = malloc(n);
+  if (!p || st("policy_refused") != refused + 1) return 2; /* the filter works */
+  free(p);
+  char *q = malloc(n);
+  if (q != p) return 3;
+  if (st("cache_hits") != hits + 1) return 4;
+  free(q);
+  return 0;
+}
+
+static void refused_policy_block_is_reused(void **state) {
+  (void)state;
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(refused_policy_child());
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    printf("SKIP: cannot install a seccomp filter here\n");
+    skip();
+  }
+  /* 2: mbind not refused; 3: not the same block; 4: no cache hit counted. */
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* After a test that pushes policies: none left, even when it failed midway. */
+static int pop_all(void **state) {
+  (void)state;
+  while (hcops_mem_pop(HCOPS_MEM_THREAD) == 0) {
+  }
+  return 0;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(errno_kept),
       cmocka_unit_test(cache_files_blocks_by_policy),
+      cmocka_unit_test_teardown(fallen_back_block_is_reused, pop_all),
+      cmocka_unit_test(refused_policy_block_is_reused),
       cmocka_unit_test(threshold_boundary),
       cmocka_unit_test(null_and_zero_sizes),
       cmocka_unit_test(overflow_and_errno),

@@ -75,7 +75,7 @@ bad "HCOPS_MEM_CACHE_DECAY=0.1234567891" "not a number of seconds"
 bad "HCOPS_MEM_FAST_LIMIT=8MiBs" "not a size"
 bad "HCOPS_MEM_FAST_NODES=fast" "unexpected character (expected a node number or \"last\") at position 1" \
   stat:allocations
-bad "HCOPS_MEM_STATS=yes" "not an integer"
+bad "HCOPS_MEM_STATS=yes" "is not 0, 1 or a path"
 
 # Node and CPU lists (doc/environment.md, "CPU and node lists").
 # run_list VAR VALUE ARGS...: like run, for values word splitting would break.

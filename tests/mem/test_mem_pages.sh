@@ -8,4 +8,11 @@ saved=$(cat $pool 2>/dev/null)
 restore() { [ -n "$saved" ] && [ "$(cat $pool)" != "$saved" ] && echo "$saved" >$pool; }
 trap restore EXIT
 trap 'exit 1' INT TERM
-timeout 60 env HCOPS_MEM_CACHE=0 ./test_mem_pages
+# The pool is the machine's: the tests that use it (test_mem_slack.sh,
+# test_mem_hugetlb_pool.sh) take this lock too, so they never see it resized.
+lock="${TMPDIR:-/tmp}/hcops-hugetlb-pool.lock"
+if command -v flock >/dev/null 2>&1; then
+  flock "$lock" timeout 60 env HCOPS_MEM_CACHE=0 ./test_mem_pages
+else
+  timeout 60 env HCOPS_MEM_CACHE=0 ./test_mem_pages
+fi
