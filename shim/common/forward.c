@@ -92,8 +92,9 @@ static void *from_environment(struct hcops_foreign *lib) {
   void *h = open_candidate(lib, asked);
   if (!h) {
     const char *why = dlerror();
-    hcops_log_error("cannot use %s=%s (%s); looking for another %s", lib->env, asked, why ? why : "it is HCOps itself",
-                    lib->what);
+    char shown[1100];
+    hcops_log_error("cannot use %s=%s (%s); looking for another %s", lib->env, hcops_log_escaped(asked, shown, sizeof shown),
+                    why ? why : "it is HCOps itself", lib->what);
   }
   return h;
 }

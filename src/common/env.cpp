@@ -53,7 +53,7 @@ std::string env_summary() {
       // Values escaped: a newline in one must not break the line it is on.
       const char *eq = std::strchr(*e, '=');
       out += out.empty() ? "" : " ";
-      out += eq ? std::string(*e, static_cast<std::size_t>(eq + 1 - *e)) + escaped(eq + 1) : escaped(*e);
+      out += eq ? std::string(*e, static_cast<std::size_t>(eq + 1 - *e)) + escaped(eq + 1, 1024) : escaped(*e, 1024);
     }
   return out.empty() ? "(none)" : out;
 }

@@ -7,8 +7,12 @@
 // computes its NaN and infinities at initialisation) raises FE_DIVBYZERO and
 // FE_INVALID, and a dlopen runs the opened library's constructors. Every such
 // call runs under a guard that saves the environment and restores it after.
-// The GEMM arithmetic on the caller's data is not guarded: its flags are the
-// caller's (every BLAS raises them).
+// The GEMM arithmetic on the caller's data is not guarded: the flags it
+// raises in the calling thread are the caller's (every BLAS raises them).
+// Flags raised in OpenMP worker threads stay in those threads, and workers
+// compute in the environment they were created with, as with every threaded
+// BLAS: a caller who needs its rounding mode or FTZ/DAZ in the product runs
+// it on one thread (HCOPS_NUM_THREADS=1).
 //
 // fegetenv/fesetenv keep the x87 control and status words and MXCSR; glibc
 // 2.36 restores all of MXCSR (FTZ and DAZ included, checked) but C does not

@@ -86,6 +86,12 @@ extern "C" void hcops_log_error(const char *fmt, ...) {
   va_end(ap);
 }
 
+extern "C" const char *hcops_log_escaped(const char *value, char *buf, unsigned long size) {
+  if (!size) return buf;
+  std::snprintf(buf, size, "%s", hcops::escaped(value, 256).c_str());
+  return buf;
+}
+
 namespace {
 // Held across fork, so a child never inherits it locked by a thread that
 // did not come along.

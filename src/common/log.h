@@ -8,6 +8,9 @@ extern "C" {
 // error() for the C parts of the library (the reference resolver); hidden, so
 // it is not exported from libhcops.
 __attribute__((visibility("hidden"), format(printf, 1, 2))) void hcops_log_error(const char *fmt, ...);
+// escaped() for the C parts: `value` escaped into `buf` (at most 256 bytes of
+// it, and cut to fit `size`), which is returned.
+__attribute__((visibility("hidden"))) const char *hcops_log_escaped(const char *value, char *buf, unsigned long size);
 #ifdef __cplusplus
 }
 

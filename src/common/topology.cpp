@@ -151,12 +151,14 @@ static void say_if_xml_unused(hwloc_topology_t hw) {
 // and CPU kinds (cpufreq files of every CPU), and the x86 backend, which on
 // Linux only adds cpuid details and to get them binds the calling thread to
 // every PU in turn (one migration per PU: milliseconds on large machines).
-static void restrict_discovery(hwloc_topology_t hw) {
+// Where Linux hides the caches from sysfs (some containers and VMs), only the
+// x86 backend finds them: load() then discovers again with it.
+static void restrict_discovery(hwloc_topology_t hw, bool with_x86) {
   hwloc_topology_set_io_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_icache_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_type_filter(hw, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
 #if HWLOC_API_VERSION >= 0x00020100
-  hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+  if (!with_x86) hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
 #endif
 #if HWLOC_API_VERSION >= 0x00020800
   hwloc_topology_set_flags(
@@ -166,16 +168,28 @@ static void restrict_discovery(hwloc_topology_t hw) {
 
 // hwloc, and through it libxml2 (HWLOC_XMLFILE), runs in the caller's thread:
 // its floating-point environment is kept (common/fp_env.h).
-static Topology load() {
-  KeepFpEnv keep;
+static hwloc_topology_t discover(bool with_x86) {
   hwloc_topology_t hw;
-  if (hwloc_topology_init(&hw) != 0) return fallback_topology();
-  restrict_discovery(hw);
+  if (hwloc_topology_init(&hw) != 0) return nullptr;
+  restrict_discovery(hw, with_x86);
   if (hwloc_topology_load(hw) != 0) {
     hwloc_topology_destroy(hw);
+    return nullptr;
+  }
+  return hw;
+}
+
+static Topology load() {
+  KeepFpEnv keep;
+  hwloc_topology_t hw = discover(false);
+  if (hw && hwloc_topology_is_thissystem(hw) && hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_L2CACHE) <= 0) {
+    hwloc_topology_destroy(hw);
+    hw = discover(true);
+  }
+  if (!hw) {
     const char *xml = env_raw("HWLOC_XMLFILE");
     warn_once("topology", "hwloc could not load the topology%s%s; assuming one NUMA domain",
-              xml ? " from HWLOC_XMLFILE=" : "", xml ? xml : "");
+              xml ? " from HWLOC_XMLFILE=" : "", xml ? quoted(xml).c_str() : "");
     return fallback_topology();
   }
   say_if_xml_unused(hw);

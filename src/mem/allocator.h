@@ -49,8 +49,9 @@ Rule rule_for(std::size_t size);
 // neighbour after it; glibc itself guarantees at most a page minus the
 // chunk header); a block that ended at the arena's PROT_NONE reservation
 // turned those reads into SIGSEGV. One 4 KiB page covers the known cases
-// with room to spare, and costs no memory: it is never written, so a read
-// maps the kernel's shared zero page. On a machine with larger base pages
+// with room to spare, and costs no memory: HCOps never writes it, so a read
+// maps the kernel's shared zero page (after an in-place shrink it is a former
+// data page, possibly dirty: one page per block at most). On a machine with larger base pages
 // the slack is one of them.
 constexpr std::size_t kMinSlack = 4096;
 std::size_t slack_bytes();

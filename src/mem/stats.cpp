@@ -151,7 +151,7 @@ void write_stats_report() {
   const Config *c = config();
   if (c && !c->stats_file.empty()) {
     const std::string path = expand_stats_file(c->stats_file, static_cast<long>(getpid()));
-    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd >= 0) {
       const char *p = report.data();
       std::size_t left = report.size();
@@ -166,7 +166,7 @@ void write_stats_report() {
       return;
     }
     warn_once("HCOPS_MEM_STATS file", "HCOPS_MEM_STATS: cannot open %s (%s); the report follows on stderr",
-              path.c_str(), std::strerror(errno));
+              quoted(path.c_str()).c_str(), std::strerror(errno));
   }
   report.pop_back();
   print_line("%s", report.c_str());

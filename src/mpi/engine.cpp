@@ -242,8 +242,8 @@ std::string describe() {
 }  // namespace
 
 bool start(int provided) {
-  KeepFpEnv keep;
   if (engine->on) return true;
+  KeepFpEnv keep;
   engine->verbose = static_cast<int>(env_long("HCOPS_MPI_VERBOSE", 0, 0, 2));
   engine->offload_min = static_cast<std::size_t>(env_long("HCOPS_MPI_OFFLOAD_MIN", 64 << 10, 0, 1L << 40));
   PMPI_Comm_rank(MPI_COMM_WORLD, &engine->rank);
@@ -284,8 +284,8 @@ bool start(int provided) {
 // communicator it never sees; an intercommunicator, which Comm_create would
 // cut to its local side's view, is duplicated.
 void adopt(MPI_Comm comm) {
-  KeepFpEnv keep;
   if (!engine->on || comm == MPI_COMM_NULL) return;
+  KeepFpEnv keep;
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
   MPI_Comm dup = MPI_COMM_NULL;
@@ -319,10 +319,10 @@ static Op *new_op(MPI_Comm comm, bool blocking, int count, MPI_Datatype type, MP
   return op;
 }
 
-bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
-                MPI_Request *request, int *rc) {
-  KeepFpEnv keep;
+static bool iallreduce_guarded(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop,
+                               MPI_Comm comm, MPI_Request *request, int *rc) {
   if (!engine->on || comm == MPI_COMM_NULL) return false;
+  KeepFpEnv keep;
   Shadow *sh = nullptr;
   Op *op = new_op(comm, false, count, type, mop, sh);
   if (!op) return false;
@@ -344,7 +344,6 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
     PMPI_Grequest_complete(outer);
     PMPI_Request_free(&outer);  // free_fn drops its reference
     release(op);
-    raise_on(comm, *rc);
     return true;
   }
   ++engine->n_nonblocking;
@@ -352,9 +351,10 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
   return true;
 }
 
-bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int *rc) {
-  KeepFpEnv keep;
+static bool allreduce_guarded(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop,
+                              MPI_Comm comm, int *rc) {
   if (!engine->on || comm == MPI_COMM_NULL) return false;
+  KeepFpEnv keep;
   int size = 0;
   PMPI_Type_size(type, &size);
   if (static_cast<std::size_t>(count) * static_cast<std::size_t>(size) < engine->offload_min) return false;
@@ -371,14 +371,30 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
     *rc = op->error;
     if (op->log) log_op(engine->rank, op, op->log->done - op->log->launched);  // the caller waited throughout
   }
-  raise_on(comm, *rc);
   delete op;
   return true;
 }
 
+// The application's error handler (raise_on) runs outside the guard: what
+// it does to the floating-point environment is the application's.
+bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm,
+                MPI_Request *request, int *rc) {
+  *rc = MPI_SUCCESS;
+  if (!iallreduce_guarded(sendbuf, recvbuf, count, type, mop, comm, request, rc)) return false;
+  raise_on(comm, *rc);
+  return true;
+}
+
+bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int *rc) {
+  *rc = MPI_SUCCESS;
+  if (!allreduce_guarded(sendbuf, recvbuf, count, type, mop, comm, rc)) return false;
+  raise_on(comm, *rc);
+  return true;
+}
+
 void await(int n, const MPI_Request *reqs, bool any) {
-  KeepFpEnv keep;
   if (!engine->on || n <= 0) return;
+  KeepFpEnv keep;
   std::vector<Op *> ours;
   int active = 0;
   {
@@ -399,8 +415,8 @@ thread_local double last_exposed_end = -1;
 }
 
 Watch::Watch(int n, const MPI_Request *reqs) {
-  KeepFpEnv keep;
   if (!engine->on || n <= 0 || !reqs) return;
+  KeepFpEnv keep;
   // Taken first: in a tight MPI_Test loop the lookup below is a good part
   // of each call.
   const double t0 = now();
@@ -428,8 +444,8 @@ Watch::Watch(int n, const MPI_Request *reqs) {
 }
 
 Watch::~Watch() {
-  KeepFpEnv keep;
   if (t0_ < 0) return;
+  KeepFpEnv keep;
   last_exposed_end = now();
   engine->exposed_ns += static_cast<long long>((last_exposed_end - t0_) * 1e9);
   // Each op's share: the part of this call during which it was in flight.
@@ -443,8 +459,8 @@ Watch::~Watch() {
 }
 
 void forget_comm(MPI_Comm comm) {
-  KeepFpEnv keep;
   if (!engine->on) return;
+  KeepFpEnv keep;
   Shadow *sh = nullptr;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
@@ -459,8 +475,8 @@ void forget_comm(MPI_Comm comm) {
 }
 
 void stop() {
-  KeepFpEnv keep;
   if (!engine->on) return;
+  KeepFpEnv keep;
   const std::string cpus = describe();
   std::map<MPI_Comm, Shadow *> all;
   {

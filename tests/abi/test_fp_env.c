@@ -73,5 +73,25 @@ int main(void) {
     printf("FAIL: wrong results (product %s, xerbla_ info %d, want 3)\n", wrong ? "wrong" : "right", xerbla_info);
     ++fp_failures;
   }
+  /* The product's own flags are the caller's: a guard around the arithmetic
+   * (rather than around HCOps's bookkeeping) would swallow them. Small
+   * enough to run in the calling thread. */
+  {
+    enum { M = 8 };
+    static double big[M * M], out[M * M];
+    for (int i = 0; i < M * M; ++i) big[i] = 1e300;
+    const int m = M;
+    fesetenv(FE_DFL_ENV);
+    dgemm_("N", "N", &m, &m, &m, &done, big, &m, big, &m, &dzero, out, &m);
+    const int raised = fetestexcept(FE_OVERFLOW | FE_INEXACT);
+    ++fp_checks;
+    if (raised != (FE_OVERFLOW | FE_INEXACT) || out[0] <= 1e308) {
+      printf("FAIL: an overflowing dgemm_ left flags %#x (want overflow and inexact), c[0] %g\n", raised, out[0]);
+      ++fp_failures;
+    } else {
+      printf("ok: an overflowing dgemm_ leaves its overflow and inexact flags to the caller\n");
+    }
+    fesetenv(FE_DFL_ENV);
+  }
   return fp_summary("test_fp_env");
 }

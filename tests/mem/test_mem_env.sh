@@ -139,9 +139,10 @@ done
 long=$(printf '0%.0s' $(seq 100))
 bad_list HCOPS_MEM_HELPER_CORE "${long}x" "\"$(printf '0%.0s' $(seq 64))\"..." "unexpected character at position 101"
 # Valid lists: silent, and in effect.
-run_list HCOPS_MEM_HELPER_CORE 0 info
-[ ! -s "$err" ] && grep -q '^helper thread: CPU 0$' "$out" && ok "HCOPS_MEM_HELPER_CORE=0: silent, in effect" ||
-  ko "HCOPS_MEM_HELPER_CORE=0: $(cat "$out" "$err")"
+first_cpu=$(sed -n 's/^Cpus_allowed_list:[^0-9]*\([0-9][0-9]*\).*/\1/p' /proc/self/status)
+run_list HCOPS_MEM_HELPER_CORE "$first_cpu" info
+[ ! -s "$err" ] && grep -q "^helper thread: CPU $first_cpu\$" "$out" &&
+  ok "HCOPS_MEM_HELPER_CORE=$first_cpu: silent, in effect" || ko "HCOPS_MEM_HELPER_CORE=$first_cpu: $(cat "$out" "$err")"
 run_list HCOPS_MEM_FAST_NODES last info
 [ ! -s "$err" ] && grep -q '^fast nodes: .*\[HCOPS_MEM_FAST_NODES\]$' "$out" &&
   ok "HCOPS_MEM_FAST_NODES=last: silent, in effect" || ko "HCOPS_MEM_FAST_NODES=last: $(cat "$out" "$err")"
