@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cblas_gemm_call.h"
 #include "cblas.h"
 
 extern int RowMajorStrg;
@@ -76,12 +77,7 @@ static void fortran(int dbl, char ta, char tb, int m, int n, int k, int lda, int
 
 static void cblas(int dbl, int layout, int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc) {
   reports[0] = '\0';
-  if (dbl)
-    cblas_dgemm((CBLAS_LAYOUT)layout, (CBLAS_TRANSPOSE)ta, (CBLAS_TRANSPOSE)tb, m, n, k, 1.0, da, lda, db, ldb, 0.0, dc,
-                ldc);
-  else
-    cblas_sgemm((CBLAS_LAYOUT)layout, (CBLAS_TRANSPOSE)ta, (CBLAS_TRANSPOSE)tb, m, n, k, 1.0f, sa, lda, sb, ldb, 0.0f,
-                sc, ldc);
+  call_cblas_gemm(dbl, layout, ta, tb, m, n, k, lda, ldb, ldc);
   printf("cblas_%cgemm(%d, %d, %d, M=%d N=%d K=%d lda=%d ldb=%d ldc=%d) -> %s; after: %d %d\n", dbl ? 'd' : 's', layout,
          ta, tb, m, n, k, lda, ldb, ldc, reports[0] ? reports : "none", RowMajorStrg, CBLAS_CallFromC);
 }
