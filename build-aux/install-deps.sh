@@ -9,6 +9,7 @@ set -eu
 # below OpenBLAS's, so the system default is unchanged); so is libmemkind0
 # (memkind's libmemtier.so interposer, for perf/mem_bench.py and mem_dit.py;
 # nothing links it); python3-matplotlib only draws perf/gemm_sweep.py's plot.
+# libtorch-dev: the headers libhcops_torch.so (the operators) builds against.
 # python3-mpi4py: the libhcops_mpi tests (mpi4py under LD_PRELOAD) and
 # perf/dit/ddp.py. hwloc (lstopo): hcops-run's split of cores, on
 # HWLOC_XMLFILE topologies too. python3-pytest, python3-scipy: numpy's and
@@ -16,7 +17,7 @@ set -eu
 # SVD and lstsq (OpenBLAS over-reads) under libhcops_mem (test_mem_scipy.py).
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
-libdnnl-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
+libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
 python3-scipy hwloc"
 

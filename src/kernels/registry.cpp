@@ -1,12 +1,7 @@
 #include "kernels/registry.h"
 
-#include <strings.h>
-
-#include <string>
-
 #include "common/cpu_features.h"
-#include "common/env.h"
-#include "common/log.h"
+#include "kernels/family_rows.h"
 
 namespace hcops {
 
@@ -41,24 +36,7 @@ const KernelFamily &best_family() {
   return kTable[kCount - 1];
 }
 
-int first_allowed_family() {
-  static const int first = [] {
-    const char *asked = env_raw("HCOPS_ISA");
-    if (!asked) return 0;
-    for (int i = 0; i < kCount; ++i) {
-      if (strcasecmp(asked, kTable[i].name) != 0) continue;
-      if (family_runs_here(kTable[i])) return i;
-      warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU (it needs %s); using %s", kTable[i].name,
-                feature_names(kTable[i].needs & ~cpu_features().mask()).c_str(), best_family().name);
-      return 0;
-    }
-    std::string names;
-    for (int i = 0; i < kCount; ++i) names += (i ? "|" : "") + std::string(kTable[i].name);
-    warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not one of %s; ignored", quoted(asked).c_str(), names.c_str());
-    return 0;
-  }();
-  return first;
-}
+int first_allowed_family() { return first_allowed_row(); }
 
 template <typename Ty>
 const ChosenKernel<Ty> &chosen_kernel() {

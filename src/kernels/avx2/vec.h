@@ -6,6 +6,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace hcops::kernels::avx2 {
 
 // Lanes [0, rows) all ones: the mask vmaskmov wants.
@@ -30,6 +32,72 @@ struct F32 {
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  // For the operators (ops/): arithmetic, comparisons, reductions, and bf16
+  // data (uint16_t bits, the high half of a float) widened on load and
+  // rounded to nearest even on store.
+  using Cmp = __m256;  // all-ones lanes where true
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }  // c - a*b
+  static V fmsub(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }    // a*b - c
+  // max/min return b when either is NaN (maxps): callers order the operands.
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V abs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^n for integral n in [-126, 127], exactly.
+  static V pow2i(V n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
+  static V copysign(V mag, V sgn) {
+    const V s = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(s, mag), _mm256_and_ps(s, sgn));
+  }
+  static Cmp lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static Cmp gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+  static Cmp isnan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static V select(Cmp m, V a, V b) { return _mm256_blendv_ps(b, a, m); }  // m ? a : b
+  static float reduce_add(V a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float reduce_max(V a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static V load_bf16(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+  }
+  static V load_bf16(const uint16_t *p, Mask m) {
+    alignas(16) uint16_t t[8] = {};
+    const int n = _mm256_movemask_ps(_mm256_castsi256_ps(m));
+    for (int i = 0; i < 8; ++i)
+      if (n >> i & 1) t[i] = p[i];
+    return load_bf16(t);
+  }
+  static __m128i to_bf16(V v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    r = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(quiet), isnan(v)));
+    // Values are < 2^16: packus keeps them; it interleaves 128-bit lanes, undone by the permute.
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+  }
+  static void store_bf16(uint16_t *p, V v) { _mm_storeu_si128((__m128i *)p, to_bf16(v)); }
+  static void store_bf16(uint16_t *p, V v, Mask m) {
+    alignas(16) uint16_t t[8];
+    _mm_store_si128((__m128i *)t, to_bf16(v));
+    const int n = _mm256_movemask_ps(_mm256_castsi256_ps(m));
+    for (int i = 0; i < 8; ++i)
+      if (n >> i & 1) p[i] = t[i];
+  }
 };
 
 struct F64 {

@@ -5,6 +5,11 @@
 // row count: partial vectors are element loops, slow but rare.
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
+
+#include "common/dtype.h"
+
 namespace hcops::kernels::generic {
 
 constexpr int kVectorBytes = 16;
@@ -28,9 +33,72 @@ struct Vec {
   static void storeu(T *p, V v, Mask m) {
     for (int i = 0; i < m; ++i) p[i] = v[i];
   }
-  static V set1(T x) { return V{} + x; }
+  static V set1(T x) {  // not V{} + x: that turns -0.0 into +0.0
+    V v;
+    for (int i = 0; i < lanes; ++i) v[i] = x;
+    return v;
+  }
   static V fmadd(V a, V b, V c) { return a * b + c; }
   static V mul(V a, V b) { return a * b; }
+
+  // For the operators (ops/), f32 only where noted: arithmetic, comparisons,
+  // reductions, and bf16 data (uint16_t bits, the high half of a float)
+  // widened on load and rounded to nearest even on store.
+  using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  typedef Bits Cmp __attribute__((vector_size(kVectorBytes)));  // all ones where true
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V div(V a, V b) { return a / b; }
+  static V fnmadd(V a, V b, V c) { return c - a * b; }
+  static V fmsub(V a, V b, V c) { return a * b - c; }
+  // As maxps/minps: b when either is NaN.
+  static V max(V a, V b) { return a > b ? a : b; }
+  static V min(V a, V b) { return a < b ? a : b; }
+  static V abs(V a) { return (V)((Cmp)a & ~(Cmp)set1(T(-0.0))); }
+  static V sqrt(V a) {
+    for (int i = 0; i < lanes; ++i) a[i] = __builtin_sqrt(a[i]);
+    return a;
+  }
+  static V round(V a) {  // to nearest even, as cvtps2dq in the default rounding mode
+    for (int i = 0; i < lanes; ++i) a[i] = __builtin_nearbyint(a[i]);
+    return a;
+  }
+  static V pow2i(V n) {  // 2^n for integral n in [-126, 127], exactly (f32)
+    static_assert(sizeof(T) == 4, "f32 only");
+    Cmp e;
+    for (int i = 0; i < lanes; ++i) e[i] = static_cast<Bits>(n[i]) + 127;
+    return (V)(e << 23);
+  }
+  static V copysign(V mag, V sgn) {
+    const Cmp s = (Cmp)set1(T(-0.0));
+    return (V)(((Cmp)mag & ~s) | ((Cmp)sgn & s));
+  }
+  static Cmp lt(V a, V b) { return a < b; }
+  static Cmp gt(V a, V b) { return a > b; }
+  static Cmp isnan(V a) { return a != a; }
+  static V select(Cmp m, V a, V b) { return m ? a : b; }
+  static T reduce_add(V a) {
+    T s = a[0];
+    for (int i = 1; i < lanes; ++i) s += a[i];
+    return s;
+  }
+  static T reduce_max(V a) {
+    T s = a[0];
+    for (int i = 1; i < lanes; ++i) s = a[i] > s ? a[i] : s;
+    return s;
+  }
+  static V load_bf16(const uint16_t *p) { return load_bf16(p, lanes); }
+  static V load_bf16(const uint16_t *p, Mask m) {
+    static_assert(sizeof(T) == 4, "f32 only");
+    Cmp u{};
+    for (int i = 0; i < m; ++i) u[i] = static_cast<Bits>(static_cast<uint32_t>(p[i]) << 16);
+    return (V)u;
+  }
+  static void store_bf16(uint16_t *p, V v) { store_bf16(p, v, lanes); }
+  static void store_bf16(uint16_t *p, V v, Mask m) {
+    static_assert(sizeof(T) == 4, "f32 only");
+    for (int i = 0; i < m; ++i) p[i] = hcops::bf16(v[i]).bits;
+  }
 };
 
 using F32 = Vec<float>;

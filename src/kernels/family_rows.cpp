@@ -1,0 +1,54 @@
+#include "kernels/family_rows.h"
+
+#include <strings.h>
+
+#include <string>
+
+#include "common/cpu_features.h"
+#include "common/env.h"
+#include "common/log.h"
+
+namespace hcops {
+
+namespace {
+
+const FamilyRow kRows[] = {
+#define HCOPS_KERNEL_FAMILY(ns, needs, summary) {#ns, (needs), summary},
+#include "kernels/families.def"
+#undef HCOPS_KERNEL_FAMILY
+};
+constexpr int kCount = sizeof kRows / sizeof *kRows;
+
+int best_row() {
+  for (int i = 0; i < kCount; ++i)
+    if (row_runs_here(i)) return i;
+  return kCount - 1;
+}
+
+}  // namespace
+
+const FamilyRow *family_rows() { return kRows; }
+int family_row_count() { return kCount; }
+
+bool row_runs_here(int i) { return (cpu_features().mask() & kRows[i].needs) == kRows[i].needs; }
+
+int first_allowed_row() {
+  static const int first = [] {
+    const char *asked = env_raw("HCOPS_ISA");
+    if (!asked) return 0;
+    for (int i = 0; i < kCount; ++i) {
+      if (strcasecmp(asked, kRows[i].name) != 0) continue;
+      if (row_runs_here(i)) return i;
+      warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU (it needs %s); using %s", kRows[i].name,
+                feature_names(kRows[i].needs & ~cpu_features().mask()).c_str(), kRows[best_row()].name);
+      return 0;
+    }
+    std::string names;
+    for (int i = 0; i < kCount; ++i) names += (i ? "|" : "") + std::string(kRows[i].name);
+    warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not one of %s; ignored", quoted(asked).c_str(), names.c_str());
+    return 0;
+  }();
+  return first;
+}
+
+}  // namespace hcops

@@ -1,0 +1,37 @@
+// LayerNorm over the last `cols` elements, forward and backward, f32 and
+// bf16 data with f32 arithmetic; the affine parameters (gamma, beta) are of
+// the data's type or f32 (bf16 activations with f32 parameters, as under
+// autocast), or absent (null). Each call is serial over `rows` contiguous
+// rows (row i at x + i * cols): the framework layer splits the rows across
+// its own threads and reduces the parameter gradients.
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+
+namespace hcops::ops {
+
+// y = (x - mean) * rstd * gamma + beta per row, with mean and
+// rstd = 1 / sqrt(biased variance + eps) saved per row (as PyTorch's
+// native_layer_norm saves them; f32 here, the caller converts).
+void layer_norm_forward(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,
+                        int64_t rows, int64_t cols, float eps);
+void layer_norm_forward(const bf16 *x, const bf16 *gamma, const bf16 *beta, bf16 *y, float *mean, float *rstd,
+                        int64_t rows, int64_t cols, float eps);
+void layer_norm_forward(const bf16 *x, const float *gamma, const float *beta, bf16 *y, float *mean, float *rstd,
+                        int64_t rows, int64_t cols, float eps);
+
+// From the forward's saved mean and rstd: dx for each row (skipped when dx is
+// null), and this call's rows' contributions added into dgamma_acc and
+// dbeta_acc (`cols` f32 each; skipped when null):
+//   dgamma_acc[j] += sum_i dy[i][j] * (x[i][j] - mean[i]) * rstd[i]
+//   dbeta_acc[j]  += sum_i dy[i][j]
+void layer_norm_backward(const float *dy, const float *x, const float *mean, const float *rstd, const float *gamma,
+                         float *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols);
+void layer_norm_backward(const bf16 *dy, const bf16 *x, const float *mean, const float *rstd, const bf16 *gamma,
+                         bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols);
+void layer_norm_backward(const bf16 *dy, const bf16 *x, const float *mean, const float *rstd, const float *gamma,
+                         bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols);
+
+}  // namespace hcops::ops

@@ -1,0 +1,23 @@
+// Softmax and LogSoftmax over the last dimension, forward and backward, f32
+// and bf16 data with f32 arithmetic. Each call is serial over `rows`
+// contiguous rows of `cols` elements (row i at x + i * cols): the framework
+// layer splits the rows across its own threads.
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+
+namespace hcops::ops {
+
+// y = softmax(x) (log = false) or log_softmax(x) (log = true), row by row.
+void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool log);
+void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log);
+
+// From the forward's output y, as PyTorch's _softmax_backward_data and
+// _log_softmax_backward_data: softmax dx = y * (dy - sum(dy * y));
+// log_softmax dx = dy - exp(y) * sum(dy).
+void softmax_backward(const float *dy, const float *y, float *dx, int64_t rows, int64_t cols, bool log);
+void softmax_backward(const bf16 *dy, const bf16 *y, bf16 *dx, int64_t rows, int64_t cols, bool log);
+
+}  // namespace hcops::ops
