@@ -4,7 +4,8 @@ forward and backward through autograd, and the out= / in-place overloads) on
 shapes 0, 1, odd, last dims off the vector width, and DiT's; f32 and bf16
 take HCOps' kernels, f64, non-contiguous inputs and softmax over another dim
 fall back to PyTorch (bitwise equal, and the fallback counted); NaN and Inf.
-Run once per kernel family this CPU runs (HCOPS_ISA) under 1 and 2 threads,
+Run once per kernel family this CPU runs (HCOPS_ISA) under 1 and 2 threads
+(DiT's shapes under 2 threads on the family chosen by default),
 then HCOPS_OPS selection, a bad HCOPS_OPS, HCOPS_VERBOSE=1/2 lines, and no
 "Overriding a previously registered kernel" text on any child's stderr.
 
@@ -174,10 +175,11 @@ def with_specials(torch, x):
     return x
 
 
-ELTWISE_SHAPES = [(0,), (1,), (1, 1), (3, 37), (5, 7, 13), (7, 33), (4, 100), (3, 1023),
-                  (8, 256, 384), (8, 256, 1536), (2, 256, 4608)]
-ROW_SHAPES = [(0, 5), (1,), (1, 1), (3, 37), (5, 7, 13), (7, 33), (4, 100), (3, 1023), (2, 3),
-              (8, 256, 384), (8, 256, 1152), (8, 6, 256, 256)]
+ELTWISE_SHAPES = [(0,), (1,), (1, 1), (3, 37), (5, 7, 13), (7, 33), (4, 100), (3, 1023), (4, 64, 1152)]
+ROW_SHAPES = [(0, 5), (1,), (1, 1), (3, 37), (5, 7, 13), (7, 33), (4, 100), (3, 1023), (2, 3), (4, 64, 1152)]
+# DiT's: once, on the default family (each costs seconds on a shared machine).
+DIT_ELTWISE = [(8, 256, 384), (8, 256, 1536), (2, 256, 4608)]
+DIT_ROWS = [(8, 256, 384), (8, 256, 1152), (8, 6, 256, 256)]
 
 
 def row_ulps(cols):
@@ -249,7 +251,10 @@ def per_op_cases(torch, ht, c, F, dtype, randn, stock, eltwise, rows, layer_norm
 
 
 
-def child_ops(threads):
+def child_ops(threads, full):
+    global ELTWISE_SHAPES, ROW_SHAPES
+    if full:
+        ELTWISE_SHAPES, ROW_SHAPES = ELTWISE_SHAPES + DIT_ELTWISE, ROW_SHAPES + DIT_ROWS
     torch, ht = child_setup(threads)
     F = torch.nn.functional
     c = Checks()
@@ -390,7 +395,7 @@ def last_json(text):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child-ops":
-        return child_ops(int(sys.argv[2]))
+        return child_ops(int(sys.argv[2]), sys.argv[3:] == ["full"])
     if len(sys.argv) > 1 and sys.argv[1] == "--child-probe":
         return child_probe()
     if not LIB or not os.path.isfile(LIB):
@@ -417,9 +422,10 @@ def main():
         p = run_child(["--child-probe"], {"HCOPS_ISA": fam, "HCOPS_VERBOSE": "1"})
         check(p.returncode == 0 and f"hcops_verbose,info,operators,isa={fam}" in p.stderr,
               f"HCOPS_ISA={fam}: operators run on {fam}", p.stderr[-400:])
-        for threads in (1, 2):
-            print(f"== HCOPS_ISA={fam}, {threads} thread(s)", flush=True)
-            p = run_child(["--child-ops", str(threads)], {"HCOPS_ISA": fam})
+        for threads in (2, 1):
+            full = fam == families[0] and threads == 2
+            print(f"== HCOPS_ISA={fam}, {threads} thread(s){', with DiT shapes' if full else ''}", flush=True)
+            p = run_child(["--child-ops", str(threads)] + (["full"] if full else []), {"HCOPS_ISA": fam})
             sys.stdout.write("".join(l + "\n" for l in p.stdout.splitlines() if l.startswith("FAIL")))
             res = last_json(p.stdout)
             check(p.returncode == 0 and res is not None and res["failed"] == 0,
