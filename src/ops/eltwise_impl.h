@@ -1,0 +1,193 @@
+// GeLU and SiLU, forward and backward (ops/eltwise.h), written once against
+// a family's f32 vector traits `F` and instantiated by ops/<family>/eltwise.cpp.
+//
+// PyTorch 1.13's formulas (aten/src/ATen/native/cpu/Activation.cpp), in
+// forms equal to them in exact arithmetic that stay accurate in f32 where
+// theirs cancel:
+// - tanh GeLU: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), is
+//   x sigmoid(2u) (1 + tanh(u) = 2 sigmoid(2u)): one exp and no 1 + tanh
+//   cancellation for x < 0. Its derivative 0.5 (1 + tanh u) + 0.5 x (1 -
+//   tanh^2 u) u' is s + (s c) x 2u' with s = sigmoid(2u), c = 1 - s
+//   (1 - tanh^2 u = 4 s c), c computed without cancellation (vmath::sigmoid2).
+//   The product keeps PyTorch's order (the tanh derivative times x before the
+//   inner derivative) so that |x| > 1.8e19, where x^2 overflows, gives NaN
+//   as PyTorch does, and 0 below.
+// - erf GeLU: 0.5 x (1 + erf(x / sqrt 2)) is 0.5 x erfc(-x / sqrt 2), with
+//   erfc's argument squared as x^2 / 2 from x itself (plus its rounding
+//   error): accurate in relative terms far into the negative tail. Backward
+//   dy (cdf + x pdf), pdf = exp(-x^2 / 2) / sqrt(2 pi).
+// - SiLU: x sigmoid(x); backward dy s (1 + x (1 - s)).
+// Infinities and NaN come out as PyTorch's: gelu(+Inf) = +Inf, gelu(-Inf) =
+// NaN, silu(-Inf) = NaN, every backward at +-Inf NaN, NaN in NaN out.
+//
+// Each loop runs whole vectors and ends with one masked vector: no scalar
+// tail. bf16 data is widened to f32 on load and rounded to nearest even on
+// store.
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "ops/eltwise.h"
+#include "ops/vmath.h"
+
+namespace hcops::ops::eltwise {
+
+template <class F>
+using V = typename F::V;
+
+template <class F>
+HCOPS_VINLINE V<F> load(const float *p) {
+  return F::loadu(p);
+}
+template <class F>
+HCOPS_VINLINE V<F> load(const float *p, typename F::Mask m) {
+  return F::loadu(p, m);
+}
+template <class F>
+HCOPS_VINLINE void store(float *p, V<F> v) {
+  F::storeu(p, v);
+}
+template <class F>
+HCOPS_VINLINE void store(float *p, V<F> v, typename F::Mask m) {
+  F::storeu(p, v, m);
+}
+template <class F>
+HCOPS_VINLINE V<F> load(const bf16 *p) {
+  return F::load_bf16(reinterpret_cast<const uint16_t *>(p));
+}
+template <class F>
+HCOPS_VINLINE V<F> load(const bf16 *p, typename F::Mask m) {
+  return F::load_bf16(reinterpret_cast<const uint16_t *>(p), m);
+}
+template <class F>
+HCOPS_VINLINE void store(bf16 *p, V<F> v) {
+  F::store_bf16(reinterpret_cast<uint16_t *>(p), v);
+}
+template <class F>
+HCOPS_VINLINE void store(bf16 *p, V<F> v, typename F::Mask m) {
+  F::store_bf16(reinterpret_cast<uint16_t *>(p), v, m);
+}
+
+// y[i] = op(x[i]); y may be x.
+template <class F, class T, class Op>
+inline void map1(const T *x, T *y, int64_t n, Op op) {
+  int64_t i = 0;
+  for (; i + F::lanes <= n; i += F::lanes) store<F>(y + i, op(load<F>(x + i)));
+  if (i < n) {
+    const auto m = F::mask(static_cast<int>(n - i));
+    store<F>(y + i, op(load<F>(x + i, m)), m);
+  }
+}
+
+// dx[i] = dy[i] * op(x[i]); dx may be dy or x.
+template <class F, class T, class Op>
+inline void map_grad(const T *dy, const T *x, T *dx, int64_t n, Op op) {
+  int64_t i = 0;
+  for (; i + F::lanes <= n; i += F::lanes) store<F>(dx + i, F::mul(load<F>(dy + i), op(load<F>(x + i))));
+  if (i < n) {
+    const auto m = F::mask(static_cast<int>(n - i));
+    store<F>(dx + i, F::mul(load<F>(dy + i, m), op(load<F>(x + i, m))), m);
+  }
+}
+
+// sqrt(2/pi) and 0.044715 of PyTorch's tanh GeLU, folded: 2u = x (k1 + k3 x^2),
+// 2u' = k1 + 3 k3 x^2.
+constexpr double kBeta = 0.7978845608028654;  // M_SQRT2 * M_2_SQRTPI * 0.5
+constexpr double kKappa = 0.044715;
+constexpr float kTanhK1 = static_cast<float>(2 * kBeta);
+constexpr float kTanhK3 = static_cast<float>(2 * kBeta * kKappa);
+constexpr float kTanhK3x3 = static_cast<float>(6 * kBeta * kKappa);
+constexpr float kSqrtHalf = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+template <class F>
+HCOPS_VINLINE V<F> gelu_tanh(V<F> x) {
+  const V<F> x2 = F::mul(x, x);
+  const V<F> w = F::mul(x, F::fmadd(F::set1(kTanhK3), x2, F::set1(kTanhK1)));
+  return F::mul(x, vmath::sigmoid<F>(w));
+}
+
+template <class F>
+HCOPS_VINLINE V<F> gelu_tanh_grad(V<F> x) {
+  const V<F> x2 = F::mul(x, x);
+  const V<F> w = F::mul(x, F::fmadd(F::set1(kTanhK3), x2, F::set1(kTanhK1)));
+  V<F> s, c;
+  vmath::sigmoid2<F>(w, s, c);
+  const V<F> dw = F::fmadd(F::set1(kTanhK3x3), x2, F::set1(kTanhK1));
+  return F::fmadd(F::mul(F::mul(s, c), x), dw, s);
+}
+
+// 2 Phi(x) = erfc(-x / sqrt 2), with (x / sqrt 2)^2 = x^2 / 2 = hi + lo.
+template <class F>
+HCOPS_VINLINE V<F> two_cdf(V<F> x, V<F> &hi, V<F> &lo) {
+  const V<F> half = F::set1(0.5f);
+  const V<F> x2 = F::mul(x, x);
+  hi = F::mul(x2, half);
+  lo = F::mul(vmath::square_error<F>(x, x2), half);
+  return vmath::erfc_z2<F>(F::mul(x, F::set1(-kSqrtHalf)), hi, lo);
+}
+
+template <class F>
+HCOPS_VINLINE V<F> gelu_erf(V<F> x) {
+  V<F> hi, lo;
+  return F::mul(F::mul(x, F::set1(0.5f)), two_cdf<F>(x, hi, lo));
+}
+
+template <class F>
+HCOPS_VINLINE V<F> gelu_erf_grad(V<F> x) {
+  V<F> hi, lo;
+  const V<F> cdf = F::mul(two_cdf<F>(x, hi, lo), F::set1(0.5f));
+  const V<F> pdf = F::mul(vmath::exp_hl<F>(F::sub(F::zero(), hi), F::sub(F::zero(), lo)), F::set1(kInvSqrt2Pi));
+  return F::fmadd(x, pdf, cdf);
+}
+
+template <class F>
+HCOPS_VINLINE V<F> silu(V<F> x) {
+  return F::mul(x, vmath::sigmoid<F>(x));
+}
+
+template <class F>
+HCOPS_VINLINE V<F> silu_grad(V<F> x) {
+  V<F> s, c;
+  vmath::sigmoid2<F>(x, s, c);
+  return F::mul(s, F::fmadd(x, c, F::set1(1.0f)));
+}
+
+template <class F, class T>
+void gelu_forward(const T *x, T *y, int64_t n, GeluApprox a) {
+  if (a == GeluApprox::tanh) map1<F>(x, y, n, [](V<F> v) { return gelu_tanh<F>(v); });
+  else map1<F>(x, y, n, [](V<F> v) { return gelu_erf<F>(v); });
+}
+
+template <class F, class T>
+void gelu_backward(const T *dy, const T *x, T *dx, int64_t n, GeluApprox a) {
+  if (a == GeluApprox::tanh) map_grad<F>(dy, x, dx, n, [](V<F> v) { return gelu_tanh_grad<F>(v); });
+  else map_grad<F>(dy, x, dx, n, [](V<F> v) { return gelu_erf_grad<F>(v); });
+}
+
+template <class F, class T>
+void silu_forward(const T *x, T *y, int64_t n) {
+  map1<F>(x, y, n, [](V<F> v) { return silu<F>(v); });
+}
+
+template <class F, class T>
+void silu_backward(const T *dy, const T *x, T *dx, int64_t n) {
+  map_grad<F>(dy, x, dx, n, [](V<F> v) { return silu_grad<F>(v); });
+}
+
+}  // namespace hcops::ops::eltwise
+
+// The entry points of one family: defined in ops/<family>/eltwise.cpp
+// (with F its traits), declared for the dispatch in ops/eltwise.cpp.
+#define HCOPS_ELTWISE_ENTRY_POINTS(BODY)                                                                              \
+  void gelu_forward(const float *x, float *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a) void            \
+  gelu_forward(const bf16 *x, bf16 *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a) void                   \
+  gelu_backward(const float *dy, const float *x, float *dx, int64_t n, GeluApprox a)                                  \
+      BODY(gelu_backward, dy, x, dx, n, a) void                                                                       \
+      gelu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n, GeluApprox a)                                 \
+          BODY(gelu_backward, dy, x, dx, n, a) void                                                                   \
+          silu_forward(const float *x, float *y, int64_t n) BODY(silu_forward, x, y, n) void                          \
+          silu_forward(const bf16 *x, bf16 *y, int64_t n) BODY(silu_forward, x, y, n) void                            \
+          silu_backward(const float *dy, const float *x, float *dx, int64_t n) BODY(silu_backward, dy, x, dx, n) void \
+          silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n) BODY(silu_backward, dy, x, dx, n)

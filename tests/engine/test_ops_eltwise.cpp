@@ -1,0 +1,337 @@
+// GeLU (erf and tanh) and SiLU, forward and backward, f32 and bf16, on the
+// kernel family ops::family() chose (engine/test_ops_eltwise.sh runs this
+// once per family with HCOPS_ISA and passes the family expected as argv[1]),
+// against an f64 evaluation of PyTorch 1.13's formulas in forms exact in
+// real arithmetic (1 + tanh(u) = 2 / (1 + exp(-2u)), 1 + erf(z) = erfc(-z)).
+//
+// Bounds: an f32 result is within 6 ulp (erf GeLU) or 4 ulp (tanh GeLU, SiLU)
+// of its reference's scale (|ref|, or more where the formula itself is
+// ill-conditioned in f32: see Ref below), and of 1e-20 at least; a bf16 result within one bf16 ulp of the reference
+// rounded to bf16 (of the same scale where that is larger). NaN where the reference is NaN (PyTorch's:
+// gelu(-Inf), silu(-Inf), every backward at +-Inf, tanh-GeLU's backward where
+// x^2 overflows f32), the same infinity where it is infinite.
+//
+// Sizes 0, 1, around every family's vector width, and 1000003; out of
+// place and in place; nothing past n written (a masked tail must not touch
+// the next element).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+extern "C" {
+#include <cmocka.h>  // 1.1 has no C++ guard of its own
+}
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "ops/eltwise.h"
+#include "ops/family.h"
+
+namespace {
+
+using hcops::bf16;
+using hcops::ops::GeluApprox;
+
+const char *g_expected_family = nullptr;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kKappa = 0.044715;
+
+// ---- the f64 reference --------------------------------------------------
+// Each returns the value and the scale its f32 evaluation's error is
+// measured against: |value| where it is a product of well-conditioned
+// factors; the sum of the magnitudes of the terms where two terms cancel (the
+// backward passes through 0); for the tanh GeLU, times (1 + |2u| (1 - s)),
+// the amplification of the rounding of its argument 2u = 2 sqrt(2/pi) (x +
+// 0.044715 x^3) in its negative tail x sigmoid(2u).
+struct Ref {
+  double v, scale;
+};
+
+double sig(double x) { return 1 / (1 + std::exp(-x)); }
+double tanh_arg(double x) { return 2 * kBeta * (x + kKappa * x * x * x); }
+
+Ref gelu_tanh_ref(double x) {
+  const double w = tanh_arg(x), v = x * sig(w);
+  return {v, std::fabs(v) * (1 + std::fabs(w) * sig(-w))};
+}
+Ref gelu_tanh_grad_ref(double x) {
+  // PyTorch squares x in f32: beyond sqrt(FLT_MAX) its backward is NaN.
+  if (std::fabs(x) > std::sqrt(double(FLT_MAX))) return {std::nan(""), 0};
+  const double w = tanh_arg(x);
+  const double s = sig(w), c = sig(-w);  // c = 1 - s without cancellation
+  const double t = s * c * x * 2 * kBeta * (1 + 3 * kKappa * x * x);
+  return {s + t, (std::fabs(s) + std::fabs(t)) * (1 + std::fabs(w))};
+}
+Ref gelu_erf_ref(double x) {
+  const double v = 0.5 * x * std::erfc(-x * M_SQRT1_2);
+  return {v, std::fabs(v)};
+}
+Ref gelu_erf_grad_ref(double x) {
+  const double cdf = 0.5 * std::erfc(-x * M_SQRT1_2);
+  const double xpdf = x * std::exp(-0.5 * x * x) * (0.5 * M_2_SQRTPI * M_SQRT1_2);
+  return {cdf + xpdf, std::fabs(cdf) + std::fabs(xpdf)};
+}
+Ref silu_ref(double x) {
+  const double v = x * sig(x);
+  return {v, std::fabs(v)};
+}
+Ref silu_grad_ref(double x) {
+  const double s = sig(x), t = s * x * sig(-x);
+  return {s + t, std::fabs(s) + std::fabs(t)};
+}
+
+// Below kFloor (1e-20, far under anything f32 training resolves) results are
+// compared absolutely: sigmoid(x < -88.7) is 0 where exp(-x) overflows (its
+// true value, < 3e-39, is a denormal).
+constexpr double kFloor = 1e-20;
+
+struct Fn {
+  const char *name;
+  bool backward;
+  int which;  // 0 gelu erf, 1 gelu tanh, 2 silu
+  Ref (*ref)(double);
+  double ulps;  // f32 bound, in ulp of max(scale, kFloor)
+};
+
+const Fn kFns[] = {
+    {"gelu(erf)", false, 0, gelu_erf_ref, 6},
+    {"gelu(erf) backward", true, 0, gelu_erf_grad_ref, 6},
+    {"gelu(tanh)", false, 1, gelu_tanh_ref, 4},
+    {"gelu(tanh) backward", true, 1, gelu_tanh_grad_ref, 4},
+    {"silu", false, 2, silu_ref, 4},
+    {"silu backward", true, 2, silu_grad_ref, 4},
+};
+
+// ---- calls --------------------------------------------------------------
+template <typename T>
+void run(const Fn &f, const T *dy, const T *x, T *out, int64_t n) {
+  const GeluApprox a = f.which == 1 ? GeluApprox::tanh : GeluApprox::none;
+  if (!f.backward) {
+    if (f.which == 2) hcops::ops::silu_forward(x, out, n);
+    else hcops::ops::gelu_forward(x, out, n, a);
+  } else {
+    if (f.which == 2) hcops::ops::silu_backward(dy, x, out, n);
+    else hcops::ops::gelu_backward(dy, x, out, n, a);
+  }
+}
+
+// ---- comparisons ----------------------------------------------------------
+double ulp_f32(double a) {
+  a = std::fabs(a);
+  if (a < FLT_MIN) return std::ldexp(1.0, -149);
+  return std::ldexp(1.0, std::ilogb(a) - 23);
+}
+double ulp_bf16(double a) {
+  a = std::fabs(a);
+  if (a < FLT_MIN) return std::ldexp(1.0, -133);
+  return std::ldexp(1.0, std::ilogb(a) - 7);
+}
+
+struct Check {
+  double worst = 0;  // in the bound's units
+  double worst_x = 0, worst_got = 0, worst_ref = 0;
+  int64_t bad = 0;
+};
+
+// Special values must match exactly in kind: NaN for NaN, the same infinity.
+bool special_ok(double got, double ref) {
+  if (std::isnan(ref)) return std::isnan(got);
+  if (std::isinf(ref)) return got == ref;
+  return std::isfinite(got);
+}
+
+void check_f32(const Fn &f, double x, double dy, float got, Check &c) {
+  const Ref r = f.ref(x);
+  const double ref = f.backward ? r.v * dy : r.v;
+  const double scale = f.backward ? r.scale * std::fabs(dy) : r.scale;
+  double e;
+  if (!special_ok(got, ref)) e = kInf;
+  else if (!std::isfinite(ref)) e = 0;
+  else e = std::fabs(got - ref) / ulp_f32(std::max(scale, kFloor)) / f.ulps;
+  if (e > 1) ++c.bad;
+  if (e > c.worst) c = {e, x, got, ref, c.bad};
+}
+
+void check_bf16(const Fn &f, double x, double dy, bf16 got_b, Check &c) {
+  const Ref r = f.ref(x);
+  const double ref = f.backward ? r.v * dy : r.v;
+  const double scale = f.backward ? r.scale * std::fabs(dy) : r.scale;
+  const double got = float(got_b);
+  double e;
+  if (!special_ok(got, ref)) e = kInf;
+  else if (!std::isfinite(ref)) e = 0;
+  else {
+    // The reference rounded to bf16 (through f32: exact for f32-range values
+    // up to the double rounding, which the 1-ulp allowance covers).
+    const double rb = float(bf16(float(ref)));
+    e = std::fabs(got - rb) / ulp_bf16(std::max(std::max(std::fabs(rb), scale), kFloor));
+  }
+  if (e > 1) ++c.bad;
+  if (e > c.worst) c = {e, x, got, ref, c.bad};
+}
+
+// ---- inputs -----------------------------------------------------------------
+std::vector<float> specials() {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1e-40f,
+                          -1e-40f,
+                          1e-30f,
+                          -1e-30f,
+                          1e-7f,
+                          -1e-7f,
+                          inf,
+                          -inf,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          FLT_MAX,
+                          -FLT_MAX,
+                          FLT_MIN,
+                          -FLT_MIN};
+  // Around the range splits and saturation points of exp, tanh, erf and
+  // erfc (the erf GeLU's erfc argument is x / sqrt 2), the zero crossings of
+  // the backward, and where x^2 and x^3 overflow f32.
+  const float pts[] = {0.5f,   0.625f,  0.75179f, 0.921875f, 1.0f,  1.2785f, 1.30372f, 2.5f,   3.0f,   3.92f,
+                       5.544f, 6.364f,  9.0f,     10.0f,     14.0f, 20.0f,   44.0f,    87.33f, 88.72f, 100.0f,
+                       1e10f,  6.9e12f, 7.1e12f,  1e13f,     1e15f, 1.8e19f, 1.9e19f,  1e20f,  1e30f};
+  for (float p : pts)
+    for (float d : {-1.0f, 1.0f})
+      for (float y : {std::nextafter(p, 0.0f), p, std::nextafter(p, inf)}) v.push_back(d * y);
+  return v;
+}
+
+// Uniform over [-12, 12] (where the functions bend) and log-uniform
+// magnitudes in [1e-30, 1e20], both signs, with the specials sprinkled in.
+std::vector<float> random_inputs(int64_t n, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> lin(-12.0f, 12.0f), lg(-30.0f, 20.0f);
+  std::vector<float> sp = specials();
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const unsigned k = rng() % 16;
+    if (k < 10) v[i] = lin(rng);
+    else if (k < 15) v[i] = (rng() & 1 ? -1.0f : 1.0f) * std::pow(10.0f, lg(rng));
+    else v[i] = sp[rng() % sp.size()];
+  }
+  return v;
+}
+
+// ---- the runs ---------------------------------------------------------------
+constexpr int kGuard = 64;  // elements past n that must stay untouched
+constexpr unsigned char kSentinel = 0xa5;
+
+enum class Place { out, in_x, in_dy };
+
+template <typename T>
+T to(float v);
+template <>
+float to<float>(float v) {
+  return v;
+}
+template <>
+bf16 to<bf16>(float v) {
+  return bf16(v);
+}
+
+template <typename T>
+void one_run(const Fn &f, const std::vector<float> &xs, const std::vector<float> &dys, Place place, Check &c,
+             int64_t &guard_bad) {
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<T> x(n + kGuard), dy(n + kGuard), out(n + kGuard);
+  for (int64_t i = 0; i < n; ++i) x[i] = to<T>(xs[i]), dy[i] = to<T>(dys[i]);
+  std::vector<double> xd(n), dyd(n);  // the inputs as the kernel sees them
+  for (int64_t i = 0; i < n; ++i) xd[i] = double(float(x[i])), dyd[i] = double(float(dy[i]));
+  T *dst = out.data();
+  if (place == Place::in_x) dst = x.data();
+  if (place == Place::in_dy) dst = dy.data();
+  // The inputs past n are 0; the guard's bytes, a value no kernel computes.
+  std::memset(static_cast<void *>(dst + n), kSentinel, kGuard * sizeof(T));
+  run<T>(f, dy.data(), x.data(), dst, n);
+  const unsigned char *g = reinterpret_cast<const unsigned char *>(dst + n);
+  for (size_t b = 0; b < kGuard * sizeof(T); ++b) guard_bad += g[b] != kSentinel;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (sizeof(T) == 4) check_f32(f, xd[i], dyd[i], dst[i], c);
+    else check_bf16(f, xd[i], dyd[i], dst[i], c);
+  }
+}
+
+template <typename T>
+void test_fn(const Fn &f) {
+  std::mt19937 rng(1234);
+  std::vector<int64_t> sizes = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 1000003};
+  Check c;
+  int64_t guard_bad = 0;
+  const std::vector<float> sp = specials();
+  std::vector<float> dsp(sp.size());
+  std::uniform_real_distribution<float> dyd(-2.0f, 2.0f);
+  for (float &d : dsp) d = dyd(rng);
+  std::vector<Place> places = {Place::out, Place::in_x};
+  if (f.backward) places.push_back(Place::in_dy);
+  for (Place p : places) {
+    one_run<T>(f, sp, dsp, p, c, guard_bad);
+    for (int64_t n : sizes) {
+      std::vector<float> xs = random_inputs(n, rng), dys(n);
+      for (float &d : dys) d = dyd(rng);
+      one_run<T>(f, xs, dys, p, c, guard_bad);
+    }
+  }
+  std::printf("%-20s %-4s worst %.3f of the bound (x = %.9g: got %.9g, ref %.17g)\n", f.name,
+              sizeof(T) == 4 ? "f32" : "bf16", c.worst, c.worst_x, c.worst_got, c.worst_ref);
+  assert_int_equal(guard_bad, 0);
+  assert_int_equal(c.bad, 0);
+}
+
+void test_family(void **) {
+  std::printf("operator family: %s\n", hcops::ops::family_name(hcops::ops::family()));
+  if (g_expected_family) assert_string_equal(hcops::ops::family_name(hcops::ops::family()), g_expected_family);
+}
+
+#define HCOPS_TEST_FN(name, i)                                 \
+  void test_##name##_f32(void **) { test_fn<float>(kFns[i]); } \
+  void test_##name##_bf16(void **) { test_fn<bf16>(kFns[i]); }
+HCOPS_TEST_FN(gelu_erf, 0)
+HCOPS_TEST_FN(gelu_erf_backward, 1)
+HCOPS_TEST_FN(gelu_tanh, 2)
+HCOPS_TEST_FN(gelu_tanh_backward, 3)
+HCOPS_TEST_FN(silu, 4)
+HCOPS_TEST_FN(silu_backward, 5)
+
+// The cheap forms (x sigmoid(2u), erfc) must agree with the textbook ones
+// where those are accurate: a guard against a formula slip shared by the
+// kernel and the reference above.
+void test_reference_forms(void **) {
+  for (double x = -3; x <= 3; x += 0.125) {
+    const double u = kBeta * (x + kKappa * x * x * x);
+    assert_true(std::fabs(gelu_tanh_ref(x).v - 0.5 * x * (1 + std::tanh(u))) < 1e-15);
+    const double dt =
+        0.5 * (1 + std::tanh(u)) + 0.5 * x * (1 - std::tanh(u) * std::tanh(u)) * kBeta * (1 + 3 * kKappa * x * x);
+    assert_true(std::fabs(gelu_tanh_grad_ref(x).v - dt) < 1e-14);
+    assert_true(std::fabs(gelu_erf_ref(x).v - 0.5 * x * (1 + std::erf(x * M_SQRT1_2))) < 1e-15);
+    const double s = 1 / (1 + std::exp(-x));
+    assert_true(std::fabs(silu_grad_ref(x).v - s * (1 + x * (1 - s))) < 1e-14);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc > 1) g_expected_family = argv[1];
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_family),         cmocka_unit_test(test_reference_forms),
+      cmocka_unit_test(test_gelu_erf_f32),   cmocka_unit_test(test_gelu_erf_backward_f32),
+      cmocka_unit_test(test_gelu_tanh_f32),  cmocka_unit_test(test_gelu_tanh_backward_f32),
+      cmocka_unit_test(test_silu_f32),       cmocka_unit_test(test_silu_backward_f32),
+      cmocka_unit_test(test_gelu_erf_bf16),  cmocka_unit_test(test_gelu_erf_backward_bf16),
+      cmocka_unit_test(test_gelu_tanh_bf16), cmocka_unit_test(test_gelu_tanh_backward_bf16),
+      cmocka_unit_test(test_silu_bf16),      cmocka_unit_test(test_silu_backward_bf16),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
