@@ -36,6 +36,7 @@ void register_overrides() {
   // Kept for the life of the process: destroying it would deregister the
   // kernels during exit, while other libraries' destructors may still run ops.
   auto *m = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
+  register_eltwise(*m);
   register_softmax(*m);
   register_layer_norm(*m);
 }
