@@ -50,8 +50,8 @@ void binary(Op op, const at::Tensor &dy, const at::Tensor &x, const at::Tensor &
       using T = decltype(tag);
       const T *dyp = data_as<T>(dy), *xp = data_as<T>(x);
       T *dxp = data_as<T>(dx);
-      threads = split(x.numel(), kGrainElements,
-                      [&](int64_t b, int64_t e) { kernel(dyp + b, xp + b, dxp + b, e - b); });
+      threads =
+          split(x.numel(), kGrainElements, [&](int64_t b, int64_t e) { kernel(dyp + b, xp + b, dxp + b, e - b); });
     });
     return threads;
   });

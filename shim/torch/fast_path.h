@@ -116,10 +116,8 @@ static_assert(sizeof(hcops::bf16) == sizeof(c10::BFloat16), "bf16 layouts agree"
 // Calls f(T()) with T = float or hcops::bf16 for a fast dtype.
 template <class F>
 void with_fast_type(at::ScalarType t, const F &f) {
-  if (t == at::kFloat)
-    f(float());
-  else
-    f(hcops::bf16());
+  if (t == at::kFloat) f(float());
+  else f(hcops::bf16());
 }
 
 }  // namespace hcops::torch_ops

@@ -42,7 +42,8 @@ uint32_t parse_selection(const char *value, std::string *error) {
     size_t i = 0;
     while (i < size_t(OpGroup::count) && strcasecmp(name.c_str(), names[i]) != 0) ++i;
     if (i == size_t(OpGroup::count)) {
-      *error = "HCOPS_OPS=" + quoted(value) + ": " + (name.empty() ? std::string("an empty name") : quoted(name.c_str())) +
+      *error = "HCOPS_OPS=" + quoted(value) + ": " +
+               (name.empty() ? std::string("an empty name") : quoted(name.c_str())) +
                " is not an operator (all, none, or a comma list of gelu, silu, softmax, log_softmax, layer_norm, "
                "adam, adamw); using all";
       return all_groups;

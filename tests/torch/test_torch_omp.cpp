@@ -30,8 +30,7 @@ void check(bool ok, const std::string &what) {
 }
 
 void set_enabled(bool on) {
-  static auto op =
-      c10::Dispatcher::singleton().findSchemaOrThrow("hcops::set_enabled", "").typed<void(bool)>();
+  static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("hcops::set_enabled", "").typed<void(bool)>();
   op.call(on);
 }
 
@@ -95,10 +94,11 @@ int main() {
   }
 
   check(team == kThreads, "the parallel region has " + std::to_string(kThreads) + " threads");
-  for (int t = 0; t < kThreads; ++t) check(in_region[t] != 0, "at::in_parallel_region() in thread " + std::to_string(t));
+  for (int t = 0; t < kThreads; ++t)
+    check(in_region[t] != 0, "at::in_parallel_region() in thread " + std::to_string(t));
   const size_t calls = 3 * kThreads;
-  check(execs.size() == 2 * calls, "a verbose line for each of the " + std::to_string(2 * calls) +
-                                       " calls (got " + std::to_string(execs.size()) + ")");
+  check(execs.size() == 2 * calls, "a verbose line for each of the " + std::to_string(2 * calls) + " calls (got " +
+                                       std::to_string(execs.size()) + ")");
   if (execs.size() == 2 * calls) {
     for (size_t i = 0; i < calls; ++i)
       check(execs[i][2] == kOps[i % 3] && execs[i][5] == std::to_string(kThreads),
