@@ -180,14 +180,18 @@ void silu_backward(const T *dy, const T *x, T *dx, int64_t n) {
 
 // The entry points of one family: defined in ops/<family>/eltwise.cpp
 // (with F its traits), declared for the dispatch in ops/eltwise.cpp.
-#define HCOPS_ELTWISE_ENTRY_POINTS(BODY)                                                                              \
-  void gelu_forward(const float *x, float *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a) void            \
-  gelu_forward(const bf16 *x, bf16 *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a) void                   \
-  gelu_backward(const float *dy, const float *x, float *dx, int64_t n, GeluApprox a)                                  \
-      BODY(gelu_backward, dy, x, dx, n, a) void                                                                       \
-      gelu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n, GeluApprox a)                                 \
-          BODY(gelu_backward, dy, x, dx, n, a) void                                                                   \
-          silu_forward(const float *x, float *y, int64_t n) BODY(silu_forward, x, y, n) void                          \
-          silu_forward(const bf16 *x, bf16 *y, int64_t n) BODY(silu_forward, x, y, n) void                            \
-          silu_backward(const float *dy, const float *x, float *dx, int64_t n) BODY(silu_backward, dy, x, dx, n) void \
-          silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n) BODY(silu_backward, dy, x, dx, n)
+// clang-format off
+#define HCOPS_ELTWISE_ENTRY_POINTS(BODY)                                                             \
+  void gelu_forward(const float *x, float *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a) \
+  void gelu_forward(const bf16 *x, bf16 *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a)   \
+  void gelu_backward(const float *dy, const float *x, float *dx, int64_t n, GeluApprox a)             \
+      BODY(gelu_backward, dy, x, dx, n, a)                                                             \
+  void gelu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n, GeluApprox a)                \
+      BODY(gelu_backward, dy, x, dx, n, a)                                                             \
+  void silu_forward(const float *x, float *y, int64_t n) BODY(silu_forward, x, y, n)                   \
+  void silu_forward(const bf16 *x, bf16 *y, int64_t n) BODY(silu_forward, x, y, n)                     \
+  void silu_backward(const float *dy, const float *x, float *dx, int64_t n)                           \
+      BODY(silu_backward, dy, x, dx, n)                                                                \
+  void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n)                              \
+      BODY(silu_backward, dy, x, dx, n)
+// clang-format on
