@@ -32,7 +32,7 @@ void softmax_row(const T *x, T *y, int64_t n, float *scratch) {
   if constexpr (std::is_same_v<T, float>) e = y;
   else if (n <= kSoftmaxScratch) e = scratch;
   const float s = sum<F>(n, [&](int64_t j, auto part) {
-    const V v = vmath::exp<F>(F::sub(load<F>(x + j, part), vmax));
+    const V v = vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax));
     if (e) store<F>(e + j, v, part);
     return keep<F>(v, part, 0.0f);
   });
@@ -41,7 +41,7 @@ void softmax_row(const T *x, T *y, int64_t n, float *scratch) {
     each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::mul(load<F>(e + j, part), inv), part); });
   } else {
     each<F>(n, [&](int64_t j, auto part) {
-      store<F>(y + j, F::mul(vmath::exp<F>(F::sub(load<F>(x + j, part), vmax)), inv), part);
+      store<F>(y + j, F::mul(vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax)), inv), part);
     });
   }
 }
@@ -51,8 +51,9 @@ template <class F, class T>
 void log_softmax_row(const T *x, T *y, int64_t n) {
   using V = typename F::V;
   const V vmax = F::set1(max<F>(x, n));
-  const float s = sum<F>(
-      n, [&](int64_t j, auto part) { return keep<F>(vmath::exp<F>(F::sub(load<F>(x + j, part), vmax)), part, 0.0f); });
+  const float s = sum<F>(n, [&](int64_t j, auto part) {
+    return keep<F>(vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax)), part, 0.0f);
+  });
   const V lse = F::set1(std::log(s));
   each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::sub(F::sub(load<F>(x + j, part), vmax), lse), part); });
 }
