@@ -93,14 +93,8 @@ void softmax_forward(const T *x, T *y, int64_t rows, int64_t cols, bool log) {
 template <class F, class T>
 void softmax_backward(const T *dy, const T *y, T *dx, int64_t rows, int64_t cols, bool log) {
   if (cols <= 0) return;
-  const int64_t ahead = prefetch_rows(cols, sizeof(T));
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t o = i * cols;
-    if (i + ahead < rows) {
-      prefetch(dy + o + ahead * cols, cols);
-      prefetch(y + o + ahead * cols, cols);
-      prefetch(dx + o + ahead * cols, cols, true);
-    }
     if (log) log_softmax_backward_row<F>(dy + o, y + o, dx + o, cols);
     else softmax_backward_row<F>(dy + o, y + o, dx + o, cols);
   }
