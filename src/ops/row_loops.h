@@ -138,24 +138,4 @@ inline float max(const T *x, int64_t n) {
   return F::reduce_max(v);
 }
 
-// Prefetches the n elements at p (a row a few rows ahead of the one being
-// computed): a row's passes wait on its reductions, so the loads of the
-// next rows would otherwise start late, one row's latency at a time.
-template <class T>
-inline void prefetch(const T *p, int64_t n, bool write = false) {
-  const char *c = reinterpret_cast<const char *>(p);
-  const int64_t bytes = n * int64_t(sizeof(T));
-  if (write) {
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
-  } else {
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 0, 3);
-  }
-}
-
-// How many rows ahead to prefetch: about 4 KiB ahead, at least one row.
-inline int64_t prefetch_rows(int64_t cols, size_t elem) {
-  const int64_t bytes = cols * int64_t(elem);
-  return bytes >= 4096 ? 1 : 4096 / bytes;
-}
-
 }  // namespace hcops::ops::rows

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/dtype.h"
 #include "ops/row_loops.h"
@@ -32,7 +33,7 @@ void softmax_row(const T *x, T *y, int64_t n, float *scratch) {
   if constexpr (std::is_same_v<T, float>) e = y;
   else if (n <= kSoftmaxScratch) e = scratch;
   const float s = sum<F>(n, [&](int64_t j, auto part) {
-    const V v = vmath::exp<F>(F::sub(load<F>(x + j, part), vmax));
+    const V v = vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax));
     if (e) store<F>(e + j, v, part);
     return keep<F>(v, part, 0.0f);
   });
@@ -41,7 +42,7 @@ void softmax_row(const T *x, T *y, int64_t n, float *scratch) {
     each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::mul(load<F>(e + j, part), inv), part); });
   } else {
     each<F>(n, [&](int64_t j, auto part) {
-      store<F>(y + j, F::mul(vmath::exp<F>(F::sub(load<F>(x + j, part), vmax)), inv), part);
+      store<F>(y + j, F::mul(vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax)), inv), part);
     });
   }
 }
@@ -51,8 +52,9 @@ template <class F, class T>
 void log_softmax_row(const T *x, T *y, int64_t n) {
   using V = typename F::V;
   const V vmax = F::set1(max<F>(x, n));
-  const float s = sum<F>(
-      n, [&](int64_t j, auto part) { return keep<F>(vmath::exp<F>(F::sub(load<F>(x + j, part), vmax)), part, 0.0f); });
+  const float s = sum<F>(n, [&](int64_t j, auto part) {
+    return keep<F>(vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax)), part, 0.0f);
+  });
   const V lse = F::set1(std::log(s));
   each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::sub(F::sub(load<F>(x + j, part), vmax), lse), part); });
 }
@@ -92,14 +94,8 @@ void softmax_forward(const T *x, T *y, int64_t rows, int64_t cols, bool log) {
 template <class F, class T>
 void softmax_backward(const T *dy, const T *y, T *dx, int64_t rows, int64_t cols, bool log) {
   if (cols <= 0) return;
-  const int64_t ahead = prefetch_rows(cols, sizeof(T));
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t o = i * cols;
-    if (i + ahead < rows) {
-      prefetch(dy + o + ahead * cols, cols);
-      prefetch(y + o + ahead * cols, cols);
-      prefetch(dx + o + ahead * cols, cols, true);
-    }
     if (log) log_softmax_backward_row<F>(dy + o, y + o, dx + o, cols);
     else softmax_backward_row<F>(dy + o, y + o, dx + o, cols);
   }

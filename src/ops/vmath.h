@@ -188,4 +188,24 @@ HCOPS_VINLINE V<F> erf(V<F> z) {
   return F::select(F::lt(t, F::set1(detail::kErfSplit)), near, far);
 }
 
+// exp(x) for x <= 0 (softmax's x - max), lean: one range split fewer than
+// exp(), for the forward pass where exp is most of the work. Results below
+// 2^-126 (x < -87.34) flush to 0, as exp(-Inf) = 0; NaN stays NaN; within
+// 1 ulp elsewhere (the same reduction and polynomial as exp, in Horner form).
+// For x > 0 it is exp(x) up to x = 88, undefined beyond.
+template <class F>
+inline V<F> exp_nonpositive(V<F> x) {
+  const V<F> lo = F::set1(-87.33654f);  // ln(2^-126): 2^n stays normal
+  const auto under = F::lt(x, lo);      // false for NaN
+  x = F::max(lo, x);                    // max keeps its second operand, a NaN x
+  const V<F> n = F::round(F::mul(x, F::set1(1.44269504088896341f)));
+  V<F> r = F::fnmadd(n, F::set1(0.693145751953125f), x);
+  r = F::fnmadd(n, F::set1(1.428606765330187e-6f), r);
+  // exp's 1 + r + r^2 q(r), expanded.
+  static constexpr float c[] = {1.0f,         1.0f,          0.49999994f,   0.16666521f,
+                                0.041668389f, 0.0083687101f, 0.0013814613f};
+  const V<F> p = poly<F>(r, c);
+  return F::select(under, F::zero(), F::mul(p, F::pow2i(n)));
+}
+
 }  // namespace hcops::ops::vmath
