@@ -23,6 +23,7 @@ from torch import nn
 
 CONFIGS = {  # name: (hidden size, depth, heads)
     "tiny": (64, 2, 2),
+    "mini": (384, 2, 6),  # DiT-S's blocks, 2 of them: its operator shapes at a sixth of the step (tests)
     "S": (384, 12, 6),
     "B": (768, 12, 12),
 }
