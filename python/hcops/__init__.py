@@ -1,1 +1,2 @@
-"""HCOps from Python. `hcops.mem`: the phase API of libhcops_mem.so."""
+"""HCOps from Python. `hcops.mem`: the phase API of libhcops_mem.so;
+`hcops.torch`: the operators of libhcops_torch.so for PyTorch."""

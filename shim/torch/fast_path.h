@@ -1,0 +1,125 @@
+// What the overrides share: the layouts HCOps' kernels cover (each check
+// returns nullptr when covered, else the reason PyTorch's kernel runs), the
+// split of a call over PyTorch's thread pool, and the reporting around it.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+#include "common/dtype.h"
+#include "shim/torch/report.h"
+#include "shim/torch/selection.h"
+
+namespace hcops::torch_ops {
+
+// Elements per chunk of the split: a chunk costs well above the start of a
+// parallel region (a few microseconds) and stays within the L2 cache.
+constexpr int64_t kGrainElements = 32768;
+
+inline const char *dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "f32";
+    case at::kBFloat16: return "bf16";
+    case at::kDouble: return "f64";
+    case at::kHalf: return "f16";
+    default: return c10::toString(t);
+  }
+}
+
+inline std::string shape_name(at::IntArrayRef sizes) {
+  if (sizes.empty()) return "scalar";
+  std::string s;
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "x" : "") + std::to_string(sizes[i]);
+  return s;
+}
+
+inline bool fast_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16; }
+
+// A tensor the kernels read or write in place: one of their dtypes, dense
+// in row-major order, not empty.
+inline const char *dense_reason(const at::Tensor &t) {
+  if (!fast_dtype(t.scalar_type())) return "dtype";
+  if (!t.is_contiguous()) return "non_contiguous";
+  if (t.numel() == 0) return "empty";
+  return nullptr;
+}
+
+// A second operand (the gradient) that pairs element for element with `t`.
+inline const char *paired_reason(const at::Tensor &other, const at::Tensor &t) {
+  if (other.scalar_type() != t.scalar_type()) return "mixed_dtype";
+  if (!other.sizes().equals(t.sizes())) return "broadcast";
+  if (!other.is_contiguous()) return "non_contiguous";
+  return nullptr;
+}
+
+// An out= tensor the kernels can write as it is: PyTorch would neither
+// resize it nor cast into it, and it does not overlap the input (or, with
+// in_place, is exactly it: the elementwise kernels may write over their
+// input, the row kernels read a row more than once).
+inline const char *out_reason(const at::Tensor &out, const at::Tensor &in, bool in_place) {
+  if (out.scalar_type() != in.scalar_type()) return "out_dtype";
+  if (!out.sizes().equals(in.sizes())) return "out_shape";
+  if (!out.is_contiguous()) return "out_non_contiguous";
+  const at::MemOverlapStatus s = at::get_overlap_status(out, in);
+  if (s != at::MemOverlapStatus::No && !(in_place && s == at::MemOverlapStatus::Full)) return "out_overlap";
+  return nullptr;
+}
+
+// Calls f(begin, end) over [0, n) in chunks of at least `grain`, on
+// PyTorch's pool (inline inside a parallel region); returns how many
+// threads took part.
+template <class F>
+int split(int64_t n, int64_t grain, const F &f) {
+  std::atomic<int> threads{0};
+  at::parallel_for(0, n, std::max<int64_t>(grain, 1), [&](int64_t b, int64_t e) {
+    threads.fetch_add(1, std::memory_order_relaxed);
+    f(b, e);
+  });
+  return std::max(threads.load(), 1);
+}
+
+// Rows per chunk: about kGrainElements elements.
+inline int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kGrainElements / std::max<int64_t>(cols, 1)); }
+
+// Runs `body` (which returns the threads it used) timed and reported as a
+// call HCOps took.
+template <class Body>
+void run_taken(Op op, const at::Tensor &shape_of, const std::string &details, const Body &body) {
+  const bool timed = timing();
+  const double t0 = timed ? now_seconds() : 0;
+  const int threads = body();
+  report_taken(op, dtype_name(shape_of.scalar_type()), shape_name(shape_of.sizes()), threads,
+               timed ? now_seconds() - t0 : 0, details);
+}
+
+inline void fall_back(Op op, const at::Tensor &shape_of, const char *reason) {
+  report_fallback(op, dtype_name(shape_of.scalar_type()), shape_name(shape_of.sizes()), reason);
+}
+
+// The reason a call cannot take the fast path before its operands are
+// looked at: the process-wide switch.
+inline const char *switch_reason() { return enabled.load(std::memory_order_relaxed) ? nullptr : "disabled"; }
+
+// f32 data as float, bf16 as hcops::bf16 (layout-compatible with
+// c10::BFloat16).
+template <class T>
+T *data_as(const at::Tensor &t) {
+  return reinterpret_cast<T *>(t.data_ptr());
+}
+static_assert(sizeof(hcops::bf16) == sizeof(c10::BFloat16), "bf16 layouts agree");
+
+// Calls f(T()) with T = float or hcops::bf16 for a fast dtype.
+template <class F>
+void with_fast_type(at::ScalarType t, const F &f) {
+  if (t == at::kFloat)
+    f(float());
+  else
+    f(hcops::bf16());
+}
+
+}  // namespace hcops::torch_ops

@@ -1,0 +1,176 @@
+// LayerNorm: native_layer_norm and native_layer_norm_backward (layer_norm
+// itself is CompositeImplicitAutograd and calls them). The fast path takes
+// f32 and bf16 inputs that are dense, normalized over their trailing
+// dimensions, with weight and bias (each optional) dense, of the input's
+// dtype and of the normalized shape. PyTorch 1.13 rejects bf16 inputs with
+// f32 parameters, so those go to its kernel and keep its error. mean and
+// rstd are saved as PyTorch saves them: the input's dtype, shape
+// input.shape[:axis] + [1] * len(normalized_shape).
+#include <ATen/CPUFunctions.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "ops/layer_norm.h"
+#include "shim/torch/fast_path.h"
+#include "shim/torch/register.h"
+
+namespace hcops::torch_ops {
+
+namespace {
+
+using Tensors = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+bool defined(const c10::optional<at::Tensor> &t) { return t.has_value() && t->defined(); }
+
+// rows x cols with cols the product of the normalized (trailing) sizes;
+// nullopt when normalized_shape is not input's trailing shape (PyTorch's
+// error) or is symbolic.
+struct Geometry {
+  int64_t rows, cols;
+  size_t axis;  // the first normalized dimension
+};
+
+std::optional<Geometry> geometry(const at::Tensor &input, c10::SymIntArrayRef normalized_shape) {
+  const auto shape = c10::asIntArrayRefSlowOpt(normalized_shape);
+  if (!shape || shape->empty() || shape->size() > size_t(input.dim())) return std::nullopt;
+  const size_t axis = input.dim() - shape->size();
+  if (!input.sizes().slice(axis).equals(*shape)) return std::nullopt;
+  int64_t cols = 1;
+  for (int64_t s : *shape) cols *= s;
+  return Geometry{input.numel() / std::max<int64_t>(cols, 1), cols, axis};
+}
+
+// A weight or bias the kernels read: absent, or dense of the input's dtype
+// and of the normalized shape.
+const char *param_reason(const c10::optional<at::Tensor> &p, const at::Tensor &input, const Geometry &g) {
+  if (!defined(p)) return nullptr;
+  if (p->scalar_type() != input.scalar_type()) return "param_dtype";
+  if (!p->sizes().equals(input.sizes().slice(g.axis))) return "param_shape";
+  if (!p->is_contiguous()) return "non_contiguous";
+  return nullptr;
+}
+
+const char *common_reason(const at::Tensor &input, const std::optional<Geometry> &g,
+                          const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias) {
+  if (const char *r = switch_reason()) return r;
+  if (const char *r = dense_reason(input)) return r;
+  if (!g) return "normalized_shape";
+  if (const char *r = param_reason(weight, input, *g)) return r;
+  return param_reason(bias, input, *g);
+}
+
+template <class T>
+const T *param_data(const c10::optional<at::Tensor> &p) {
+  return defined(p) ? data_as<T>(*p) : nullptr;
+}
+
+std::vector<int64_t> stat_shape(const at::Tensor &input, size_t axis) {
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().begin() + axis);
+  shape.resize(input.dim(), 1);
+  return shape;
+}
+
+Tensors layer_norm(const at::Tensor &input, c10::SymIntArrayRef normalized_shape,
+                   const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias, double eps) {
+  const auto g = geometry(input, normalized_shape);
+  if (const char *why = common_reason(input, g, weight, bias)) {
+    fall_back(Op::layer_norm, input, why);
+    return at::cpu::native_layer_norm_symint(input, normalized_shape, weight, bias, eps);
+  }
+  const auto f32 = input.options().dtype(at::kFloat);
+  at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
+  at::Tensor mean = at::empty({g->rows}, f32), rstd = at::empty({g->rows}, f32);
+  const int64_t cols = g->cols;
+  run_taken(Op::layer_norm, input, "normalized=" + shape_name(input.sizes().slice(g->axis)), [&] {
+    int threads = 1;
+    with_fast_type(input.scalar_type(), [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = data_as<T>(input), *gamma = param_data<T>(weight), *beta = param_data<T>(bias);
+      T *y = data_as<T>(out);
+      float *m = mean.data_ptr<float>(), *r = rstd.data_ptr<float>();
+      threads = split(g->rows, row_grain(cols), [&](int64_t b, int64_t e) {
+        ops::layer_norm_forward(x + b * cols, gamma, beta, y + b * cols, m + b, r + b, e - b, cols,
+                                static_cast<float>(eps));
+      });
+    });
+    return threads;
+  });
+  const auto shape = stat_shape(input, g->axis);
+  return {out, mean.to(input.scalar_type()).view(shape), rstd.to(input.scalar_type()).view(shape)};
+}
+
+// mean or rstd as the forward saved them: one value per row, of the
+// input's dtype (or f32).
+const char *stat_reason(const at::Tensor &s, const at::Tensor &input, const Geometry &g) {
+  if (s.scalar_type() != input.scalar_type() && s.scalar_type() != at::kFloat) return "stat_dtype";
+  if (s.numel() != g.rows) return "stat_shape";
+  return nullptr;
+}
+
+Tensors layer_norm_backward(const at::Tensor &grad_out, const at::Tensor &input, c10::SymIntArrayRef normalized_shape,
+                            const at::Tensor &mean, const at::Tensor &rstd, const c10::optional<at::Tensor> &weight,
+                            const c10::optional<at::Tensor> &bias, std::array<bool, 3> output_mask) {
+  const auto g = geometry(input, normalized_shape);
+  const char *why = common_reason(input, g, weight, bias);
+  if (!why) why = paired_reason(grad_out, input);
+  if (!why) why = stat_reason(mean, input, *g);
+  if (!why) why = stat_reason(rstd, input, *g);
+  // A parameter gradient asked for without its parameter is PyTorch's to handle.
+  if (!why && ((output_mask[1] && !defined(weight)) || (output_mask[2] && !defined(bias)))) why = "output_mask";
+  if (why) {
+    fall_back(Op::layer_norm_backward, input, why);
+    return at::cpu::native_layer_norm_backward_symint(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+                                                      output_mask);
+  }
+  const int64_t rows = g->rows, cols = g->cols;
+  const at::Tensor mean32 = mean.to(at::kFloat).contiguous(), rstd32 = rstd.to(at::kFloat).contiguous();
+  at::Tensor dx;
+  if (output_mask[0]) dx = at::empty_like(input, at::MemoryFormat::Contiguous);
+  // The rows split into blocks, each with its own f32 accumulators for the
+  // parameter gradients, summed afterwards in block order.
+  const int64_t blocks =
+      std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), (rows + row_grain(cols) - 1) / row_grain(cols)));
+  const auto f32 = input.options().dtype(at::kFloat);
+  at::Tensor dgamma_acc, dbeta_acc;
+  if (output_mask[1]) dgamma_acc = at::zeros({blocks, cols}, f32);
+  if (output_mask[2]) dbeta_acc = at::zeros({blocks, cols}, f32);
+  std::string details = "normalized=" + shape_name(input.sizes().slice(g->axis)) + ",mask=";
+  for (bool b : output_mask) details += b ? '1' : '0';
+  run_taken(Op::layer_norm_backward, input, details, [&] {
+    int threads = 1;
+    with_fast_type(input.scalar_type(), [&](auto tag) {
+      using T = decltype(tag);
+      const T *dy = data_as<T>(grad_out), *x = data_as<T>(input), *gamma = param_data<T>(weight);
+      T *dxp = dx.defined() ? data_as<T>(dx) : nullptr;
+      const float *m = mean32.data_ptr<float>(), *r = rstd32.data_ptr<float>();
+      float *dg = dgamma_acc.defined() ? dgamma_acc.data_ptr<float>() : nullptr;
+      float *db = dbeta_acc.defined() ? dbeta_acc.data_ptr<float>() : nullptr;
+      threads = split(blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          const int64_t r0 = rows * blk / blocks, r1 = rows * (blk + 1) / blocks;
+          ops::layer_norm_backward(dy + r0 * cols, x + r0 * cols, m + r0, r + r0, gamma,
+                                   dxp ? dxp + r0 * cols : nullptr, dg ? dg + blk * cols : nullptr,
+                                   db ? db + blk * cols : nullptr, r1 - r0, cols);
+        }
+      });
+    });
+    return threads;
+  });
+  at::Tensor dgamma, dbeta;
+  if (output_mask[1]) dgamma = dgamma_acc.sum(0).to(weight->scalar_type()).view(weight->sizes());
+  if (output_mask[2]) dbeta = dbeta_acc.sum(0).to(bias->scalar_type()).view(bias->sizes());
+  return {dx, dgamma, dbeta};
+}
+
+}  // namespace
+
+void register_layer_norm(torch::Library &m) {
+  if (!group_selected(OpGroup::layer_norm)) return;
+  override_kernel(m, "native_layer_norm", TORCH_FN(layer_norm));
+  override_kernel(m, "native_layer_norm_backward", TORCH_FN(layer_norm_backward));
+}
+
+}  // namespace hcops::torch_ops

@@ -1,0 +1,66 @@
+// Registration at load time. The aten overrides go through one
+// torch::Library built by a function run when the library is loaded (not
+// TORCH_LIBRARY_IMPL's static object) so that it can run under a silent
+// warning handler: PyTorch warns "Overriding a previously registered
+// kernel" once per operator, which a library loaded into someone else's
+// process must not print. The hcops:: operators are the Python-visible
+// switch and counters.
+#include "shim/torch/register.h"
+
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include "shim/torch/report.h"
+#include "shim/torch/selection.h"
+
+namespace hcops::torch_ops {
+
+std::vector<std::string> &registered_names() {
+  static auto *names = new std::vector<std::string>;  // never destroyed: read until exit
+  return *names;
+}
+
+namespace {
+
+// Swallows the warnings of our own registration: the guard holds the
+// handler (process-wide in 1.13) only while the overrides register, at
+// load time, which Python runs under the GIL.
+class Silent : public c10::WarningHandler {
+ public:
+  void process(const c10::SourceLocation &, const std::string &, const bool) override {}
+};
+
+void register_overrides() {
+  Silent silent;
+  c10::Warning::WarningHandlerGuard guard(&silent);
+  // Kept for the life of the process: destroying it would deregister the
+  // kernels during exit, while other libraries' destructors may still run ops.
+  auto *m = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
+  (void)m;
+}
+
+const int registered = (register_overrides(), 0);
+
+void set_enabled(bool on) { enabled.store(on, std::memory_order_relaxed); }
+bool is_enabled() { return enabled.load(std::memory_order_relaxed); }
+std::vector<std::string> loaded_ops() { return registered_names(); }
+
+// [calls HCOps computed, calls left to PyTorch's kernel] of an aten
+// operator by its name ("gelu", "_softmax_backward_data", ...).
+std::vector<int64_t> call_counts(const std::string &op) {
+  const Op o = op_named(op);
+  TORCH_CHECK(o != Op::count, "hcops::call_counts: ", op, " is not an operator HCOps replaces");
+  return {taken_calls(o), fallback_calls(o)};
+}
+
+}  // namespace
+
+}  // namespace hcops::torch_ops
+
+TORCH_LIBRARY_FRAGMENT(hcops, m) {
+  using namespace hcops::torch_ops;
+  m.def("set_enabled(bool enabled) -> ()", &set_enabled);
+  m.def("is_enabled() -> bool", &is_enabled);
+  m.def("loaded_ops() -> str[]", &loaded_ops);
+  m.def("call_counts(str op) -> int[]", &call_counts);
+}

@@ -1,0 +1,29 @@
+// The registration of each operator group's overrides, called once at
+// load time by register.cpp with the aten CPU library being built.
+#pragma once
+
+#include <torch/library.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hcops::torch_ops {
+
+// The aten overloads registered so far ("gelu", "gelu.out", ...), for
+// torch.ops.hcops.loaded_ops.
+std::vector<std::string> &registered_names();
+
+// m.impl, remembered in registered_names().
+template <class Fn>
+void override_kernel(torch::Library &m, const char *name, Fn &&fn) {
+  m.impl(name, std::forward<Fn>(fn));
+  registered_names().emplace_back(name);
+}
+
+// Each registers the overrides of the groups HCOPS_OPS selects.
+void register_eltwise(torch::Library &m);     // gelu, silu
+void register_softmax(torch::Library &m);     // softmax, log_softmax
+void register_layer_norm(torch::Library &m);  // layer_norm
+
+}  // namespace hcops::torch_ops

@@ -1,0 +1,51 @@
+// What the replaced operators did: counters (always kept, for
+// torch.ops.hcops.call_counts), and under HCOPS_VERBOSE the lines of
+// shim/common/verbose.h's format. Level 1: a legend once, then a line per
+// call HCOps computed and one per call it left to PyTorch,
+//   hcops_verbose,exec,<op>,<dtype>,<shape>,<threads>,<ms>,hcops:<family>,<details>
+//   hcops_verbose,fallback,<op>,<dtype>,<shape>,<reason>
+// Level 2 adds a summary per operator at exit: calls, total time, and how
+// many calls fell back to PyTorch, by reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hcops::torch_ops {
+
+// The ATen operators replaced; out= and in-place overloads count as their
+// functional operator.
+enum class Op : uint8_t {
+  gelu,
+  gelu_backward,
+  silu,
+  silu_backward,
+  softmax,
+  softmax_backward,
+  log_softmax,
+  log_softmax_backward,
+  layer_norm,
+  layer_norm_backward,
+  count
+};
+
+const char *op_name(Op op);  // the ATen name: "_softmax_backward_data"
+// The op whose ATen name is `name`, or Op::count.
+Op op_named(const std::string &name);
+
+// A call HCOps computed, `threads` of PyTorch's pool taking part, and one
+// PyTorch's kernel ran because of `reason` (a short literal: "dtype",
+// "non_contiguous", "disabled", ...).
+void report_taken(Op op, const char *dtype, const std::string &shape, int threads, double seconds,
+                  const std::string &details);
+void report_fallback(Op op, const char *dtype, const std::string &shape, const char *reason);
+
+// Calls taken and fallen back so far in this process.
+int64_t taken_calls(Op op);
+int64_t fallback_calls(Op op);
+
+// Whether a call should be timed (HCOPS_VERBOSE >= 1), and the clock.
+bool timing();
+double now_seconds();
+
+}  // namespace hcops::torch_ops

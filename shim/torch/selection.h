@@ -1,0 +1,30 @@
+// Which operators this process replaces (HCOPS_OPS, read once at load time)
+// and whether replaced operators run HCOps' kernels right now (the
+// process-wide switch behind torch.ops.hcops.set_enabled).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace hcops::torch_ops {
+
+// Operator groups as HCOPS_OPS names them. Each aten override belongs to
+// one: gelu covers gelu, gelu_, gelu.out, gelu_backward(.grad_input).
+enum class OpGroup : uint8_t { gelu, silu, softmax, log_softmax, layer_norm, adam, adamw, count };
+
+const char *group_name(OpGroup g);
+
+// HCOPS_OPS=all|none|<comma list of group names>, case-insensitive, blanks
+// around names ignored. Unset or empty means all; a bad value (an unknown
+// name, or none inside a list) warns once and means all.
+bool group_selected(OpGroup g);
+// The selection of `value` (nullptr = unset), for the parser's own tests;
+// bit i is OpGroup i. `error` receives the warning text, empty when valid.
+uint32_t parse_selection(const char *value, std::string *error);
+
+// False while torch.ops.hcops.set_enabled(False) is in force: every
+// replaced operator then runs PyTorch's own kernel.
+extern std::atomic<bool> enabled;
+
+}  // namespace hcops::torch_ops
