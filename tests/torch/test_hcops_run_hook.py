@@ -17,7 +17,9 @@ counting its runs. Cases, each a child under hcops-run:
 - a failing hcops.torch: one `hcops: warning:` line, torch imports and computes;
 - --no-ops: nothing loaded, HCOps' folders off PYTHONPATH (also when nested);
 - PYTHONPATH: the user's kept, HCOps' folders added once, no empty entry;
-- the real hcops.torch (when the tree has it): loaded by `import torch`.
+- the real hcops.torch (when the tree has it): loaded by `import torch`,
+  silently; with HCOPS_TORCH_LIB naming a file that is no library: one
+  warning, torch works.
 
 Exit status: 0 all passed, 1 something failed, 77 torch missing (skip), 99 no hcops-run.
 """
@@ -75,7 +77,10 @@ report(total=total, sub=sub.stdout.strip().splitlines()[-1:] , sub_rc=sub.return
 ''',
     "imports_torch.py.sub": REPORT + "report(nn=hasattr(sys.modules.get('torch'), 'nn'))\n",
     "no_torch.py": REPORT + "import json, subprocess\nreport()\n",
-    "just_torch.py": REPORT + "import torch\nreport(total=float(torch.ones(3).sum()))\n",
+    "just_torch.py": REPORT + """import torch
+ops = sys.modules["hcops.torch"].loaded_ops() if hasattr(sys.modules.get("hcops.torch"), "loaded_ops") else None
+report(total=float(torch.ones(3).sum()), loaded_ops=ops)
+""",
 }
 
 
@@ -225,12 +230,24 @@ def main():
         # -- the real operators, when this tree has them
         real = os.path.join(pydir, "hcops", "torch")
         if os.path.exists(real) or os.path.exists(real + ".py"):
-            rc, r, err = run([hcops_run, py, script("just_torch.py")],
-                             child_env(), tmp)
+            # make check names the build's library (HCOPS_TORCH_LIB), which hcops.torch honours.
+            lib = {"HCOPS_TORCH_LIB": os.environ["HCOPS_TORCH_LIB"]} if os.environ.get("HCOPS_TORCH_LIB") else {}
+            rc, r, err = run([hcops_run, py, script("just_torch.py")], child_env(**lib), tmp)
             report.check(rc == 0 and r is not None and "hcops.torch" in r["hcops"]
-                         and (r["hcops_torch_file"] or "").startswith(pydir),
-                         "the real hcops.torch is loaded by `import torch` under hcops-run",
+                         and (r["hcops_torch_file"] or "").startswith(pydir) and isinstance(r["loaded_ops"], list),
+                         "the real hcops.torch is loaded by `import torch` under hcops-run, its library answering",
                          f"exit {rc}, report {r}, stderr {err[-5:]}")
+            report.check(not [line for line in err if line.startswith("hcops")], "... silently",
+                         "; ".join(line for line in err if line.startswith("hcops")))
+            garbage = os.path.join(tmp, "garbage.so")
+            with open(garbage, "w") as f:
+                f.write("not a library\n")
+            rc, r, err = run([hcops_run, py, script("just_torch.py")], child_env(HCOPS_TORCH_LIB=garbage), tmp)
+            warns = [line for line in err if line.startswith("hcops")]
+            report.check(rc == 0 and r is not None and r["total"] == 3.0 and len(warns) == 1
+                         and warns[0].startswith("hcops: warning:"),
+                         "the real hcops.torch with HCOPS_TORCH_LIB naming garbage: one warning, torch works",
+                         f"exit {rc}, {len(warns)} lines: {warns}")
         else:
             print(f"SKIP: no {real}[.py] in this tree: the real hcops.torch not checked")
     return report.finish()
