@@ -1,0 +1,45 @@
+// The LayerNorm kernels on the avx512 family's vector traits
+// (ops/layer_norm_impl.h), compiled with its -m flags.
+// GCC 12's -Wuninitialized flags the _mm512_undefined_ps() inside its own
+// AVX-512 intrinsics once inlined (GCC bug 105593): silenced for the
+// intrinsics headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include "kernels/avx512/vec.h"
+#include "ops/layer_norm_families.h"
+#include "ops/layer_norm_impl.h"
+
+namespace hcops::ops::avx512 {
+
+using F = kernels::avx512::F32;
+
+void layer_norm_forward(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,
+                        int64_t rows, int64_t cols, float eps) {
+  rows::layer_norm_forward<F>(x, gamma, beta, y, mean, rstd, rows, cols, eps);
+}
+void layer_norm_forward(const bf16 *x, const bf16 *gamma, const bf16 *beta, bf16 *y, float *mean, float *rstd,
+                        int64_t rows, int64_t cols, float eps) {
+  rows::layer_norm_forward<F>(x, gamma, beta, y, mean, rstd, rows, cols, eps);
+}
+void layer_norm_forward(const bf16 *x, const float *gamma, const float *beta, bf16 *y, float *mean, float *rstd,
+                        int64_t rows, int64_t cols, float eps) {
+  rows::layer_norm_forward<F>(x, gamma, beta, y, mean, rstd, rows, cols, eps);
+}
+void layer_norm_backward(const float *dy, const float *x, const float *mean, const float *rstd, const float *gamma,
+                         float *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols) {
+  rows::layer_norm_backward<F>(dy, x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols);
+}
+void layer_norm_backward(const bf16 *dy, const bf16 *x, const float *mean, const float *rstd, const bf16 *gamma,
+                         bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols) {
+  rows::layer_norm_backward<F>(dy, x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols);
+}
+void layer_norm_backward(const bf16 *dy, const bf16 *x, const float *mean, const float *rstd, const float *gamma,
+                         bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols) {
+  rows::layer_norm_backward<F>(dy, x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols);
+}
+
+}  // namespace hcops::ops::avx512

@@ -1,0 +1,140 @@
+// LayerNorm over rows, forward and backward, on a family's vector traits F,
+// in f32 whatever the data (T) and parameter (P) types. Included by the
+// per-family translation units (ops/<family>/layer_norm.cpp).
+//
+// Moments: a corrected two-pass over the row (in L1 after the first pass):
+// m0 = sum(x) / n, then d = x - m0, mean = m0 + sum(d) / n and
+// var = sum(d^2) / n - (sum(d) / n)^2. The deviations from m0 are exact or
+// nearly so, so a large offset (mean 1e4, std 1) costs no accuracy, where
+// E[x^2] - E[x]^2 would lose it all. rstd = 1 / sqrt(max(var, 0) + eps) as
+// PyTorch; a NaN or an Inf in a row makes its mean (Inf - Inf in sum(d)),
+// var, rstd and outputs NaN (PyTorch's Welford gives the same, except for a
+// mean that is sometimes +-Inf, depending on where the Inf sits in its lanes).
+//
+// Backward, from the saved mean and rstd, with xhat = (x - mean) * rstd and
+// g = gamma (1 when null): dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)),
+// PyTorch's formula written on xhat rather than on x, so a large offset does
+// not cancel. The parameter gradients add each row's dy * xhat and dy into
+// the f32 accumulators in row order, so splitting the rows over several calls
+// gives the same bits as one call.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "common/dtype.h"
+#include "ops/row_loops.h"
+
+namespace hcops::ops::rows {
+
+template <class F, class T, class P>
+void layer_norm_row(const T *x, const P *gamma, const P *beta, T *y, float *mean_out, float *rstd_out, int64_t n,
+                    float eps) {
+  using V = typename F::V;
+  // Masked loads are zero past the row: the tail adds nothing.
+  const float m0 = sum<F>(n, [&](int64_t j, auto part) { return load<F>(x + j, part); }) / float(n);
+  const V vm0 = F::set1(m0);
+  float s1, s2;
+  sum2<F>(n, s1, s2, [&](int64_t j, auto part, V &a, V &b) {
+    const V d = keep<F>(F::sub(load<F>(x + j, part), vm0), part, 0.0f);
+    a = F::add(a, d);
+    b = F::fmadd(d, d, b);
+  });
+  const float dm = s1 / float(n);
+  float var = s2 / float(n) - dm * dm;
+  if (var < 0) var = 0;  // rounding; keeps a NaN
+  const float rstd = 1.0f / std::sqrt(var + eps);
+  const float mean = m0 + dm;
+  *mean_out = mean;
+  *rstd_out = rstd;
+  const V vm = F::set1(mean), vr = F::set1(rstd);
+  if (gamma && beta) {
+    each<F>(n, [&](int64_t j, auto part) {
+      const V xh = F::mul(F::sub(load<F>(x + j, part), vm), vr);
+      store<F>(y + j, F::fmadd(xh, load<F>(gamma + j, part), load<F>(beta + j, part)), part);
+    });
+  } else if (gamma) {
+    each<F>(n, [&](int64_t j, auto part) {
+      store<F>(y + j, F::mul(F::mul(F::sub(load<F>(x + j, part), vm), vr), load<F>(gamma + j, part)), part);
+    });
+  } else if (beta) {
+    each<F>(n, [&](int64_t j, auto part) {
+      store<F>(y + j, F::fmadd(F::sub(load<F>(x + j, part), vm), vr, load<F>(beta + j, part)), part);
+    });
+  } else {
+    each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::mul(F::sub(load<F>(x + j, part), vm), vr), part); });
+  }
+}
+
+// One row's dx (when dx is not null) and its parameter gradients (each when
+// not null); kGamma: gamma is not null.
+template <class F, bool kGamma, class T, class P>
+void layer_norm_backward_row(const T *dy, const T *x, float mean, float rstd, const P *gamma, T *dx, float *dgamma,
+                             float *dbeta, int64_t n) {
+  using V = typename F::V;
+  const V vm = F::set1(mean), vr = F::set1(rstd);
+  // g * dy and xhat of one vector. Past the row dy (masked load) and so
+  // g * dy are zero: the tail adds nothing to the sums.
+  auto terms = [&](int64_t j, auto part, V &gdy, V &xh) {
+    const V d = load<F>(dy + j, part);
+    xh = F::mul(F::sub(load<F>(x + j, part), vm), vr);
+    if constexpr (kGamma) gdy = F::mul(load<F>(gamma + j, part), d);
+    else gdy = d;
+    if (dgamma) store<F>(dgamma + j, F::fmadd(d, xh, load<F>(dgamma + j, part)), part);
+    if (dbeta) store<F>(dbeta + j, F::add(load<F>(dbeta + j, part), d), part);
+  };
+  if (!dx) {
+    if (dgamma || dbeta) {
+      each<F>(n, [&](int64_t j, auto part) {
+        V gdy, xh;
+        terms(j, part, gdy, xh);
+      });
+    }
+    return;
+  }
+  float sg, sgx;  // sum(g * dy), sum(g * dy * xhat), with the gradients on the way
+  sum2<F>(n, sg, sgx, [&](int64_t j, auto part, V &a, V &b) {
+    V gdy, xh;
+    terms(j, part, gdy, xh);
+    a = F::add(a, gdy);
+    b = F::fmadd(gdy, xh, b);
+  });
+  const V va = F::set1(sg / float(n)), vb = F::set1(sgx / float(n));
+  each<F>(n, [&](int64_t j, auto part) {
+    const V d = load<F>(dy + j, part);
+    const V xh = F::mul(F::sub(load<F>(x + j, part), vm), vr);
+    V gdy = d;
+    if constexpr (kGamma) gdy = F::mul(load<F>(gamma + j, part), d);
+    store<F>(dx + j, F::mul(vr, F::fnmadd(xh, vb, F::sub(gdy, va))), part);
+  });
+}
+
+// The API's calls (ops/layer_norm.h), row by row. cols == 0: every row's
+// mean 0 and rstd NaN, as PyTorch's native_layer_norm; nothing else.
+template <class F, class T, class P>
+void layer_norm_forward(const T *x, const P *gamma, const P *beta, T *y, float *mean, float *rstd, int64_t rows,
+                        int64_t cols, float eps) {
+  for (int64_t i = 0; i < rows; ++i) {
+    if (cols <= 0) {
+      mean[i] = 0;
+      rstd[i] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    layer_norm_row<F>(x + i * cols, gamma, beta, y + i * cols, mean + i, rstd + i, cols, eps);
+  }
+}
+
+template <class F, class T, class P>
+void layer_norm_backward(const T *dy, const T *x, const float *mean, const float *rstd, const P *gamma, T *dx,
+                         float *dgamma, float *dbeta, int64_t rows, int64_t cols) {
+  if (cols <= 0) return;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t o = i * cols;
+    T *dxi = dx ? dx + o : nullptr;
+    if (gamma) layer_norm_backward_row<F, true>(dy + o, x + o, mean[i], rstd[i], gamma, dxi, dgamma, dbeta, cols);
+    else layer_norm_backward_row<F, false>(dy + o, x + o, mean[i], rstd[i], gamma, dxi, dgamma, dbeta, cols);
+  }
+}
+
+}  // namespace hcops::ops::rows

@@ -1,0 +1,108 @@
+// Softmax and LogSoftmax over rows, forward and backward, on a family's
+// vector traits F: the arithmetic of PyTorch 1.13's last-dimension kernels
+// (aten/src/ATen/native/cpu/SoftMaxKernel.cpp) in f32, so results agree with
+// them to rounding, including NaN and Inf: a row holding a NaN or a +Inf, or
+// only -Inf, comes out all NaN (x - max is NaN somewhere, and the sum carries
+// it to every element); -Inf elements beside a finite maximum give 0 (log:
+// -Inf). Each row is read from memory once and written once; the passes
+// between re-read it from L1. Input and output may be the same array.
+// Included by the per-family translation units (ops/<family>/softmax.cpp).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "ops/row_loops.h"
+#include "ops/vmath.h"
+
+namespace hcops::ops::rows {
+
+// A bf16 row's exp(x - max) wait here in f32 between the sum and the scaling
+// (storing them in y would round them twice); longer rows compute them again.
+constexpr int64_t kSoftmaxScratch = 8192;
+
+// y = exp(x - max) * (1 / sum exp(x - max)), as PyTorch: one reciprocal per row.
+template <class F, class T>
+void softmax_row(const T *x, T *y, int64_t n, float *scratch) {
+  using V = typename F::V;
+  const V vmax = F::set1(max<F>(x, n));
+  // Where exp(x - max) is kept for the scaling pass: y itself when it is f32.
+  float *e = nullptr;
+  if constexpr (std::is_same_v<T, float>) e = y;
+  else if (n <= kSoftmaxScratch) e = scratch;
+  const float s = sum<F>(n, [&](int64_t j, auto part) {
+    const V v = vmath::exp<F>(F::sub(load<F>(x + j, part), vmax));
+    if (e) store<F>(e + j, v, part);
+    return keep<F>(v, part, 0.0f);
+  });
+  const V inv = F::set1(1.0f / s);
+  if (e) {
+    each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::mul(load<F>(e + j, part), inv), part); });
+  } else {
+    each<F>(n, [&](int64_t j, auto part) {
+      store<F>(y + j, F::mul(vmath::exp<F>(F::sub(load<F>(x + j, part), vmax)), inv), part);
+    });
+  }
+}
+
+// y = (x - max) - log(sum exp(x - max)), in PyTorch's order.
+template <class F, class T>
+void log_softmax_row(const T *x, T *y, int64_t n) {
+  using V = typename F::V;
+  const V vmax = F::set1(max<F>(x, n));
+  const float s = sum<F>(
+      n, [&](int64_t j, auto part) { return keep<F>(vmath::exp<F>(F::sub(load<F>(x + j, part), vmax)), part, 0.0f); });
+  const V lse = F::set1(std::log(s));
+  each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::sub(F::sub(load<F>(x + j, part), vmax), lse), part); });
+}
+
+// dx = y * (dy - sum(dy * y)).
+template <class F, class T>
+void softmax_backward_row(const T *dy, const T *y, T *dx, int64_t n) {
+  // Masked loads are zero past the row: the tail's products are zero.
+  const auto s =
+      F::set1(sum<F>(n, [&](int64_t j, auto part) { return F::mul(load<F>(dy + j, part), load<F>(y + j, part)); }));
+  each<F>(n, [&](int64_t j, auto part) {
+    store<F>(dx + j, F::mul(load<F>(y + j, part), F::sub(load<F>(dy + j, part), s)), part);
+  });
+}
+
+// dx = dy - exp(y) * sum(dy).
+template <class F, class T>
+void log_softmax_backward_row(const T *dy, const T *y, T *dx, int64_t n) {
+  const auto s = F::set1(sum<F>(n, [&](int64_t j, auto part) { return load<F>(dy + j, part); }));
+  each<F>(n, [&](int64_t j, auto part) {
+    store<F>(dx + j, F::fnmadd(vmath::exp<F>(load<F>(y + j, part)), s, load<F>(dy + j, part)), part);
+  });
+}
+
+// The API's calls (ops/softmax.h), row by row.
+template <class F, class T>
+void softmax_forward(const T *x, T *y, int64_t rows, int64_t cols, bool log) {
+  if (cols <= 0) return;
+  if (log) {
+    for (int64_t i = 0; i < rows; ++i) log_softmax_row<F>(x + i * cols, y + i * cols, cols);
+    return;
+  }
+  alignas(64) float scratch[std::is_same_v<T, float> ? 1 : kSoftmaxScratch];
+  for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch);
+}
+
+template <class F, class T>
+void softmax_backward(const T *dy, const T *y, T *dx, int64_t rows, int64_t cols, bool log) {
+  if (cols <= 0) return;
+  const int64_t ahead = prefetch_rows(cols, sizeof(T));
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t o = i * cols;
+    if (i + ahead < rows) {
+      prefetch(dy + o + ahead * cols, cols);
+      prefetch(y + o + ahead * cols, cols);
+      prefetch(dx + o + ahead * cols, cols, true);
+    }
+    if (log) log_softmax_backward_row<F>(dy + o, y + o, dx + o, cols);
+    else softmax_backward_row<F>(dy + o, y + o, dx + o, cols);
+  }
+}
+
+}  // namespace hcops::ops::rows

@@ -1,0 +1,238 @@
+// Softmax and LogSoftmax kernels (ops/softmax.h), forward and backward, f32
+// and bf16, on the kernel family HCOPS_ISA selects (test_ops_isa.sh runs it
+// on each), against an f64 reference of PyTorch's formulas on the same
+// inputs: rows of every length around the vector widths and DiT's, 0, 1
+// and several rows, values of several scales, and NaN/Inf rows (all NaN
+// where PyTorch gives all NaN, 0 and -Inf for -Inf elements).
+//
+// Bounds (u = 2^-24, K = reduction_k(cols), t = x - max, S = sum exp(t)):
+//   softmax         |y - r| <= (K + 8 + |t|) u |r|      (|t|: x - max rounds, exp amplifies)
+//   log_softmax     |y - r| <= (2|t| + 4|log S| + K + 4) u
+//   softmax bwd     |dx - r| <= u |y| (3|dy| + (K + 3) sum|dy y|)
+//   log_softmax bwd |dx - r| <= u (2|dy| + exp(y) (K + 7) sum|dy|)
+// plus 2^-123 for results in or near the subnormal range; bf16 results may
+// be one bf16 ulp further.
+#include "ops_check.h"
+#include "ops/softmax.h"
+
+namespace {
+
+using namespace opscheck;
+
+// f64 reference rows; NaN propagates through the max as PyTorch's
+// vectorized maximum does.
+void ref_forward(const double *x, double *y, int64_t n, bool log) {
+  double m = -kInf;
+  for (int64_t j = 0; j < n; ++j) m = std::isnan(x[j]) || std::isnan(m) ? kNaN : std::max(m, x[j]);
+  double s = 0;
+  for (int64_t j = 0; j < n; ++j) s += std::exp(x[j] - m);
+  for (int64_t j = 0; j < n; ++j) y[j] = log ? (x[j] - m) - std::log(s) : std::exp(x[j] - m) / s;
+}
+
+void ref_backward(const double *dy, const double *y, double *dx, int64_t n, bool log) {
+  double s = 0;
+  for (int64_t j = 0; j < n; ++j) s += log ? dy[j] : dy[j] * y[j];
+  for (int64_t j = 0; j < n; ++j) dx[j] = log ? dy[j] - std::exp(y[j]) * s : y[j] * (dy[j] - s);
+}
+
+constexpr double kTiny = 0x1p-123;
+
+template <typename T>
+std::vector<double> widen(const T *p, size_t n) {
+  std::vector<double> d(n);
+  for (size_t i = 0; i < n; ++i) d[i] = to_double(p[i]);
+  return d;
+}
+
+// Forward on x (rows x cols) against the reference; also in place (x == y)
+// with the same bits.
+template <typename T>
+void check_forward(Checker &c, const std::vector<T> &x, int64_t rows, int64_t cols, bool log, const char *label) {
+  const size_t total = size_t(rows * cols);
+  Guarded<T> y(total);
+  hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, log);
+  c.require(y.guard_intact(), "store past the last row");
+  const bool is_bf16 = std::is_same_v<T, bf16>;
+  std::vector<double> xd = widen(x.data(), total), r(total);
+  for (int64_t i = 0; i < rows; ++i) {
+    const double *xi = xd.data() + i * cols;
+    ref_forward(xi, r.data() + i * cols, cols, log);
+    double m = -kInf, s = 0;
+    for (int64_t j = 0; j < cols; ++j) m = std::max(m, xi[j]);
+    for (int64_t j = 0; j < cols; ++j) s += std::exp(xi[j] - m);
+    for (int64_t j = 0; j < cols; ++j) {
+      const size_t k = size_t(i * cols + j);
+      const double t = std::fabs(xi[j] - m), ref = r[k];
+      double bound, mag;
+      if (log) {
+        mag = 2 * t + 4 * std::fabs(std::log(s)) + reduction_k(cols) + 4;
+        bound = mag * kU;
+      } else {
+        mag = std::fabs(ref);  // 0 for -Inf elements (t infinite)
+        bound = (mag > 0 ? (reduction_k(cols) + 8 + t) * kU * mag : 0.0) + kTiny;
+      }
+      c.value(to_double(y[k]), ref, bound, mag, is_bf16, "%s cols %ld row %ld col %ld", label, long(cols), long(i),
+              long(j));
+    }
+  }
+  std::vector<T> inplace(x);
+  hcops::ops::softmax_forward(inplace.data(), inplace.data(), rows, cols, log);
+  c.require(total == 0 || !std::memcmp(inplace.data(), y.data(), total * sizeof(T)), "in place differs");
+}
+
+template <typename T>
+void check_backward(Checker &c, const std::vector<T> &dy, const std::vector<T> &y, int64_t rows, int64_t cols, bool log,
+                    const char *label) {
+  const size_t total = size_t(rows * cols);
+  Guarded<T> dx(total);
+  hcops::ops::softmax_backward(dy.data(), y.data(), dx.data(), rows, cols, log);
+  c.require(dx.guard_intact(), "store past the last row");
+  const bool is_bf16 = std::is_same_v<T, bf16>;
+  std::vector<double> dyd = widen(dy.data(), total), yd = widen(y.data(), total), r(total);
+  for (int64_t i = 0; i < rows; ++i) {
+    const double *dyi = dyd.data() + i * cols, *yi = yd.data() + i * cols;
+    ref_backward(dyi, yi, r.data() + i * cols, cols, log);
+    double sabs = 0;
+    for (int64_t j = 0; j < cols; ++j) sabs += log ? std::fabs(dyi[j]) : std::fabs(dyi[j] * yi[j]);
+    for (int64_t j = 0; j < cols; ++j) {
+      const size_t k = size_t(i * cols + j);
+      const double mag = log ? 2 * std::fabs(dyi[j]) + std::exp(yi[j]) * (reduction_k(cols) + 7) * sabs
+                             : std::fabs(yi[j]) * (3 * std::fabs(dyi[j]) + (reduction_k(cols) + 3) * sabs);
+      c.value(to_double(dx[k]), r[k], mag * kU + kTiny, mag, is_bf16, "%s cols %ld row %ld col %ld", label, long(cols),
+              long(i), long(j));
+    }
+  }
+  std::vector<T> inplace(dy);
+  hcops::ops::softmax_backward(inplace.data(), y.data(), inplace.data(), rows, cols, log);
+  c.require(total == 0 || !std::memcmp(inplace.data(), dx.data(), total * sizeof(T)), "in place (dx = dy) differs");
+}
+
+struct Scale {
+  double scale, offset;
+  const char *label;
+};
+const Scale kScales[] = {
+    {1, 0, "N(0,1)"}, {1e-3, 0, "1e-3 N(0,1)"}, {30, 0, "30 N(0,1)"}, {1, -1000, "N(-1000,1)"}, {1, 1e4, "N(1e4,1)"}};
+
+template <typename T>
+void run_forward(bool log) {
+  Checker c(std::string(log ? "log_softmax" : "softmax") + " forward " + type_name<T>());
+  for (int64_t cols : test_cols()) {
+    for (int64_t rows : {int64_t(0), int64_t(1), int64_t(cols > 1200 ? 3 : 7)}) {
+      unsigned seed = unsigned(cols * 31 + rows);
+      for (const Scale &s : kScales)
+        check_forward(c, random_rows<T>(rows, cols, s.scale, s.offset, seed++), rows, cols, log, s.label);
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
+template <typename T>
+void run_backward(bool log) {
+  Checker c(std::string(log ? "log_softmax" : "softmax") + " backward " + type_name<T>());
+  for (int64_t cols : test_cols()) {
+    for (int64_t rows : {int64_t(0), int64_t(1), int64_t(cols > 1200 ? 3 : 7)}) {
+      unsigned seed = unsigned(cols * 17 + rows);
+      for (const Scale &s : {kScales[0], kScales[2]}) {
+        // y as the forward made it (rounded to T), dy of another scale.
+        const std::vector<T> x = random_rows<T>(rows, cols, s.scale, 0, seed++);
+        std::vector<double> xd = widen(x.data(), size_t(rows * cols)), yd(xd.size());
+        std::vector<T> y(x.size());
+        for (int64_t i = 0; i < rows; ++i) ref_forward(xd.data() + i * cols, yd.data() + i * cols, cols, log);
+        for (size_t k = 0; k < yd.size(); ++k) y[k] = from_float<T>(float(yd[k]));
+        check_backward(c, random_rows<T>(rows, cols, 3, 0.5, seed++), y, rows, cols, log, s.label);
+      }
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
+void test_family(void **) { check_family(); }
+void test_forward_f32(void **) {
+  run_forward<float>(false);
+  run_forward<float>(true);
+}
+void test_forward_bf16(void **) {
+  run_forward<bf16>(false);
+  run_forward<bf16>(true);
+}
+void test_backward_f32(void **) {
+  run_backward<float>(false);
+  run_backward<float>(true);
+}
+void test_backward_bf16(void **) {
+  run_backward<bf16>(false);
+  run_backward<bf16>(true);
+}
+
+// Rows holding NaN or Inf give PyTorch's results: all NaN for a NaN, a +Inf
+// or only -Inf; 0 (log: -Inf) for -Inf elements beside finite ones.
+template <typename T>
+void special_rows(bool log) {
+  Checker c(std::string(log ? "log_softmax" : "softmax") + " NaN/Inf rows " + type_name<T>());
+  for (int64_t cols : {int64_t(1), int64_t(3), int64_t(17), int64_t(100), int64_t(1152)}) {
+    const int64_t rows = 7;
+    std::vector<T> x = random_rows<T>(rows, cols, 1, 0, unsigned(cols));
+    auto at = [&](int64_t i, int64_t j) -> T & { return x[size_t(i * cols + j)]; };
+    at(0, cols / 2) = from_float<T>(NAN);
+    at(1, cols - 1) = from_float<T>(INFINITY);
+    for (int64_t j = 0; j < cols; ++j) at(2, j) = from_float<T>(-INFINITY);
+    for (int64_t j = 0; j < cols; j += 2) at(3, j) = from_float<T>(-INFINITY);
+    at(4, 0) = from_float<T>(INFINITY);
+    at(4, cols - 1) = from_float<T>(-INFINITY);
+    at(5, cols - 1) = from_float<T>(3e38f);
+    at(6, 0) = from_float<T>(-3e38f);
+    check_forward(c, x, rows, cols, log, "NaN/Inf");
+    std::vector<T> y(x.size());
+    hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, log);
+    for (int64_t j = 0; j < cols; ++j) {
+      for (int64_t i : {0, 1, 2}) c.require(std::isnan(to_double(y[size_t(i * cols + j)])), "row not all NaN");
+      if (cols > 1) c.require(std::isnan(to_double(y[size_t(4 * cols + j)])), "+Inf/-Inf row not all NaN");
+    }
+    if (cols > 1) {
+      c.require(to_double(y[size_t(3 * cols)]) == (log ? -kInf : 0.0), "-Inf element beside finite ones");
+      // Backward with NaN in dy: the row is NaN (sum(dy * y) is).
+      std::vector<T> dy = random_rows<T>(rows, cols, 1, 0, 99), yok(x.size()), dx(x.size());
+      hcops::ops::softmax_forward(random_rows<T>(rows, cols, 1, 0, 98).data(), yok.data(), rows, cols, log);
+      dy[size_t(cols / 2)] = from_float<T>(NAN);
+      hcops::ops::softmax_backward(dy.data(), yok.data(), dx.data(), rows, cols, log);
+      for (int64_t j = 0; j < cols; ++j) c.require(std::isnan(to_double(dx[size_t(j)])), "dy NaN: dx not all NaN");
+      c.require(!std::isnan(to_double(dx[size_t(cols)])), "dy NaN spilled into the next row");
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
+void test_special_rows(void **) {
+  special_rows<float>(false);
+  special_rows<float>(true);
+  special_rows<bf16>(false);
+  special_rows<bf16>(true);
+}
+
+// cols == 0 or rows == 0: nothing is read or written.
+void test_empty(void **) {
+  for (bool log : {false, true}) {
+    Guarded<float> y(0);
+    hcops::ops::softmax_forward(static_cast<const float *>(nullptr), y.data(), 5, 0, log);
+    hcops::ops::softmax_forward(static_cast<const float *>(nullptr), y.data(), 0, 9, log);
+    hcops::ops::softmax_backward(static_cast<const float *>(nullptr), nullptr, y.data(), 5, 0, log);
+    hcops::ops::softmax_backward(static_cast<const float *>(nullptr), nullptr, y.data(), 0, 9, log);
+    assert_true(y.guard_intact());
+    Guarded<bf16> yb(0);
+    hcops::ops::softmax_forward(static_cast<const bf16 *>(nullptr), yb.data(), 5, 0, log);
+    hcops::ops::softmax_backward(static_cast<const bf16 *>(nullptr), nullptr, yb.data(), 0, 9, log);
+    assert_true(yb.guard_intact());
+  }
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_family),       cmocka_unit_test(test_forward_f32),   cmocka_unit_test(test_forward_bf16),
+      cmocka_unit_test(test_backward_f32), cmocka_unit_test(test_backward_bf16), cmocka_unit_test(test_special_rows),
+      cmocka_unit_test(test_empty),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
