@@ -8,8 +8,11 @@ learn_sigma output, class-dropout label embedding); the loss is the epsilon-pred
 MSE only (the variational-bound term that trains the sigma half is left out).
 
   $PYTHON dit.py --model S --batch 8 --steps 3 --warmup 1 --threads 2 --seed 0 --json
+  $PYTHON dit.py --autocast bf16 ...   # forward and loss under torch.autocast("cpu", bfloat16)
 """
 import argparse
+import contextlib
+import hashlib
 import json
 import math
 import statistics
@@ -20,6 +23,7 @@ from torch import nn
 
 CONFIGS = {  # name: (hidden size, depth, heads)
     "tiny": (64, 2, 2),
+    "mini": (384, 2, 6),  # DiT-S's blocks, 2 of them: its operator shapes at a sixth of the step (tests)
     "S": (384, 12, 6),
     "B": (768, 12, 12),
 }
@@ -194,15 +198,36 @@ def diffusion_loss(model, abar, batch):
     return torch.mean((eps - noise) ** 2)
 
 
-def train_step(model, opt, abar, batch):
-    loss = diffusion_loss(model, abar, batch)
+AUTOCAST = {"none": None, "bf16": torch.bfloat16}
+
+
+def autocast(name):
+    """The forward's context: mixed precision as torch.autocast does it on CPU
+    (parameters, gradients and optimizer stay fp32), or nothing."""
+    dtype = AUTOCAST[name]
+    return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def train_step(model, opt, abar, batch, amp="none"):
+    with autocast(amp):
+        loss = diffusion_loss(model, abar, batch)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
     return loss.item()
 
 
-def run(model_name, batch, steps, warmup, threads, seed):
+def param_digest(model):
+    """The parameters' float64 sum (readable) and the SHA-256 of their bytes (equal only if bitwise equal)."""
+    digest = hashlib.sha256()
+    with torch.no_grad():
+        for p in model.parameters():
+            digest.update(p.detach().contiguous().numpy().tobytes())
+        checksum = float(sum(p.double().sum() for p in model.parameters()))
+    return checksum, digest.hexdigest()
+
+
+def run(model_name, batch, steps, warmup, threads, seed, amp="none"):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     model = DiT(*CONFIGS[model_name])
@@ -214,21 +239,22 @@ def run(model_name, batch, steps, warmup, threads, seed):
     for i in range(warmup + steps):
         data = make_batch(gen, batch)
         start = time.perf_counter()
-        loss = train_step(model, opt, abar, data)
+        loss = train_step(model, opt, abar, data, amp)
         elapsed = time.perf_counter() - start
         if i >= warmup:
             step_times.append(elapsed)
             losses.append(loss)
-    with torch.no_grad():
-        checksum = float(sum(p.double().sum() for p in model.parameters()))
+    checksum, digest = param_digest(model)
     return {
         "model": model_name,
         "batch": batch,
         "threads": threads,
+        "autocast": amp,
         "step_times": step_times,
         "median_s": statistics.median(step_times),
         "losses": losses,
         "param_checksum": checksum,
+        "param_sha256": digest,
     }
 
 
@@ -240,17 +266,20 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--autocast", choices=sorted(AUTOCAST), default="none",
+                    help="run the forward and the loss under torch.autocast('cpu', dtype) (default: none, fp32)")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
     args = ap.parse_args()
     if args.steps < 1:
         ap.error("--steps must be at least 1")
-    result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed)
+    result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast)
     if args.json:
         print(json.dumps(result))
         return
     for i, (dt, loss) in enumerate(zip(result["step_times"], result["losses"])):
         print(f"step {i}: {dt:.3f} s  loss {loss:.6f}")
-    print(f"DiT-{args.model} batch {args.batch}, {args.threads} threads: median {result['median_s']:.3f} s/step")
+    amp = "" if args.autocast == "none" else f", {args.autocast} autocast"
+    print(f"DiT-{args.model} batch {args.batch}, {args.threads} threads{amp}: median {result['median_s']:.3f} s/step")
 
 
 if __name__ == "__main__":
