@@ -158,30 +158,32 @@ def measure_op(req):
 
 # ---- AdamW -----------------------------------------------------------------------
 
-adamw_state = {}  # (model, dtype, lib): (optimizer, parameter count)
+adamw_params = {}  # (model, dtype): (parameters with their gradients, count)
+adamw_opts = {}    # (model, dtype, lib): optimizer
 
 
 def adamw_optimizer(model_name, dtype, lib):
-    """AdamW over a DiT's parameters (seeded, gradients random and kept), its
-    state made by one untimed step. Defaults of torch.optim.AdamW but the
-    learning rate (DiT's 1e-4)."""
-    key = (model_name, dtype, lib)
-    if key not in adamw_state:
+    """AdamW over a DiT's parameters (seeded, gradients random and kept; the
+    libraries of one datatype share them), its state made by one untimed
+    step. Defaults of torch.optim.AdamW but the learning rate (DiT's 1e-4)."""
+    if (model_name, dtype) not in adamw_params:
         from dit import CONFIGS, DiT
         torch.manual_seed(0)
-        model = DiT(*CONFIGS[model_name]).to(DT[dtype])
-        params = list(model.parameters())
+        params = list(DiT(*CONFIGS[model_name]).to(DT[dtype]).parameters())
         for p in params:
             p.grad = torch.randn_like(p) * 1e-3
+        adamw_params[model_name, dtype] = (params, sum(p.numel() for p in params))
+    params, n = adamw_params[model_name, dtype]
+    key = (model_name, dtype, lib)
+    if key not in adamw_opts:
         foreach = True if lib == "torch-foreach" else None  # None: 1.13's default, the single-tensor loop
-        opt = torch.optim.AdamW(params, lr=1e-4, foreach=foreach)
-        adamw_state[key] = (opt, sum(p.numel() for p in params))
-    return adamw_state[key]
+        adamw_opts[key] = torch.optim.AdamW(params, lr=1e-4, foreach=foreach)
+    return adamw_opts[key], n
 
 
 def measure_adamw(req):
-    if req["lib"] == "hcops" and hcops_on is None:
-        raise RuntimeError("hcops.torch is not loaded in this worker")
+    if req["lib"] == "hcops":
+        use("hcops")  # in case the switch covers the optimizer too; stock AdamW runs in the --stock worker
     torch.set_num_threads(req["threads"])
     opt, n = adamw_optimizer(req["model"], req["dtype"], req["lib"])
     return {"ns": timed(opt.step, req["iters"], req["reps"]), "params": n}
