@@ -8,6 +8,8 @@ measures and how it reports it:
   report      tables, CSV files, plots and the machine they were measured on
   blas_peers  the BLAS libraries compared with libhcops.so and hcops-replay
   allocators  the allocators compared with libhcops_mem.so
+  ops         the operators of ops_bench.py: names, DiT shapes, bytes moved, tolerances
+  op_peers    what they run in: the PyTorch workers, oneDNN's primitive, the STREAM triad
 
 Scripts run from the source tree without installing anything: perf/X.py finds
 this package beside itself (Python puts a script's folder first on sys.path);
