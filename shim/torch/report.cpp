@@ -23,7 +23,8 @@ constexpr const char *names[] = {"gelu",
                                  "_log_softmax",
                                  "_log_softmax_backward_data",
                                  "native_layer_norm",
-                                 "native_layer_norm_backward"};
+                                 "native_layer_norm_backward",
+                                 "adam_step_"};
 static_assert(sizeof(names) / sizeof(names[0]) == size_t(Op::count), "a name for every op");
 
 std::atomic<int64_t> taken[size_t(Op::count)];

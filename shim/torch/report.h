@@ -26,6 +26,7 @@ enum class Op : uint8_t {
   log_softmax_backward,
   layer_norm,
   layer_norm_backward,
+  adam_step,  // hcops::adam_step_, the fused optimizer step (adam.cpp)
   count
 };
 

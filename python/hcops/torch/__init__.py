@@ -94,3 +94,9 @@ def call_counts(op):
     operator, by name: "gelu", "_softmax_backward_data", "native_layer_norm"..."""
     taken, fallen = torch.ops.hcops.call_counts(op)
     return int(taken), int(fallen)
+
+
+# torch.optim.Adam / AdamW steps through the fused kernel, where HCOPS_OPS selects them.
+from hcops.torch import optim  # noqa: E402
+
+optim.install()

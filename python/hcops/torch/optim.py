@@ -1,0 +1,172 @@
+"""torch.optim.Adam and AdamW steps through HCOps' fused kernel.
+
+`install()` replaces the module functions `torch.optim.adam.adam` and
+`torch.optim.adamw.adamw` (what `Adam.step` and `AdamW.step` call once per
+parameter group) with functions that run the whole group in one call of
+`torch.ops.hcops.adam_step_` (libhcops_torch.so, shim/torch/adam.cpp) when
+every tensor qualifies, and PyTorch's own function, unchanged, otherwise:
+
+- qualifies: dense CPU tensors, contiguous, all float32 or all bfloat16
+  (parameters, gradients and state alike), one-element CPU step tensors,
+  foreach not True, not capturable, not differentiable, not fused, no grad
+  scaler, and autograd off (as Adam.step has it);
+- falls back: foreach=True, complex or other dtypes, mixed dtypes,
+  non-contiguous or sparse tensors, other devices, capturable/differentiable.
+
+The optimizer's state (step, exp_avg, exp_avg_sq, max_exp_avg_sq) is PyTorch's
+own, updated in place, so `state_dict()` moves between the two freely.
+`calls` counts the groups each path took. HCOPS_OPS selects `adam` and
+`adamw` (parsed by libhcops_torch.so); `install()` leaves out what it does
+not select; hcops.torch.set_enabled(False) sends every step to PyTorch.
+`import hcops.torch` calls `install()`.
+"""
+import importlib
+import math
+import numbers
+import sys
+
+import torch
+
+# Group calls per path, e.g. {"adamw:fused": 3, "adamw:fallback": 1}.
+calls = {}
+
+_warned = set()
+_original = {}  # "adam"/"adamw" -> PyTorch's function, while installed
+
+
+def _warn_once(key, message):
+    if key not in _warned:
+        _warned.add(key)
+        sys.stderr.write("hcops: %s\n" % message)
+
+
+def selected(name):
+    """Whether HCOPS_OPS selects `name` ("adam" or "adamw"), as libhcops_torch.so parsed it."""
+    return bool(torch.ops.hcops.adam_selected(name == "adamw"))
+
+
+def _op():
+    """torch.ops.hcops.adam_step_, or None when libhcops_torch.so is not loaded."""
+    try:
+        return torch.ops.hcops.adam_step_
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _enabled_op():
+    """The op, unless torch.ops.hcops.set_enabled(False) is in force (then PyTorch's code runs)."""
+    op = _op()
+    return op if op is not None and torch.ops.hcops.is_enabled() else None
+
+
+def _dense_cpu(t, dtype, shape):
+    return (type(t) in (torch.Tensor, torch.nn.Parameter) and t.layout == torch.strided and t.device.type == "cpu"
+            and t.dtype == dtype and t.shape == shape and t.is_contiguous())
+
+
+def _eligible(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad, scalars):
+    if not params or torch.is_grad_enabled():
+        return False
+    if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in scalars):
+        return False
+    n = len(params)
+    if len(grads) != n or len(exp_avgs) != n or len(exp_avg_sqs) != n or len(state_steps) != n:
+        return False
+    if len(max_exp_avg_sqs) != (n if amsgrad else 0):
+        return False
+    dtype = params[0].dtype if isinstance(params[0], torch.Tensor) else None
+    if dtype not in (torch.float32, torch.bfloat16):
+        return False
+    for i, p in enumerate(params):
+        if not isinstance(p, torch.Tensor):
+            return False
+        shape = p.shape
+        group = [p, grads[i], exp_avgs[i], exp_avg_sqs[i]] + ([max_exp_avg_sqs[i]] if amsgrad else [])
+        if not all(isinstance(t, torch.Tensor) and _dense_cpu(t, dtype, shape) for t in group):
+            return False
+        s = state_steps[i]
+        if not (isinstance(s, torch.Tensor) and s.device.type == "cpu" and s.numel() == 1 and s.layout == torch.strided
+                and not s.is_complex()):
+            return False
+    return True
+
+
+def _fused(kind, op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad, beta1, beta2, lr,
+           weight_decay, eps, maximize):
+    op(list(params), list(grads), list(exp_avgs), list(exp_avg_sqs), list(max_exp_avg_sqs) if amsgrad else [],
+       list(state_steps), float(lr), float(beta1), float(beta2), float(eps), float(weight_decay), kind == "adamw",
+       bool(amsgrad), bool(maximize))
+
+
+def _count(key):
+    calls[key] = calls.get(key, 0) + 1
+
+
+def _make_adam(original):
+    def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+             differentiable=False, fused=False, grad_scale=None, found_inf=None, *, amsgrad, beta1, beta2, lr,
+             weight_decay, eps, maximize):
+        op = _enabled_op()
+        if (op is not None and not foreach and not capturable and not differentiable and not fused
+                and grad_scale is None and found_inf is None
+                and _eligible(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+                              (beta1, beta2, lr, weight_decay, eps))):
+            _count("adam:fused")
+            return _fused("adam", op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+                          beta1, beta2, lr, weight_decay, eps, maximize)
+        _count("adam:fallback")
+        return original(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused, grad_scale=grad_scale,
+                        found_inf=found_inf, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
+                        weight_decay=weight_decay, eps=eps, maximize=maximize)
+
+    adam.__doc__ = original.__doc__
+    adam.hcops_original = original
+    return adam
+
+
+def _make_adamw(original):
+    def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False, *,
+              amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
+        op = _enabled_op()
+        if (op is not None and not foreach and not capturable
+                and _eligible(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+                              (beta1, beta2, lr, weight_decay, eps))):
+            _count("adamw:fused")
+            return _fused("adamw", op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+                          beta1, beta2, lr, weight_decay, eps, maximize)
+        _count("adamw:fallback")
+        return original(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach,
+                        capturable=capturable, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
+                        weight_decay=weight_decay, eps=eps, maximize=maximize)
+
+    adamw.__doc__ = original.__doc__
+    adamw.hcops_original = original
+    return adamw
+
+
+_MAKERS = {"adam": _make_adam, "adamw": _make_adamw}
+
+
+def install():
+    """Route Adam/AdamW steps through the fused kernel (those HCOPS_OPS selects).
+    Idempotent. Returns the names installed now or before."""
+    if _op() is None:
+        _warn_once("no-op", "torch.ops.hcops.adam_step_ is not registered (libhcops_torch.so not loaded): "
+                   "Adam and AdamW stay PyTorch's")
+        return []
+    for name, make in _MAKERS.items():
+        if name in _original or not selected(name):
+            continue
+        module = importlib.import_module("torch.optim." + name)
+        original = getattr(module, name)
+        _original[name] = original
+        setattr(module, name, make(original))
+    return sorted(_original)
+
+
+def uninstall():
+    """Put PyTorch's functions back."""
+    for name, original in list(_original.items()):
+        setattr(importlib.import_module("torch.optim." + name), name, original)
+        del _original[name]
