@@ -13,7 +13,8 @@
 //   vm = maximum(vmax, v)  (NaN if either)       amsgrad: torch.maximum(max_exp_avg_sq, exp_avg_sq, out=...)
 //   d  = sqrt(vm or v) / bias_correction2_sqrt + eps
 //   p  = p + (-step_size * m) / d                param.addcdiv_(exp_avg, denom, value=-step_size)
-// The generic family has no FMA instruction: it rounds the products (within a few ulp).
+// The generic family has no FMA instruction: its traits' fma is libm's, rounded once
+// like the others, so every family agrees with PyTorch bit for bit.
 // bf16 tensors are widened to f32, computed as above, and rounded once on store.
 #pragma once
 
@@ -87,10 +88,10 @@ inline void step_at(T *param, const T *grad, T *exp_avg, T *exp_avg_sq, T *max_e
   V p = load(param);
   V g = load(grad);
   if (s.maximize) g = VT::mul(g, VT::set1(-1.0f));  // -grad exactly, zeros' signs included (0 - g is not)
-  if (s.l2) g = VT::fmadd(p, VT::set1(s.weight_decay), g);
+  if (s.l2) g = VT::fma(p, VT::set1(s.weight_decay), g);
   if (s.adamw) p = rounded(VT::mul(p, VT::set1(s.decay)));
-  V mo = VT::fmadd(g, VT::set1(s.one_minus_beta1), VT::mul(load(exp_avg), VT::set1(s.beta1)));
-  V v = VT::fmadd(VT::mul(VT::set1(s.one_minus_beta2), g), g, VT::mul(load(exp_avg_sq), VT::set1(s.beta2)));
+  V mo = VT::fma(g, VT::set1(s.one_minus_beta1), VT::mul(load(exp_avg), VT::set1(s.beta1)));
+  V v = VT::fma(VT::mul(VT::set1(s.one_minus_beta2), g), g, VT::mul(load(exp_avg_sq), VT::set1(s.beta2)));
   store(exp_avg, mo);
   store(exp_avg_sq, v);
   if (s.amsgrad) {

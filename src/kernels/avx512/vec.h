@@ -23,6 +23,7 @@ struct F32 {
   static void storeu(float *p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V fma(V a, V b, V c) { return fmadd(a, b, c); }  // rounded once, as generic's fma
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   // For the operators (ops/): arithmetic, comparisons, reductions, and bf16
   // data (uint16_t bits, the high half of a float) widened on load and

@@ -39,6 +39,12 @@ struct Vec {
     return v;
   }
   static V fmadd(V a, V b, V c) { return a * b + c; }
+  // a * b + c rounded once (IEEE fma), for results that must equal an FMA
+  // machine's bit for bit (ops/adam_impl.h); libm's fma per lane, slow.
+  static V fma(V a, V b, V c) {
+    for (int i = 0; i < lanes; ++i) a[i] = __builtin_fma(a[i], b[i], c[i]);
+    return a;
+  }
   static V mul(V a, V b) { return a * b; }
 
   // For the operators (ops/), f32 only where noted: arithmetic, comparisons,
