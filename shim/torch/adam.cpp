@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ops/adam.h"
+#include "shim/torch/register.h"
 #include "shim/torch/report.h"
 #include "shim/torch/selection.h"
 
@@ -74,6 +75,7 @@ void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_
               ", not float32 or bfloat16");
   std::vector<AdamConfig> configs(count);
   std::vector<int64_t> start(count + 1, 0);
+  // Every tensor checked before any step is counted: an error leaves the state as it was.
   for (size_t i = 0; i < count; ++i) {
     const at::Tensor &p = params[i];
     TORCH_CHECK(p.scalar_type() == dtype, "hcops::adam_step_: parameters of different dtypes");
@@ -85,13 +87,24 @@ void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_
     const at::Tensor &step = state_steps[i];
     TORCH_CHECK(step.device().is_cpu() && step.numel() == 1,
                 "hcops::adam_step_: a step is not a one-element CPU tensor");
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const at::Tensor &step = state_steps[i];
     // As `step_t += 1; step = step_t.item()`: the count in the step tensor's own dtype.
     at::Tensor(step).add_(1);
     configs[i] = AdamConfig{lr, beta1, beta2, eps, weight_decay, adamw, amsgrad, maximize, step.item<double>()};
-    start[i + 1] = start[i] + p.numel();
+    start[i + 1] = start[i] + params[i].numel();
   }
   if (dtype == at::kFloat) run<float>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, configs, start);
   else run<hcops::bf16>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, configs, start);
+  // PyTorch's in-place updates (param.addcdiv_, exp_avg.mul_, ...) bump the
+  // tensors' version counters, which autograd checks: a backward through a
+  // graph that saved a parameter updated since must fail as it does with
+  // stock PyTorch, not run on the new values. A custom op's CPU kernel gets
+  // no such bump from the dispatcher, so it is done here.
+  for (at::TensorList list : {params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs})
+    for (const at::Tensor &t : list)
+      if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
   const int threads = at::in_parallel_region() ? 1 : at::get_num_threads();
   const std::string shape = std::to_string(count) + " tensors " + std::to_string(start.back()) + " elements";
   const std::string details = std::string(adamw ? "adamw" : "adam") + " amsgrad=" + std::to_string(amsgrad) +
@@ -107,7 +120,9 @@ bool adam_selected(bool adamw) {
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(hcops, m) {
+namespace hcops::torch_ops {
+
+void register_adam(torch::Library &m) {
   m.def(
       "adam_step_(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, "
       "Tensor(d!)[] max_exp_avg_sqs, Tensor(e!)[] state_steps, float lr, float beta1, float beta2, float eps, "
@@ -115,3 +130,5 @@ TORCH_LIBRARY_FRAGMENT(hcops, m) {
   m.impl("adam_step_", c10::DispatchKey::CPU, TORCH_FN(adam_step_));
   m.def("adam_selected(bool adamw) -> bool", &adam_selected);
 }
+
+}  // namespace hcops::torch_ops

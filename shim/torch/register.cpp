@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include "common/log.h"
 #include "shim/torch/report.h"
 #include "shim/torch/selection.h"
 
@@ -30,19 +31,6 @@ class Silent : public c10::WarningHandler {
   void process(const c10::SourceLocation &, const std::string &, const bool) override {}
 };
 
-void register_overrides() {
-  Silent silent;
-  c10::Warning::WarningHandlerGuard guard(&silent);
-  // Kept for the life of the process: destroying it would deregister the
-  // kernels during exit, while other libraries' destructors may still run ops.
-  auto *m = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
-  register_eltwise(*m);
-  register_softmax(*m);
-  register_layer_norm(*m);
-}
-
-const int registered = (register_overrides(), 0);
-
 void set_enabled(bool on) { enabled.store(on, std::memory_order_relaxed); }
 bool is_enabled() { return enabled.load(std::memory_order_relaxed); }
 std::vector<std::string> loaded_ops() { return registered_names(); }
@@ -55,14 +43,44 @@ std::vector<int64_t> call_counts(const std::string &op) {
   return {taken_calls(o), fallback_calls(o)};
 }
 
-}  // namespace
-
-}  // namespace hcops::torch_ops
-
-TORCH_LIBRARY_FRAGMENT(hcops, m) {
-  using namespace hcops::torch_ops;
+void register_switches(torch::Library &m) {
   m.def("set_enabled(bool enabled) -> ()", &set_enabled);
   m.def("is_enabled() -> bool", &is_enabled);
   m.def("loaded_ops() -> str[]", &loaded_ops);
   m.def("call_counts(str op) -> int[]", &call_counts);
 }
+
+// The first line of a c10::Error's message (the rest is a C++ backtrace).
+std::string first_line(const char *what) {
+  const std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+void register_overrides() {
+  Silent silent;
+  c10::Warning::WarningHandlerGuard guard(&silent);
+  // A registration PyTorch refuses (a second copy of this library loaded
+  // from another path, a PyTorch whose schemas differ) throws, here in a
+  // static initialiser, where an exception would abort the host process:
+  // say so and leave PyTorch's kernels (or those registered so far) in use.
+  try {
+    // Kept for the life of the process: destroying them would deregister the
+    // kernels during exit, while other libraries' destructors may still run ops.
+    auto *h = new torch::Library(torch::Library::FRAGMENT, "hcops", c10::nullopt, __FILE__, __LINE__);
+    register_switches(*h);
+    register_adam(*h);
+    auto *m = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
+    register_eltwise(*m);
+    register_softmax(*m);
+    register_layer_norm(*m);
+  } catch (const std::exception &e) {
+    error("libhcops_torch.so could not register its operators, PyTorch's own kernels stay in use: %s",
+          first_line(e.what()).c_str());
+  }
+}
+
+const int registered = (register_overrides(), 0);
+
+}  // namespace
+
+}  // namespace hcops::torch_ops

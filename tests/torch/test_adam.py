@@ -265,6 +265,31 @@ def test_fallbacks():
     print("fallback sparse: skipped: Adam.step and AdamW.step reject sparse gradients before calling adam()/adamw()")
 
 
+def test_version_counter():
+    """A step between a forward and its backward makes the backward fail, as with stock PyTorch
+    (the in-place updates bump the parameters' version counters), instead of running on new values."""
+    for fused in (False, True):
+        (optim.install if fused else optim.uninstall)()
+        for cls in (torch.optim.Adam, torch.optim.AdamW):
+            w = torch.nn.Parameter(torch.randn(64, 64))
+            w.grad = torch.randn(64, 64)
+            x = torch.randn(8, 64, requires_grad=True)
+            loss = (x @ w).square().sum()  # saves w for x's gradient
+            before = optim.calls.get(cls.__name__.lower() + ":fused", 0)
+            cls([w], lr=0.1).step()
+            took = optim.calls.get(cls.__name__.lower() + ":fused", 0) - before
+            if took != int(fused):
+                fail("version counter %s fused=%s: %d fused steps" % (cls.__name__, fused, took))
+            try:
+                loss.backward()
+                fail("%s %s: backward after an in-place step did not raise" % (cls.__name__, "fused" if fused else "stock"))
+            except RuntimeError as e:
+                if "modified by an inplace operation" not in str(e):
+                    fail("%s: unexpected error %s" % (cls.__name__, e))
+    optim.install()
+    print("version counters: a backward after a fused step fails as after a stock one")
+
+
 CHILD = """
 import sys, torch
 sys.path.insert(0, %r)
@@ -326,6 +351,7 @@ def main():
     test_bf16()
     test_state_dict(tolerance)
     test_fallbacks()
+    test_version_counter()
     optim.uninstall()
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

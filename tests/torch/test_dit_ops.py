@@ -155,6 +155,10 @@ def main():
     except ImportError as e:
         print(f"SKIP: torch cannot be imported by {sys.executable}: {e}")
         return 77
+    built = os.environ.get("HCOPS_TORCH_LIB")
+    if built and not os.path.exists(built):
+        print(f"SKIP: {built} not built (configure --without-torch?)")
+        return 77
     hcops_run = os.environ.get("HCOPS_RUN")
     if not hcops_run or not os.access(hcops_run, os.X_OK):
         print(f"ERROR: HCOPS_RUN must name the hcops-run to test (got {hcops_run!r})")

@@ -48,9 +48,25 @@ def _already_loaded():
         return False
 
 
+def _check_torch_version():
+    # Built against one torch (Debian's): loaded into another (a venv's), the
+    # library would pull its own libtorch_cpu in beside that one's.
+    try:
+        from hcops.torch import _paths
+        built = getattr(_paths, "TORCH_VERSION", "")
+    except ImportError:  # the source tree: no record of the build
+        return
+    running = torch.__version__.split("+")[0]
+    if built and running != built:
+        raise ImportError(f"hcops: {_NAME} was built for torch {built}, this process runs torch {running}; "
+                          "PyTorch's own kernels stay in use")
+
+
 def _load():
     if _already_loaded():  # by the start-up hook, or another copy of this package
         return None
+    if not os.environ.get("HCOPS_TORCH_LIB"):  # a library named explicitly is the user's choice
+        _check_torch_version()
     tried = _candidates()
     for path in tried:
         if os.path.isfile(path):
