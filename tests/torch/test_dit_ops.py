@@ -38,6 +38,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "perf", "dit"))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))  # harness.Report: the PASS/FAIL lines
+from harness import Report  # noqa: E402
 MODEL, BATCH, STEPS, THREADS, SEED = "mini", 2, 5, 2, 0
 AUTOCASTS = ("none", "bf16")
 LOSS_RTOL = {"none": 1e-5, "bf16": 1e-2}
@@ -79,22 +81,6 @@ def child():
     for amp in AUTOCASTS:
         print(json.dumps(train(amp)), flush=True)
     return 0
-
-
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, name, detail=""):
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if detail else ""))
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-
-    def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
-        return 0 if self.failed == 0 else 1
 
 
 def run_child(hcops_run, ops):

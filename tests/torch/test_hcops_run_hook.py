@@ -29,6 +29,10 @@ import subprocess
 import sys
 import tempfile
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))  # harness.Report: the PASS/FAIL lines
+from harness import Report  # noqa: E402
+
 TIMEOUT_S = 300
 SRCDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DEBIAN_SITECUSTOMIZE = "/usr/lib/python3.11/sitecustomize.py"
@@ -82,22 +86,6 @@ ops = sys.modules["hcops.torch"].loaded_ops() if hasattr(sys.modules.get("hcops.
 report(total=float(torch.ones(3).sum()), loaded_ops=ops)
 """,
 }
-
-
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, name, detail=""):
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if detail else ""))
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-
-    def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
-        return 0 if self.failed == 0 else 1
 
 
 def child_env(pythonpath=None, **extra):
