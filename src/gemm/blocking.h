@@ -20,9 +20,10 @@ template <typename Ty>
 Blocking blocking_for(const Topology &topo, const GemmKernel<Ty> &k) {
   constexpr long sa = sizeof(typename Ty::packed_a_type), sb = sizeof(typename Ty::packed_b_type);
   Blocking b;
-  b.kc = std::clamp<long>(topo.l1d * 3 / 4 / (k.nr * sb) / 16 * 16, 64, 512);
-  b.mc = std::clamp<long>(topo.l2 / 2 / (b.kc * sa) / k.mr * k.mr, k.mr, 4096);
-  b.nc = std::clamp<long>(topo.l3 / 2 / (b.kc * sb) / k.nr * k.nr, 16L * k.nr, 8192 / k.nr * k.nr);
+  // kc counts logical k steps; a panel holds `splits` packed steps for each.
+  b.kc = std::clamp<long>(topo.l1d * 3 / 4 / (k.nr * sb * Ty::splits) / 16 * 16, 64, 512);
+  b.mc = std::clamp<long>(topo.l2 / 2 / (b.kc * sa * Ty::splits) / k.mr * k.mr, k.mr, 4096);
+  b.nc = std::clamp<long>(topo.l3 / 2 / (b.kc * sb * Ty::splits) / k.nr * k.nr, 16L * k.nr, 8192 / k.nr * k.nr);
   return b;
 }
 

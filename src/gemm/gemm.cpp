@@ -100,8 +100,8 @@ void run_thread(const Job<Ty> &job, int t) {
     const long nc = std::min(pb.nc, part.n1 - jc);
     for (long pc = 0; pc < g.k; pc += pb.kc) {
       const long kc = std::min(pb.kc, g.k - pc);
-      // Packed panels are kcp deep: kc rounded up to k_align, zero-padded.
-      const long kcp = (kc + job.kern.k_align - 1) / job.kern.k_align * job.kern.k_align;
+      // Packed panels are kcp deep (kernel.h: padded to k_align, splits).
+      const long kcp = packed_depth(job.kern, kc);
       if (!job.direct_b) {
         if (!first) barrier.wait();  // nobody still reads the previous panel
         first = false;
@@ -162,11 +162,11 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
     const DomainPart &part = plan.parts[i];
     const PartBlocks pb = part_blocks(g, part, blk, kern);
     ws->barriers[i].reset(part.threads);
+    const long kcp = packed_depth(kern, pb.kc);
     bool ok = direct_b ||
-              ws->b_panels[i]->ensure(sizeof(typename Ty::packed_b_type) * pb.kc * (pb.nc + kern.nr), part.mem_node);
+              ws->b_panels[i]->ensure(sizeof(typename Ty::packed_b_type) * kcp * (pb.nc + kern.nr), part.mem_node);
     for (int t = part.first_thread; t < part.first_thread + part.threads; ++t)
-      ok =
-          ok && ws->a_blocks[t]->ensure(sizeof(typename Ty::packed_a_type) * pb.kc * (blk.mc + kern.mr), part.mem_node);
+      ok = ok && ws->a_blocks[t]->ensure(sizeof(typename Ty::packed_a_type) * kcp * (blk.mc + kern.mr), part.mem_node);
     if (!ok) {
       warn_once("oom", "no memory for GEMM packing buffers; computing without packing (slow)");
       unpacked_gemm(g);
@@ -242,9 +242,14 @@ template GemmReport gemm_with<Dgemm>(const GemmArgs<Dgemm> &, const GemmKernel<D
 template GemmReport gemm_with<Bf16Gemm>(const GemmArgs<Bf16Gemm> &, const GemmKernel<Bf16Gemm> &, const char *);
 template GemmReport gemm_with<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &, const GemmKernel<Bf16Bf16Gemm> &,
                                             const char *);
+template GemmReport gemm_with<SgemmBf16>(const GemmArgs<SgemmBf16> &, const GemmKernel<SgemmBf16> &, const char *);
+template GemmReport gemm_with<SgemmBf16x3>(const GemmArgs<SgemmBf16x3> &, const GemmKernel<SgemmBf16x3> &,
+                                           const char *);
 template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
 template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
 template GemmReport gemm<Bf16Gemm>(const GemmArgs<Bf16Gemm> &);
 template GemmReport gemm<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &);
+template GemmReport gemm<SgemmBf16>(const GemmArgs<SgemmBf16> &);
+template GemmReport gemm<SgemmBf16x3>(const GemmArgs<SgemmBf16x3> &);
 
 }  // namespace hcops

@@ -15,7 +15,11 @@ enum class Trans : char { N = 'N', T = 'T' };
 // the accumulation use. bf16 inputs with f32 accumulation and an f32 or bf16
 // C are GemmTypes<bf16, bf16, float|bf16, float>; f32 inputs rounded to bf16
 // while packing are GemmTypes<float, float, float, float, bf16, bf16>.
-template <typename A, typename B, typename C, typename Acc = C, typename PackedA = A, typename PackedB = B>
+// Splits = 3: each f32 input packed as two bf16 parts, hi = bf16(x) and
+// lo = bf16(x - hi), and the product summed from three bf16 products
+// (a_hi b_hi + a_hi b_lo + a_lo b_hi: "bf16x3", kernels/pack_pairs.h).
+template <typename A, typename B, typename C, typename Acc = C, typename PackedA = A, typename PackedB = B,
+          int Splits = 1>
 struct GemmTypes {
   using a_type = A;
   using b_type = B;
@@ -26,14 +30,18 @@ struct GemmTypes {
   static constexpr Dtype a = DtypeOf<A>::value, b = DtypeOf<B>::value, c = DtypeOf<C>::value;
   static constexpr Dtype acc = DtypeOf<Acc>::value;
   static constexpr Dtype packed_a = DtypeOf<PackedA>::value, packed_b = DtypeOf<PackedB>::value;
+  static constexpr int splits = Splits;  // packed products per input product
 };
 
 using Sgemm = GemmTypes<float, float, float>;
 using Dgemm = GemmTypes<double, double, double>;
-// bf16 A and B, f32 accumulation, f32 or bf16 C. No kernel family serves
-// them yet: gemm() computes them unpacked (correct, slow).
+// bf16 A and B, f32 accumulation, f32 or bf16 C (rounded to nearest even).
 using Bf16Gemm = GemmTypes<bf16, bf16, float, float>;
 using Bf16Bf16Gemm = GemmTypes<bf16, bf16, bf16, float>;
+// f32 GEMM in a reduced-precision compute mode (HCOPS_FP32_MATH): inputs
+// rounded to bf16 while packing, or split into two bf16 parts (bf16x3).
+using SgemmBf16 = GemmTypes<float, float, float, float, bf16, bf16>;
+using SgemmBf16x3 = GemmTypes<float, float, float, float, bf16, bf16, 3>;
 
 template <typename Ty>
 struct GemmArgs {
@@ -67,5 +75,7 @@ extern template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
 extern template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
 extern template GemmReport gemm<Bf16Gemm>(const GemmArgs<Bf16Gemm> &);
 extern template GemmReport gemm<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &);
+extern template GemmReport gemm<SgemmBf16>(const GemmArgs<SgemmBf16> &);
+extern template GemmReport gemm<SgemmBf16x3>(const GemmArgs<SgemmBf16x3> &);
 
 }  // namespace hcops

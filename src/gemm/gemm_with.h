@@ -16,5 +16,9 @@ extern template GemmReport gemm_with<Dgemm>(const GemmArgs<Dgemm> &, const GemmK
 extern template GemmReport gemm_with<Bf16Gemm>(const GemmArgs<Bf16Gemm> &, const GemmKernel<Bf16Gemm> &, const char *);
 extern template GemmReport gemm_with<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &, const GemmKernel<Bf16Bf16Gemm> &,
                                                    const char *);
+extern template GemmReport gemm_with<SgemmBf16>(const GemmArgs<SgemmBf16> &, const GemmKernel<SgemmBf16> &,
+                                                const char *);
+extern template GemmReport gemm_with<SgemmBf16x3>(const GemmArgs<SgemmBf16x3> &, const GemmKernel<SgemmBf16x3> &,
+                                                  const char *);
 
 }  // namespace hcops

@@ -34,10 +34,11 @@ using DirectEdgeKernel = void (*)(long kc, typename Ty::acc_type alpha, const ty
                                   const typename Ty::b_type *b, long rsb, long csb, typename Ty::acc_type beta,
                                   typename Ty::c_type *c, long ldc, int m, int n);
 
-// Packing into the panel layouts above (see pack.h), converting to the
-// packed types on the way. A family with k_align > 1 writes panels
-// round_up(kc, k_align) steps deep, the steps past kc zero, and its
-// microkernels get that padded depth as kc. Each family supplies its own, compiled with its
+// Packing into the panel layouts above (see pack.h, pack_pairs.h),
+// converting to the packed types on the way. A family with k_align > 1 (or
+// datatypes with splits > 1) writes panels packed_depth(k, kc) steps deep,
+// the steps past the data zero, and its microkernels get that padded depth
+// as kc. Each family supplies its own, compiled with its
 // ISA flags: packing is plain copying, which the compiler vectorises only
 // when it may use the family's registers.
 template <typename Ty>
@@ -84,20 +85,36 @@ struct GemmKernel {
   MacroKernel<Ty> macro;
 };
 
+// The depth of a packed panel of kc logical k steps, in packed steps: kc
+// itself for a family that takes k one step at a time (k_align = 1, splits =
+// 1). A family that takes k in pairs (k_align even) packs round_up(kc, 2)
+// steps per split (kernels/pack_pairs.h), rounded up to k_align: an AMX tile
+// takes 32 packed steps at a time.
+constexpr long packed_steps(long kc, int splits, int k_align) {
+  if (k_align == 1 && splits == 1) return kc;
+  const long steps = splits * ((kc + 1) / 2 * 2);
+  return (steps + k_align - 1) / k_align * k_align;
+}
+template <typename Ty>
+constexpr long packed_depth(const GemmKernel<Ty> &k, long kc) {
+  return packed_steps(kc, Ty::splits, k.k_align);
+}
+
 // A family's GEMM kernels, type-erased for the table: one entry per
 // combination of datatypes it serves.
 struct KernelRef {
   Dtype a, b, c, acc, packed_a, packed_b;
+  int splits;
   const void *kernel;  // a GemmKernel<Ty> with those datatypes
 
   template <typename Ty>
   static constexpr KernelRef of(const GemmKernel<Ty> &k) {
-    return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, &k};
+    return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, Ty::splits, &k};
   }
   template <typename Ty>
   constexpr bool serves() const {
     return a == Ty::a && b == Ty::b && c == Ty::c && acc == Ty::acc && packed_a == Ty::packed_a &&
-           packed_b == Ty::packed_b;
+           packed_b == Ty::packed_b && splits == Ty::splits;
   }
 };
 

@@ -58,5 +58,7 @@ template const ChosenKernel<Sgemm> &chosen_kernel<Sgemm>();
 template const ChosenKernel<Dgemm> &chosen_kernel<Dgemm>();
 template const ChosenKernel<Bf16Gemm> &chosen_kernel<Bf16Gemm>();
 template const ChosenKernel<Bf16Bf16Gemm> &chosen_kernel<Bf16Bf16Gemm>();
+template const ChosenKernel<SgemmBf16> &chosen_kernel<SgemmBf16>();
+template const ChosenKernel<SgemmBf16x3> &chosen_kernel<SgemmBf16x3>();
 
 }  // namespace hcops

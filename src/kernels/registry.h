@@ -44,5 +44,7 @@ extern template const ChosenKernel<Sgemm> &chosen_kernel<Sgemm>();
 extern template const ChosenKernel<Dgemm> &chosen_kernel<Dgemm>();
 extern template const ChosenKernel<Bf16Gemm> &chosen_kernel<Bf16Gemm>();
 extern template const ChosenKernel<Bf16Bf16Gemm> &chosen_kernel<Bf16Bf16Gemm>();
+extern template const ChosenKernel<SgemmBf16> &chosen_kernel<SgemmBf16>();
+extern template const ChosenKernel<SgemmBf16x3> &chosen_kernel<SgemmBf16x3>();
 
 }  // namespace hcops

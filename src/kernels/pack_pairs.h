@@ -1,0 +1,103 @@
+// Packing for the families that take k in pairs (vdpbf16ps, AMX's VNNI
+// operand): panels of bf16 in which each pair of k steps of one row (or
+// column) sits side by side, the layout those instructions read:
+//
+//   dst[(kp * W + r) * 2 + e],  kp = q * S + s,  k = 2q + e (e = 0, 1)
+//
+// W is the panel width (MR or NR), S the datatypes' splits and s a split:
+// with S = 1 the slot holds bf16(x); with S = 3 (bf16x3) a pair of k steps
+// becomes three packed pairs, A's slots holding (hi, hi, lo) and B's (hi,
+// lo, hi), so the pairs' dot products sum a_hi b_hi + a_hi b_lo + a_lo b_hi
+// (hi = bf16(x), lo = bf16(x - hi), kernel.h's GemmTypes). A panel is
+// packed_steps(kc, S, KAlign) steps deep; the steps past the data are zero,
+// as are the rows of a partial panel.
+//
+// Included by each family's source and compiled with its ISA flags (the
+// anonymous namespace keeps every family's copy its own, as pack.h). These
+// are the portable loops; a family may supply faster ones with the same
+// output.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/dtype.h"
+#include "gemm/gemm.h"
+#include "kernels/kernel.h"
+
+namespace hcops {
+namespace {
+
+enum class PairRole { a, b };
+
+// The S bf16 slots of one input value x for role R.
+template <int S, PairRole R>
+inline void split_value(float x, bf16 *slots) {
+  const bf16 hi(x);
+  if constexpr (S == 1) {
+    slots[0] = hi;
+  } else {
+    static_assert(S == 3, "splits are 1 or 3");
+    // x - hi is exact in f32. A non-finite hi (Inf, NaN, or a finite x that
+    // rounded to Inf) carries the whole value: lo = 0 keeps Inf * b an Inf
+    // rather than Inf - Inf.
+    const float hf = float(hi);
+    const bf16 lo = std::isfinite(hf) ? bf16(x - hf) : bf16(0.0f);
+    slots[0] = hi;
+    slots[1] = R == PairRole::a ? hi : lo;
+    slots[2] = R == PairRole::a ? lo : hi;
+  }
+}
+template <int S, PairRole R>
+inline void split_value(bf16 x, bf16 *slots) {
+  static_assert(S == 1, "bf16 inputs are never split");
+  slots[0] = x;
+}
+
+// One panel: rows [0, rows) of a W-wide panel of kc logical steps, where
+// at(r, k) is the input value; zero elsewhere.
+template <typename Src, int W, int S, int KAlign, PairRole R, typename At>
+inline void pack_pair_panel(bf16 *__restrict dst, long kc, long rows, At at) {
+  const long depth = packed_steps(kc, S, KAlign);
+  std::memset(static_cast<void *>(dst), 0, sizeof(bf16) * W * depth);
+  for (long k = 0; k < kc; ++k) {
+    const long q = k / 2, e = k % 2;
+    for (long r = 0; r < rows; ++r) {
+      bf16 slots[S];
+      split_value<S, R>(at(r, k), slots);
+      for (int s = 0; s < S; ++s) dst[((q * S + s) * W + r) * 2 + e] = slots[s];
+    }
+  }
+}
+
+// op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc/MR) panels.
+template <typename Src, int MR, int S, int KAlign = 2>
+void pack_a_pairs(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans ta, long i0, long mc, long p0,
+                  long kc) {
+  const long depth = packed_steps(kc, S, KAlign);
+  for (long ir = 0; ir < mc; ir += MR, dst += MR * depth) {
+    const long rows = std::min<long>(MR, mc - ir);
+    const Src *base = ta == Trans::N ? a + (i0 + ir) + p0 * lda : a + p0 + (i0 + ir) * lda;
+    const long rs = ta == Trans::N ? 1 : lda, ks = ta == Trans::N ? lda : 1;
+    pack_pair_panel<Src, MR, S, KAlign, PairRole::a>(dst, kc, rows,
+                                                     [&](long r, long k) { return base[r * rs + k * ks]; });
+  }
+}
+
+// op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/NR) panels.
+template <typename Src, int NR, int S, int KAlign = 2>
+void pack_b_pairs(bf16 *__restrict dst, const Src *__restrict b, long ldb, Trans tb, long p0, long kc, long j0,
+                  long nc) {
+  const long depth = packed_steps(kc, S, KAlign);
+  for (long jr = 0; jr < nc; jr += NR, dst += NR * depth) {
+    const long cols = std::min<long>(NR, nc - jr);
+    const Src *base = tb == Trans::N ? b + p0 + (j0 + jr) * ldb : b + (j0 + jr) + p0 * ldb;
+    const long cs = tb == Trans::N ? ldb : 1, ks = tb == Trans::N ? 1 : ldb;
+    pack_pair_panel<Src, NR, S, KAlign, PairRole::b>(dst, kc, cols,
+                                                     [&](long c, long k) { return base[c * cs + k * ks]; });
+  }
+}
+
+}  // namespace
+}  // namespace hcops
