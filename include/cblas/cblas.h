@@ -25,13 +25,35 @@ typedef CBLAS_LAYOUT CBLAS_ORDER; /* the name used before CBLAS 3.x */
 
 void cblas_xerbla(CBLAS_INT p, const char *rout, const char *form, ...);
 
-/* ===== Level 3 (native: sgemm, dgemm) ===== */
+/* ===== Level 3 (native: sgemm, dgemm; sbgemm and gemm_bf16bf16f32 below) ===== */
 void cblas_sgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, CBLAS_TRANSPOSE TransB, const CBLAS_INT M,
                  const CBLAS_INT N, const CBLAS_INT K, const float alpha, const float *A, const CBLAS_INT lda,
                  const float *B, const CBLAS_INT ldb, const float beta, float *C, const CBLAS_INT ldc);
 void cblas_dgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, CBLAS_TRANSPOSE TransB, const CBLAS_INT M,
                  const CBLAS_INT N, const CBLAS_INT K, const double alpha, const double *A, const CBLAS_INT lda,
                  const double *B, const CBLAS_INT ldb, const double beta, double *C, const CBLAS_INT ldc);
+
+/* ===== bf16 GEMM (native; extensions of OpenBLAS and Intel MKL) =====
+ * A and B in bfloat16 (the high half of an IEEE binary32, held in 16 bits);
+ * alpha, beta and C in float, products accumulated in float. The element
+ * types are spelt as each library spells them, and defined only when that
+ * library's own header has not defined them already. */
+#if !defined(HCOPS_BFLOAT16_DEFINED) && !defined(OPENBLAS_CONFIG_H)
+#define HCOPS_BFLOAT16_DEFINED
+typedef uint16_t bfloat16; /* OpenBLAS's (openblas_config.h) */
+#endif
+#ifndef MKL_BF16
+#define MKL_BF16 unsigned short /* Intel MKL's (mkl_types.h) */
+#endif
+/* OpenBLAS's. */
+void cblas_sbgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE TransA, CBLAS_TRANSPOSE TransB, const CBLAS_INT M,
+                  const CBLAS_INT N, const CBLAS_INT K, const float alpha, const bfloat16 *A, const CBLAS_INT lda,
+                  const bfloat16 *B, const CBLAS_INT ldb, const float beta, float *C, const CBLAS_INT ldc);
+/* Intel MKL's. */
+void cblas_gemm_bf16bf16f32(const CBLAS_LAYOUT layout, const CBLAS_TRANSPOSE transa, const CBLAS_TRANSPOSE transb,
+                            const CBLAS_INT m, const CBLAS_INT n, const CBLAS_INT k, const float alpha,
+                            const MKL_BF16 *a, const CBLAS_INT lda, const MKL_BF16 *b, const CBLAS_INT ldb,
+                            const float beta, float *c, const CBLAS_INT ldc);
 
 /* HCOPS-CBLAS-PROTOTYPES: every other CBLAS routine follows. */
 

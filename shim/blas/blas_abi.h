@@ -22,6 +22,10 @@ __attribute__((visibility("hidden"))) hcops_xerbla_fn hcops_application_xerbla(v
  * 10 ldb, 13 ldc), or 0. */
 int hcops_gemm_arg_error(char transa, char transb, int m, int n, int k, int lda, int ldb, int ldc);
 
+/* The same checks as OpenBLAS makes them, for its sbgemm_ and cblas_sbgemm
+ * (gemm_args.c says how they differ): N, R, T, C in either case. */
+int hcops_openblas_gemm_arg_error(char transa, char transb, int m, int n, int k, int lda, int ldb, int ldc);
+
 #ifdef __cplusplus
 }
 #endif
