@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/team.h"
 #include "common/topology.h"
+#include "gemm/fp32_math.h"
 #include "gemm/gemm.h"
 #include "kernels/registry.h"
 
@@ -52,8 +53,9 @@ void print_summary() {
 void print_info() {
   const Topology &t = topology();
   const ChosenKernel<Sgemm> &k = chosen_kernel<Sgemm>();
-  print_line("hcops_verbose,info,isa=%s,domains=%zu,cores=%d,topology=%s,threads=%s",
-             k.family ? k.family->name : "none", t.domains.size(), t.total_cores(), t.source.c_str(), thread_policy());
+  print_line("hcops_verbose,info,isa=%s,domains=%zu,cores=%d,topology=%s,threads=%s,fp32_%s",
+             k.family ? k.family->name : "none", t.domains.size(), t.total_cores(), t.source.c_str(), thread_policy(),
+             fp32_math_detail().c_str());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "common/team.h"
 #include "common/topology.h"
 #include "gemm/blocking.h"
+#include "gemm/fp32_math.h"
 #include "gemm/pack_policy.h"
 #include "gemm/partition.h"
 #include "kernels/registry.h"
@@ -77,6 +78,10 @@ std::string engine_info(long m, long n, long k) {
   s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_family().name);
   s += kernel_line<Sgemm>("sgemm", topo);
   s += kernel_line<Dgemm>("dgemm", topo);
+  const Fp32MathMode &math = fp32_math();
+  s += format("fp32 math (HCOPS_FP32_MATH, sgemm_ and cblas_sgemm): asked %s, in effect %s%s%s%s\n",
+              fp32_math_name(math.asked), fp32_math_name(math.used), math.why.empty() ? "" : " (", math.why.c_str(),
+              math.why.empty() ? "" : ")");
   s += "kernel families (first fit, in this order; HCOPS_ISA=<name> skips those before it):\n";
   for (int i = 0; i < kernel_family_count(); ++i) {
     const KernelFamily &fam = kernel_families()[i];
