@@ -52,7 +52,8 @@ inline void pair_products(long kc, const bf16 *__restrict a, const bf16 *__restr
   constexpr int VL = F32::lanes;
 #pragma GCC unroll 16
   for (int j = 0; j < kPairNr; ++j) acc0[j] = acc1[j] = V{};
-  const auto *aw = static_cast<const PairWords *>(__builtin_assume_aligned(a, 64));
+  // A panel starts 8 x kc bf16 (kc even) past an aligned block: 32-byte aligned.
+  const auto *aw = static_cast<const PairWords *>(__builtin_assume_aligned(a, 32));
   const auto *bw = reinterpret_cast<const unsigned char *>(b);
   for (long q = 0; q < kc / 2; ++q, aw += kPairMr / VL, bw += kPairNr * sizeof(uint32_t)) {
     const V a0e = even_steps(aw[0]), a0o = odd_steps(aw[0]);
