@@ -17,6 +17,8 @@ void sgemm_(const char *, const char *, const int *, const int *, const int *, c
             const int *, const float *, const int *, const float *, float *, const int *);
 void dgemm_(const char *, const char *, const int *, const int *, const int *, const double *, const double *,
             const int *, const double *, const int *, const double *, double *, const int *);
+void sbgemm_(const char *, const char *, const int *, const int *, const int *, const float *, const bfloat16 *,
+             const int *, const bfloat16 *, const int *, const float *, float *, const int *);
 void daxpy_(const int *, const double *, const double *, const int *, double *, const int *);
 void sscal_(const int *, const float *, float *, const int *);
 
@@ -31,6 +33,8 @@ void xerbla_(const char *name, const int *info, int len) {
 enum { N = 96 };
 static float sa[N * N], sb[N * N], sc[N * N];
 static double da[N * N], db[N * N], dc[N * N];
+static bfloat16 ba[N * N], bb[N * N]; /* sa, sb as bf16: small integers, exact */
+static float bc[N * N];
 
 int main(void) {
   for (int i = 0; i < N * N; ++i) {
@@ -38,6 +42,12 @@ int main(void) {
     sb[i] = (float)(i % 5) - 2;
     da[i] = sa[i];
     db[i] = sb[i];
+    union {
+      float f;
+      unsigned u;
+    } x = {sa[i]}, y = {sb[i]};
+    ba[i] = (bfloat16)(x.u >> 16);
+    bb[i] = (bfloat16)(y.u >> 16);
   }
   const int n = N, bad = -1, inc = 1;
   const float sone = 1, szero = 0, stwo = 2;
@@ -50,6 +60,9 @@ int main(void) {
   FP_CHECK(dgemm_("N", "T", &n, &n, &n, &done, da, &n, db, &n, &dzero, dc, &n));
   FP_CHECK(cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, sa, N, sb, N, 0, sc, N));
   FP_CHECK(cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, N, N, N, 1, da, N, db, N, 1, dc, N));
+  FP_CHECK(sbgemm_("N", "T", &n, &n, &n, &sone, ba, &n, bb, &n, &szero, bc, &n));
+  FP_CHECK(cblas_sbgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, N, N, 1, ba, N, bb, N, 1, bc, N));
+  FP_CHECK(cblas_gemm_bf16bf16f32(CblasColMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, ba, N, bb, N, 0, bc, N));
   FP_CHECK(sgemm_("N", "N", &bad, &n, &n, &sone, sa, &n, sb, &n, &szero, sc, &n));
   FP_CHECK(daxpy_(&n, &done, da, &inc, dc, &inc));
   FP_CHECK(sscal_(&n, &stwo, sc, &inc));
