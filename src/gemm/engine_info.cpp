@@ -48,7 +48,7 @@ std::string served(const KernelList &list) {
     const KernelRef &r = list.refs[i];
     s += format("%s%s:%s:%s", i ? " " : "", dtype_name(r.a), dtype_name(r.b), dtype_name(r.c));
     if (r.packed_a != r.a || r.packed_b != r.b)
-      s += format("(packed %s:%s)", dtype_name(r.packed_a), dtype_name(r.packed_b));
+      s += format("(packed %s:%s%s)", dtype_name(r.packed_a), dtype_name(r.packed_b), r.splits == 3 ? "x3" : "");
   }
   return s;
 }
