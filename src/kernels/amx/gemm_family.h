@@ -113,6 +113,51 @@ void pack_b_tiles(bf16 *__restrict dst, const Src *__restrict b, long ldb, Trans
   }
 }
 
+// 32 consecutive values of op(A)'s column as bf16, zero past `mask`.
+inline __m512i load_column(const bf16 *p, __mmask32 mask) { return _mm512_maskz_loadu_epi16(mask, p); }
+inline __m512i load_column(const float *p, __mmask32 mask) {
+  const __m512 lo = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), p);
+  const __m512 hi = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask >> 16), p + 16);
+  // Round to nearest even as bf16(float); f32 denormals become zero, as
+  // TDPBF16PS would take them (DAZ).
+  const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);
+  __m512i v;
+  std::memcpy(&v, &h, sizeof v);
+  return v;
+}
+
+// op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc / MR) panels in pack_pairs.h's
+// pair layout (MR = 32, depth packed_steps(kc, S, 32)). For op(A) = A
+// without splits, a pair row interleaves two columns of A, each 32
+// contiguous values: two loads and two vpermt2w per pair. The rest through
+// the portable loops.
+template <typename Src, int S>
+void pack_a_tiles(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans ta, long i0, long mc, long p0,
+                  long kc) {
+  if (S != 1 || ta != Trans::N) {
+    pack_a_pairs<Src, kMr, S, kChunk>(dst, a, lda, ta, i0, mc, p0, kc);
+    return;
+  }
+  const long depth = packed_steps(kc, S, kChunk);
+  alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                   8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i lo_idx = _mm512_load_si512(kLo);
+  const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+  for (long ir = 0; ir < mc; ir += kMr, dst += kMr * depth) {
+    const long rows = std::min<long>(kMr, mc - ir);
+    const __mmask32 mask = rows == kMr ? ~__mmask32(0) : static_cast<__mmask32>((1u << rows) - 1);
+    const Src *col = a + (i0 + ir) + p0 * lda;
+    long k = 0;
+    for (; k < kc; k += 2) {  // pair row k / 2 starts at element k * MR
+      const __m512i c0 = load_column(col + k * lda, mask);
+      const __m512i c1 = k + 1 < kc ? load_column(col + (k + 1) * lda, mask) : _mm512_setzero_si512();
+      _mm512_storeu_si512(dst + k * kMr, _mm512_permutex2var_epi16(c0, lo_idx, c1));
+      _mm512_storeu_si512(dst + k * kMr + 32, _mm512_permutex2var_epi16(c0, hi_idx, c1));
+    }
+    std::memset(static_cast<void *>(dst + k * kMr), 0, sizeof(bf16) * kMr * (depth - k));
+  }
+}
+
 // ---- the epilogue: C = alpha * acc + beta * C on one result tile
 
 // GCC 12's AVX-512 headers start some intrinsics from a self-initialised
@@ -274,7 +319,7 @@ constexpr GemmKernel<Ty> tile_kernel() {
       .edge = &edge<Tiles, Ty>,
       .full_direct = nullptr,  // k is padded to tiles: B is always packed
       .edge_direct = nullptr,
-      .pack_a = &pack_a_pairs<typename Ty::a_type, kMr, Ty::splits, kChunk>,
+      .pack_a = &pack_a_tiles<typename Ty::a_type, Ty::splits>,
       .pack_b = &pack_b_tiles<typename Ty::b_type, Ty::splits>,
       .macro = &macro<Tiles, Ty>,
   };

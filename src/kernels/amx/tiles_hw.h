@@ -24,8 +24,16 @@ namespace hcops::kernels::amx {
   else if constexpr (T == 6) STMT(6); \
   else STMT(7)
 
+// GCC 12's ldtilecfg asm declares a read of 8 bytes of the configuration,
+// and its tileloadd none at all: a compiler barrier before each keeps every
+// store the code made to the memory they read ahead of them.
+inline void memory_barrier() { __asm__ volatile("" ::: "memory"); }
+
 struct HwTiles {
-  static void configure(const TileConfig &cfg) { _tile_loadconfig(&cfg); }
+  static void configure(const TileConfig &cfg) {
+    memory_barrier();
+    _tile_loadconfig(&cfg);
+  }
   static void release() { _tile_release(); }
   // Tile numbers are immediates in the instructions, hence template arguments.
   template <int T>
@@ -39,6 +47,7 @@ struct HwTiles {
   static void load(const void *base, long stride_bytes) {
     static_assert(T >= 0 && T < kTiles, "palette 1 has tiles 0-7");
 #define HCOPS_TILE_LOAD(N) _tile_loadd(N, base, stride_bytes)
+    memory_barrier();
     HCOPS_TILE_LITERALS(HCOPS_TILE_LOAD);
 #undef HCOPS_TILE_LOAD
   }
