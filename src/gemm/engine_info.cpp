@@ -48,15 +48,28 @@ std::string served(const KernelList &list) {
     const KernelRef &r = list.refs[i];
     s += format("%s%s:%s:%s", i ? " " : "", dtype_name(r.a), dtype_name(r.b), dtype_name(r.c));
     if (r.packed_a != r.a || r.packed_b != r.b)
-      s += format("(packed %s:%s)", dtype_name(r.packed_a), dtype_name(r.packed_b));
+      s += format("(packed %s:%s%s)", dtype_name(r.packed_a), dtype_name(r.packed_b), r.splits == 3 ? "x3" : "");
   }
   return s;
 }
 
-// The family first fit gives f32 GEMM: what "kernel family" reports.
+// The family first fit gives f32 GEMM: what "kernel family" reports. A row
+// that serves no f32 kernel (avx512_bf16) passes sgemm to the next row.
 const char *family_name() {
   const ChosenKernel<Sgemm> &c = chosen_kernel<Sgemm>();
   return c.family ? c.family->name : "none";
+}
+
+// The first row this CPU runs that serves f32 GEMM, HCOPS_ISA aside: the
+// "best" of the "kernel family" line.
+const char *best_f32_family() {
+  for (int i = 0; i < kernel_family_count(); ++i) {
+    const KernelFamily &f = kernel_families()[i];
+    if (!family_runs_here(f)) continue;
+    for (int j = 0; j < f.kernels->count; ++j)
+      if (f.kernels->refs[j].serves<Sgemm>()) return f.name;
+  }
+  return "none";
 }
 
 }  // namespace
@@ -74,9 +87,14 @@ std::string engine_info(long m, long n, long k) {
   std::string s;
   s += format("cpu: %s (%s)\n", f.brand.c_str(), f.vendor.c_str());
   s += format("cpu features: %s\n", f.describe().c_str());
-  s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_family().name);
+  s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_f32_family());
+  // Which family and tile serve each datatype combination (first fit each).
   s += kernel_line<Sgemm>("sgemm", topo);
   s += kernel_line<Dgemm>("dgemm", topo);
+  s += kernel_line<Bf16Gemm>("bf16->f32", topo);
+  s += kernel_line<Bf16Bf16Gemm>("bf16->bf16", topo);
+  s += kernel_line<SgemmBf16>("sgemm bf16", topo);
+  s += kernel_line<SgemmBf16x3>("sgemm bf16x3", topo);
   s += "kernel families (first fit, in this order; HCOPS_ISA=<name> skips those before it):\n";
   for (int i = 0; i < kernel_family_count(); ++i) {
     const KernelFamily &fam = kernel_families()[i];

@@ -3,7 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
+#include <new>
 #include <numeric>
+#include <type_traits>
 
 #include "common/log.h"
 #include "common/team.h"
@@ -192,11 +195,53 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
   return short_team ? Outcome::short_team : Outcome::done;
 }
 
+// The same datatypes with an f32 (accumulation-type) C.
+template <typename Ty>
+using WideC = GemmTypes<typename Ty::a_type, typename Ty::b_type, Acc<Ty>, Acc<Ty>, typename Ty::packed_a_type,
+                        typename Ty::packed_b_type, Ty::splits>;
+
+// A C narrower than the accumulation (bf16) is rounded once, from the f32 sum
+// over the whole of k. The kernels round C when they store it, and each k
+// block after the first reads it back (beta = 1): a product deeper than one
+// k block would round every partial sum, several bf16 ulps off. Such a
+// product is computed into an f32 copy of C with the f32-C kernels of the
+// same datatypes, then rounded. False (nothing done) when it needs no copy or
+// there is no memory for one: the kernels then round per k block.
+template <typename Ty>
+bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
+  using C = typename Ty::c_type;
+  if constexpr (std::is_same_v<C, Acc<Ty>>) {
+    return false;
+  } else {
+    using Wide = WideC<Ty>;
+    const ChosenKernel<Wide> &wide = chosen_kernel<Wide>();
+    if (!wide.kernel || g.m == 0 || g.n == 0 || g.alpha == Acc<Ty>(0) || g.k <= blocking_for(topology(), kern).kc)
+      return false;
+    std::unique_ptr<Acc<Ty>[]> tmp(new (std::nothrow) Acc<Ty>[g.m * g.n]);
+    if (!tmp) return false;
+    const bool read_c = g.beta != Acc<Ty>(0);  // beta = 0 never reads C
+    const int threads = max_threads();
+    if (read_c) {
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+      for (long j = 0; j < g.n; ++j)
+        for (long i = 0; i < g.m; ++i) tmp[i + j * g.m] = Acc<Ty>(g.c[i + j * g.ldc]);
+    }
+    const GemmArgs<Wide> w{g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, tmp.get(), g.m};
+    rep = gemm_with(w, *wide.kernel, wide.family->name);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (long j = 0; j < g.n; ++j)
+      for (long i = 0; i < g.m; ++i) g.c[i + j * g.ldc] = C(tmp[i + j * g.m]);
+    return true;
+  }
+}
+
 }  // namespace
 
 template <typename Ty>
 GemmReport gemm(const GemmArgs<Ty> &g) {
   const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
+  GemmReport wide;
+  if (chosen.kernel && gemm_through_wide_c(g, *chosen.kernel, wide)) return wide;
   if (chosen.kernel) return gemm_with(g, *chosen.kernel, chosen.family->name);
   // No family serves these datatypes (never f32/f64: generic serves them).
   GemmReport rep;

@@ -33,6 +33,7 @@ extern "C" {
 #include <vector>
 
 #include "common/dtype.h"
+#include "kernels/family_rows.h"
 #include "ops/family.h"
 
 namespace opscheck {
@@ -67,14 +68,31 @@ inline std::vector<int64_t> test_cols() {
   return {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 256, 384, 1000, 1152, 4608};
 }
 
-// HCOPS_ISA, when it names an operator family, must be the one in use (the
-// wrapper script runs this program once per family the CPU can run).
+// HCOPS_ISA, when it names an operator family, must be the one in use; when
+// it names a row without operator kernels (avx512_bf16, GEMM only), the next
+// operator family of the table this CPU runs (the wrapper script runs this
+// program once per family the CPU can run).
+inline bool is_operator_family(const char *name) {
+  return !std::strcmp(name, "avx512") || !std::strcmp(name, "avx2") || !std::strcmp(name, "generic");
+}
 inline void check_family() {
   const char *chosen = hcops::ops::family_name(hcops::ops::family());
   std::printf("ops family: %s\n", chosen);
   const char *isa = std::getenv("HCOPS_ISA");
-  if (isa && (!std::strcmp(isa, "avx512") || !std::strcmp(isa, "avx2") || !std::strcmp(isa, "generic")))
+  if (!isa) return;
+  if (is_operator_family(isa)) {
     assert_string_equal(chosen, isa);
+    return;
+  }
+  const hcops::FamilyRow *rows = hcops::family_rows();
+  int row = 0;
+  while (row < hcops::family_row_count() && std::strcmp(rows[row].name, isa)) ++row;
+  if (row == hcops::family_row_count() || !hcops::row_runs_here(row)) return;  // warned, from the top
+  for (; row < hcops::family_row_count(); ++row)
+    if (hcops::row_runs_here(row) && is_operator_family(rows[row].name)) break;
+  assert_true(row < hcops::family_row_count());
+  std::printf("HCOPS_ISA=%s has no operator kernels: expected %s\n", isa, rows[row].name);
+  assert_string_equal(chosen, rows[row].name);
 }
 
 // An output array with a guard zone after it (and the whole array filled

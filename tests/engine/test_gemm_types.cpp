@@ -1,12 +1,15 @@
 // The driver's datatypes seam: one driver serves f32, f64, and bf16 inputs
-// with f32 accumulation into an f32 or a bf16 C. No kernel family serves
-// bf16 yet, so the engine must say so (family "none", unpacked) and still be
-// right: against an f64 product of the same bf16-rounded inputs, within
-// k * 2^-24 * sum|a||b| (f32 accumulation), and a bf16 C within one bf16
-// rounding of that. Also the bf16 conversions themselves, and the driver's
-// contract with a family that consumes k in pairs (k_align = 2, as a
-// vdpbf16ps or AMX family will): a scalar reference family run through
-// gemm_with, whose microkernels must only ever see an even, zero-padded k.
+// with f32 accumulation into an f32 or a bf16 C. Every bf16 combination has
+// a kernel on any CPU (the generic family serves them all), which the
+// engine reports and packs for; when packing memory cannot be had it still
+// computes, unpacked. Either way it must be right: against an f64 product of
+// the same bf16-rounded inputs, within k * 2^-24 * sum|a||b| (f32
+// accumulation), and a bf16 C within one bf16 rounding of that
+// (test_gemm_bf16 checks every combination in depth, on every family). Also
+// the bf16 conversions themselves, and the driver's contract with a family
+// that consumes k in pairs (k_align = 2, as a vdpbf16ps or AMX family will):
+// a scalar reference family run through gemm_with, whose microkernels must
+// only ever see an even, zero-padded k.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,11 @@ extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
 
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -24,6 +32,18 @@ extern "C" {
 #include "gemm/gemm_with.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/registry.h"
+
+// The engine's packing memory comes from mmap (gemm/numa_buffer.cpp). While
+// set, mmap fails as on an exhausted machine; the engine is linked into this
+// program, so its calls reach this definition.
+std::atomic<bool> fail_mmap{false};
+extern "C" void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (fail_mmap.load()) {
+    errno = ENOMEM;
+    return reinterpret_cast<void *>(-1);  // MAP_FAILED
+  }
+  return reinterpret_cast<void *>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+}
 
 namespace {
 
@@ -46,8 +66,9 @@ void test_bf16_conversion(void **) {
   assert_true(float(bf16(3.0f)) == 3.0f);
 }
 
+// `b`: how the engine must say it treated op(B), "packed" or "unpacked".
 template <typename Ty>
-void check_product(hcops::Trans ta, hcops::Trans tb, long m, long n, long k) {
+void check_product(hcops::Trans ta, hcops::Trans tb, long m, long n, long k, const char *b_how = "packed") {
   using C = typename Ty::c_type;
   std::mt19937 rng(static_cast<unsigned>(m * 7 + n * 3 + k));
   std::uniform_real_distribution<float> u(-1, 1);
@@ -59,8 +80,9 @@ void check_product(hcops::Trans ta, hcops::Trans tb, long m, long n, long k) {
   const float alpha = 0.5f;
   const hcops::GemmReport rep =
       hcops::gemm<Ty>({ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc});
-  assert_string_equal(rep.family, "none");
-  assert_string_equal(rep.b, "unpacked");
+  assert_non_null(hcops::chosen_kernel<Ty>().kernel);
+  assert_string_equal(rep.family, hcops::chosen_kernel<Ty>().family->name);
+  assert_string_equal(rep.b, b_how);
   auto at = [&](long i, long p) { return double(float(ta == hcops::Trans::N ? a[i + p * lda] : a[p + i * lda])); };
   auto bt = [&](long p, long j) { return double(float(tb == hcops::Trans::N ? b[p + j * ldb] : b[j + p * ldb])); };
   for (long j = 0; j < n; ++j)
@@ -79,8 +101,24 @@ void check_product(hcops::Trans ta, hcops::Trans tb, long m, long n, long k) {
     }
 }
 
+// Runs first: packing buffers are reused, so the fallback shows only on a
+// call that needs more packing memory than any before it.
+void test_bf16_unpacked_without_packing_memory(void **) {
+  check_product<hcops::Bf16Gemm>(hcops::Trans::N, hcops::Trans::N, 2, 2, 1);  // the engine set up, small buffers
+  fail_mmap = true;
+  for (hcops::Trans ta : {hcops::Trans::N, hcops::Trans::T}) {
+    check_product<hcops::Bf16Gemm>(ta, hcops::Trans::T, 33, 17, 65, "unpacked");
+    check_product<hcops::Bf16Bf16Gemm>(ta, hcops::Trans::N, 33, 17, 65, "unpacked");
+  }
+  fail_mmap = false;
+}
+
 void test_bf16_inputs(void **) {
-  assert_null(hcops::chosen_kernel<hcops::Bf16Gemm>().kernel);
+  for (const void *kernel : {static_cast<const void *>(hcops::chosen_kernel<hcops::Bf16Gemm>().kernel),
+                             static_cast<const void *>(hcops::chosen_kernel<hcops::Bf16Bf16Gemm>().kernel),
+                             static_cast<const void *>(hcops::chosen_kernel<hcops::SgemmBf16>().kernel),
+                             static_cast<const void *>(hcops::chosen_kernel<hcops::SgemmBf16x3>().kernel)})
+    assert_non_null(kernel);
   for (hcops::Trans ta : {hcops::Trans::N, hcops::Trans::T})
     for (hcops::Trans tb : {hcops::Trans::N, hcops::Trans::T}) {
       check_product<hcops::Bf16Gemm>(ta, tb, 33, 17, 65);
@@ -192,6 +230,7 @@ void test_family_with_k_pairs(void **) {
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_conversion),
+      cmocka_unit_test(test_bf16_unpacked_without_packing_memory),
       cmocka_unit_test(test_bf16_inputs),
       cmocka_unit_test(test_family_with_k_pairs),
   };

@@ -1,6 +1,9 @@
-// Portable register-blocked microkernel in GCC vector extensions: the
+// Portable register-blocked microkernels in GCC vector extensions: the
 // `generic` family, baseline x86-64 (SSE2), for CPUs without AVX2+FMA. The
-// intrinsics families are in simd_tile.h.
+// intrinsics families are in simd_tile.h. It also serves every bf16
+// combination (pair_ukernel.h), so that each bf16 entry point runs,
+// and is tested, on any CPU.
+#include "kernels/generic/pair_ukernel.h"
 #include "kernels/generic/vec.h"
 #include "kernels/kernel.h"
 #include "kernels/macro_kernel.h"
@@ -84,9 +87,14 @@ constexpr GemmKernel<Ty> kernel_for() {
 
 constexpr GemmKernel<Sgemm> sgemm = kernel_for<Sgemm>();
 constexpr GemmKernel<Dgemm> dgemm = kernel_for<Dgemm>();
+constexpr GemmKernel<Bf16Gemm> bf16_f32 = pair_kernel_for<Bf16Gemm>();
+constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = pair_kernel_for<Bf16Bf16Gemm>();
+constexpr GemmKernel<SgemmBf16> f32_as_bf16 = pair_kernel_for<SgemmBf16>();
+constexpr GemmKernel<SgemmBf16x3> f32_as_bf16x3 = pair_kernel_for<SgemmBf16x3>();
 
 }  // namespace
 
-extern constexpr KernelList kernels = kernel_list<sgemm, dgemm>();
+extern constexpr KernelList kernels =
+    kernel_list<sgemm, dgemm, bf16_f32, bf16_bf16, f32_as_bf16, f32_as_bf16x3>();
 
 }  // namespace hcops::kernels::generic

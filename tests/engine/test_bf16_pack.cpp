@@ -1,0 +1,173 @@
+// The avx512_bf16 family's vectorised packers against the portable ones of
+// kernels/pack_pairs.h, bit for bit: both layouts of op(A) and op(B), the
+// four bf16 datatype combinations (bf16 in; f32 rounded to bf16; f32 split
+// into bf16x3's hi/lo slots), random shapes, offsets, leading dimensions and
+// odd k, and values that take the rounding's corners (ties, NaN payloads,
+// Inf, values that round to Inf, denormals, which vcvtne2ps2bf16 flushes
+// while dtype.h's bf16 keeps them). Every slot of the packed buffer is
+// compared (it starts as garbage, so a slot left unwritten shows), and each
+// operand ends against an inaccessible page, so a read past it crashes.
+// Skipped, and said so, on a CPU without AVX512_BF16.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+extern "C" {
+#include <cmocka.h>  // 1.1 has no C++ guard of its own
+}
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/dtype.h"
+#include "kernels/kernel.h"
+#include "kernels/pack_pairs.h"
+#include "kernels/registry.h"
+
+namespace {
+
+using hcops::bf16;
+using hcops::Trans;
+
+std::mt19937 rng(20261123);
+
+// `count` elements of T ending exactly at an inaccessible page.
+template <typename T>
+struct FencedArray {
+  char *map = nullptr;
+  size_t bytes = 0;
+  T *data = nullptr;
+  explicit FencedArray(size_t count) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t need = (count * sizeof(T) + page - 1) / page * page;
+    bytes = need + page;
+    map = static_cast<char *>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    assert_true(map != MAP_FAILED);
+    assert_int_equal(mprotect(map + need, page, PROT_NONE), 0);
+    data = reinterpret_cast<T *>(map + need) - count;
+  }
+  ~FencedArray() { munmap(map, bytes); }
+};
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Mostly ordinary values, one in eight a corner of the rounding.
+float random_float() {
+  std::uniform_real_distribution<float> u(-4, 4);
+  if (rng() % 8) return u(rng);
+  const uint32_t low = rng() & 0xffffu, sign = (rng() & 1u) << 31;
+  switch (rng() % 8) {
+    case 0: return from_bits(sign | 0x7f800000u | 1u | low);                     // NaN, payload in the low half
+    case 1: return from_bits(sign | 0x7fc00000u | (rng() & 0x3fffffu));          // quiet NaN
+    case 2: return from_bits(sign | 0x7f800000u);                                // Inf
+    case 3: return from_bits(sign | 0x7f7f8000u | low);                          // rounds to Inf or to max
+    case 4: return from_bits(sign | (rng() & 0x007fffffu));                      // denormal (or zero)
+    case 5: return from_bits(sign | 0x00800000u | (rng() & 0x7fffu) | 0x8000u);  // smallest normals, halfway up
+    case 6: return from_bits(sign | ((rng() & 0x7f000000u) >> 1) | 0x8000u);     // ties
+    default: return from_bits(sign);                                             // signed zero
+  }
+}
+void fill(float &x) { x = random_float(); }
+void fill(bf16 &x) { x.bits = static_cast<uint16_t>(rng()); }
+
+template <typename Ty>
+const hcops::GemmKernel<Ty> *family_kernel(const char *family) {
+  for (int i = 0; i < hcops::kernel_family_count(); ++i) {
+    const hcops::KernelFamily &f = hcops::kernel_families()[i];
+    if (std::strcmp(f.name, family) || !hcops::family_runs_here(f)) continue;
+    for (int j = 0; j < f.kernels->count; ++j)
+      if (f.kernels->refs[j].serves<Ty>()) return static_cast<const hcops::GemmKernel<Ty> *>(f.kernels->refs[j].kernel);
+  }
+  return nullptr;
+}
+
+bool runs_bf16_family() {
+  for (int i = 0; i < hcops::kernel_family_count(); ++i) {
+    const hcops::KernelFamily &f = hcops::kernel_families()[i];
+    if (!std::strcmp(f.name, "avx512_bf16")) return hcops::family_runs_here(f);
+  }
+  return false;
+}
+
+// One random block of op(X) packed both ways; `a` picks A (pack_a, width
+// MR) or B (pack_b, width NR).
+template <typename Ty>
+void check_block(const hcops::GemmKernel<Ty> &k, bool a, Trans t) {
+  using Src = typename Ty::a_type;
+  constexpr int S = Ty::splits;
+  const int width = a ? k.mr : k.nr;
+  const long len = 1 + rng() % (3 * width + 5), kc = 1 + rng() % 75;  // panels (with a partial one), odd k
+  const long off = rng() % 5, p0 = rng() % 4;
+  // op(X) is len x kc at (off, p0) (A) or kc x len at (p0, off) (B); rows of
+  // the stored X are its contiguous dimension.
+  const bool len_contiguous = a == (t == Trans::N);
+  const long rows = len_contiguous ? off + len : p0 + kc, cols = len_contiguous ? p0 + kc : off + len;
+  const long ld = rows + rng() % 7;
+  FencedArray<Src> x(ld * (cols - 1) + rows);
+  for (long i = 0; i < ld * (cols - 1) + rows; ++i) fill(x.data[i]);
+
+  const long panels = (len + width - 1) / width, depth = hcops::packed_steps(kc, S, k.k_align);
+  const size_t n = static_cast<size_t>(panels * width * depth);
+  std::vector<bf16> want(n + 64), got(n + 64);
+  for (bf16 &v : want) v.bits = 0xdead;
+  for (bf16 &v : got) v.bits = 0xbeef;
+  // 64-byte aligned, as the driver's buffers.
+  bf16 *w = want.data() + (64 - reinterpret_cast<uintptr_t>(want.data()) % 64) / 2 % 32;
+  bf16 *g = got.data() + (64 - reinterpret_cast<uintptr_t>(got.data()) % 64) / 2 % 32;
+  if (a) {
+    hcops::pack_a_pairs<Src, 32, S>(w, x.data, ld, t, off, len, p0, kc);
+    k.pack_a(g, x.data, ld, t, off, len, p0, kc);
+  } else {
+    hcops::pack_b_pairs<Src, 12, S>(w, x.data, ld, t, p0, kc, off, len);
+    k.pack_b(g, x.data, ld, t, p0, kc, off, len);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (w[i].bits != g[i].bits)
+      fail_msg("%s %c, splits %d: %ld x %ld block at (%ld, %ld), ld %ld: slot %zu is %04x, want %04x", a ? "A" : "B",
+               static_cast<char>(t), S, a ? len : kc, a ? kc : len, a ? off : p0, a ? p0 : off, ld, i, g[i].bits,
+               w[i].bits);
+  // Nothing written past the panels.
+  assert_int_equal(g[n].bits, 0xbeef);
+}
+
+template <typename Ty>
+void check_type(const char *name) {
+  const hcops::GemmKernel<Ty> *k = family_kernel<Ty>("avx512_bf16");
+  if (!k) fail_msg("avx512_bf16 does not serve %s", name);
+  // pack_pairs.h's instantiation below assumes the family's tile.
+  assert_int_equal(k->mr, 32);
+  assert_int_equal(k->nr, 12);
+  assert_int_equal(k->k_align, 2);
+  for (int rep = 0; rep < 40; ++rep)
+    for (bool a : {true, false})
+      for (Trans t : {Trans::N, Trans::T}) check_block<Ty>(*k, a, t);
+}
+
+void test_bf16_in(void **) { check_type<hcops::Bf16Gemm>("bf16 -> f32"); }
+void test_bf16_in_bf16_out(void **) { check_type<hcops::Bf16Bf16Gemm>("bf16 -> bf16"); }
+void test_f32_rounded(void **) { check_type<hcops::SgemmBf16>("sgemm bf16"); }
+void test_f32_split(void **) { check_type<hcops::SgemmBf16x3>("sgemm bf16x3"); }
+
+}  // namespace
+
+int main() {
+  if (!runs_bf16_family()) {
+    std::printf("SKIP: this CPU has no AVX512_BF16: the avx512_bf16 packers are not tested here\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bf16_in),
+      cmocka_unit_test(test_bf16_in_bf16_out),
+      cmocka_unit_test(test_f32_rounded),
+      cmocka_unit_test(test_f32_split),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,478 @@
+// Every bf16 combination of the engine (gemm/gemm.h: Bf16Gemm, Bf16Bf16Gemm,
+// SgemmBf16, SgemmBf16x3) through hcops::gemm<Ty>, column-major, on the
+// kernel family HCOPS_ISA selects. test_gemm_bf16.sh runs it once per family
+// this CPU runs and per thread count (HCOPS_NUM_THREADS=1, 2), passing the
+// forced family as argv[1]: when that family serves a combination, it must
+// be the one that ran.
+//
+// The bounds, u = 2^-24 (f32 unit roundoff), S = |alpha| sum_p |a_ip b_pj|
+// over the inputs as given, T = S + |beta c_ij|:
+// - bf16 inputs (and SgemmBf16 against its bf16-rounded inputs): the f64
+//   product of the same bf16 values within k u S (the k f32 additions of
+//   the pair dot products; each bf16 product is exact in f32), plus a few
+//   u T for alpha, beta and the partial sums of C between k blocks:
+//   (k + 2 ceil(k/32) + 6) u T.
+// - bf16 C: the f32 value above rounded to nearest even: within one bf16 ulp
+//   of the rounded reference (the statement; plus the f32 bound, which
+//   is larger where beta C cancels the product), and more strictly
+//   between bf16(ref - bound) and bf16(ref + bound) (rounding is monotone),
+//   which a truncating or a twice-rounding C fails.
+// - SgemmBf16 against the exact f32 inputs: each input is off by at most
+//   2^-8 of itself, each product by (2^-7 + 2^-16) |a||b|, plus the above.
+// - SgemmBf16x3 (a = hi + lo + e, hi = bf16(a), lo = bf16(a - hi)): |lo| <=
+//   2^-8 |a|; a - hi has at most 16 significant bits below hi's last, lo keeps
+//   the top 8, so |e| <= 2^-17 |a|. a b - (hi_a hi_b + hi_a lo_b + lo_a hi_b)
+//   = lo_a lo_b + hi_a e_b + e_a hi_b + lo_a e_b + e_a lo_b + e_a e_b, at most
+//   (2^-16 + 2 (1 + 2^-8) 2^-17 + 2^-24) |a b| < 1.01 * 2^-15 |a b|; and the 3k
+//   products, each at most (1 + 2^-8)^2 |a b|, are summed in f32:
+//   1.01 * 2^-15 S + (3k + 2 ceil(k/32) + 6) u 1.02 T against the exact f64
+//   product of the f32 inputs. On random data its largest error must be at
+//   least 100x below SgemmBf16's.
+// Plus: all four transposes, ld > minimal, sizes 0..300 at random and a few
+// over 1000 (several k blocks), odd k (pair padding) and k = 1, alpha and
+// beta in {0, 1, -1, 0.5}, NaN in C with beta = 0 never propagating, alpha =
+// 0 never reading A or B, NaN and Inf in A and B propagating, and calls inside
+// an OpenMP parallel region (each thread its own product, serial inside).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+extern "C" {
+#include <cmocka.h>  // 1.1 has no C++ guard of its own
+}
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/team.h"
+#include "gemm/gemm.h"
+#include "kernels/registry.h"
+
+namespace {
+
+using hcops::bf16;
+using hcops::Trans;
+
+const char *forced_family = nullptr;  // argv[1]: the family HCOPS_ISA forces
+constexpr double kU = 0x1p-24;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+template <typename Ty>
+struct Combo;
+template <>
+struct Combo<hcops::Bf16Gemm> {
+  static constexpr const char *name = "Bf16Gemm (bf16 A,B -> f32 C)";
+};
+template <>
+struct Combo<hcops::Bf16Bf16Gemm> {
+  static constexpr const char *name = "Bf16Bf16Gemm (bf16 A,B -> bf16 C)";
+};
+template <>
+struct Combo<hcops::SgemmBf16> {
+  static constexpr const char *name = "SgemmBf16 (f32, inputs rounded to bf16)";
+};
+template <>
+struct Combo<hcops::SgemmBf16x3> {
+  static constexpr const char *name = "SgemmBf16x3 (f32, inputs split in two bf16)";
+};
+
+double as_double(float x) { return x; }
+double as_double(bf16 x) { return float(x); }
+template <typename T>
+T from_double(double x) {
+  return T(float(x));
+}
+// What the kernel multiplies when the input is x: bf16 as is, f32 rounded.
+double bf16_rounded(float x) { return float(bf16(x)); }
+double bf16_rounded(bf16 x) { return float(x); }
+
+// x rounded to 8 significant bits, to nearest even, in double (no double
+// rounding through f32); non-finite and zero unchanged.
+double round_bf16(double x) {
+  if (!std::isfinite(x) || x == 0) return x;
+  const int e = std::ilogb(x) - 7;
+  return std::ldexp(std::nearbyint(std::ldexp(x, -e)), e);
+}
+double bf16_ulp(double x) { return x == 0 ? 0x1p-133 : std::ldexp(1.0, std::ilogb(x) - 7); }
+
+bool is_bf16_mode(int splits, bool f32_inputs) { return f32_inputs && splits == 1; }
+
+struct Case {
+  Trans ta = Trans::N, tb = Trans::N;
+  long m = 0, n = 0, k = 0;
+  long pad_a = 1, pad_b = 2, pad_c = 3;  // ld beyond the minimum
+  float alpha = 1, beta = 0;
+  unsigned seed = 1;
+  // Non-finite values planted in op(A)(nan_row, nan_k) = NaN and
+  // op(B)(inf_k, inf_col) = Inf, when >= 0.
+  long nan_row = -1, nan_k = -1, inf_k = -1, inf_col = -1;
+  bool nan_a_unread = false;  // NaN everywhere in A and B (alpha = 0: never read)
+};
+
+std::string describe(const Case &c) {
+  char s[200];
+  std::snprintf(s, sizeof s, "m=%ld n=%ld k=%ld ta=%c tb=%c alpha=%g beta=%g seed=%u", c.m, c.n, c.k, char(c.ta),
+                char(c.tb), c.alpha, c.beta, c.seed);
+  return s;
+}
+
+struct Result {
+  std::string error;         // empty: right
+  hcops::GemmReport rep;     // what the engine did
+  double max_err_exact = 0;  // largest |C - exact f64 product of the inputs as given|
+};
+
+// One product, checked element by element. Never calls cmocka (it may run
+// inside a parallel region): returns what went wrong.
+template <typename Ty>
+Result run_case(const Case &cs) {
+  using A = typename Ty::a_type;
+  using B = typename Ty::b_type;
+  using C = typename Ty::c_type;
+  constexpr bool f32_inputs = sizeof(A) == sizeof(float);
+  Result res;
+  const long m = cs.m, n = cs.n, k = cs.k;
+  std::mt19937 rng(cs.seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const long arows = cs.ta == Trans::N ? m : k, acols = cs.ta == Trans::N ? k : m;
+  const long brows = cs.tb == Trans::N ? k : n, bcols = cs.tb == Trans::N ? n : k;
+  const long lda = std::max(1L, arows + cs.pad_a), ldb = std::max(1L, brows + cs.pad_b);
+  const long ldc = std::max(1L, m + cs.pad_c);
+  std::vector<A> a(lda * acols + 1);
+  std::vector<B> b(ldb * bcols + 1);
+  for (A &x : a) x = from_double<A>(u(rng));
+  for (B &x : b) x = from_double<B>(u(rng));
+  auto a_at = [&](long i, long p) -> A & { return cs.ta == Trans::N ? a[i + p * lda] : a[p + i * lda]; };
+  auto b_at = [&](long p, long j) -> B & { return cs.tb == Trans::N ? b[p + j * ldb] : b[j + p * ldb]; };
+  if (cs.nan_row >= 0) a_at(cs.nan_row, cs.nan_k) = from_double<A>(kNaN);
+  if (cs.inf_k >= 0) b_at(cs.inf_k, cs.inf_col) = from_double<B>(kInf);
+  if (cs.nan_a_unread) {
+    for (A &x : a) x = from_double<A>(kNaN);
+    for (B &x : b) x = from_double<B>(kNaN);
+  }
+  std::vector<C> c(ldc * std::max(1L, n));
+  for (C &x : c) x = from_double<C>(cs.beta == 0 ? kNaN : u(rng));  // beta = 0 must not read C
+  const std::vector<C> c0 = c;
+
+  // op(A) row-major and op(B) column-major, exact and as the kernel sees them.
+  std::vector<double> ax(m * k), ar(m * k), bx(k * n), br(k * n);
+  for (long i = 0; i < m; ++i)
+    for (long p = 0; p < k; ++p) {
+      ax[i * k + p] = as_double(a_at(i, p));
+      ar[i * k + p] = bf16_rounded(a_at(i, p));
+    }
+  for (long j = 0; j < n; ++j)
+    for (long p = 0; p < k; ++p) {
+      bx[j * k + p] = as_double(b_at(p, j));
+      br[j * k + p] = bf16_rounded(b_at(p, j));
+    }
+
+  res.rep = hcops::gemm<Ty>({cs.ta, cs.tb, m, n, k, cs.alpha, a.data(), lda, b.data(), ldb, cs.beta, c.data(), ldc});
+
+  for (long i = 0; i < ldc * std::max(1L, n); ++i)
+    if (i % ldc >= m && std::memcmp(&c[i], &c0[i], sizeof(C)) != 0) {
+      res.error = "wrote C outside its m x n: " + describe(cs);
+      return res;
+    }
+
+  const double alpha = cs.alpha, beta = cs.beta;
+  const long nblocks = (k + 31) / 32;
+  const bool rounded_ref = Ty::splits == 1;  // x3 is checked against the exact inputs only
+  const double adds = double(Ty::splits) * k + 2 * nblocks + 6;
+  const double split_rel = Ty::splits == 3                        ? 1.01 * 0x1p-15
+                           : is_bf16_mode(Ty::splits, f32_inputs) ? 0x1p-7 + 0x1p-16
+                                                                  : 0;
+  const double growth = f32_inputs ? 1.02 : 1.0;  // rounded products may exceed |a b| a little
+  char msg[400];
+  for (long j = 0; j < n; ++j)
+    for (long i = 0; i < m; ++i) {
+      const double cij = beta == 0 ? 0 : beta * as_double(c0[i + j * ldc]);
+      double sx = 0, sr = 0, magx = 0, magr = 0;
+      bool nonfinite = false;
+      if (alpha != 0)
+        for (long p = 0; p < k; ++p) {
+          sx += ax[i * k + p] * bx[j * k + p];
+          sr += ar[i * k + p] * br[j * k + p];
+          magx += std::fabs(ax[i * k + p] * bx[j * k + p]);
+          magr += std::fabs(ar[i * k + p] * br[j * k + p]);
+          nonfinite = nonfinite || !std::isfinite(ax[i * k + p]) || !std::isfinite(bx[j * k + p]);
+        }
+      const double got = as_double(c[i + j * ldc]);
+      auto bad = [&](const char *what, double want, double bound) {
+        std::snprintf(msg, sizeof msg, "C(%ld,%ld) = %.9g, want %.9g within %.3g (%s): %s", i, j, got, want, bound,
+                      what, describe(cs).c_str());
+        res.error = msg;
+      };
+      if (nonfinite) {  // NaN or Inf in this row of A or column of B
+        if (std::isfinite(got)) return bad("a NaN or Inf input must propagate", kNaN, 0), res;
+        continue;
+      }
+      if (alpha == 0) {  // C = beta C, A and B never read
+        const double want = sizeof(C) == 2 ? float(bf16(float(cij))) : double(float(cij));
+        if (!(got == want || (want == 0 && got == 0))) return bad("alpha = 0: C = beta C", want, 0), res;
+        continue;
+      }
+      // Against the exact product of the inputs as given.
+      const double wantx = alpha * sx + cij;
+      const double boundx =
+          split_rel * std::fabs(alpha) * magx + adds * kU * growth * (std::fabs(alpha) * magx + std::fabs(cij));
+      const double wx = sizeof(C) == 2 ? round_bf16(wantx) : wantx;
+      res.max_err_exact = std::max(res.max_err_exact, std::fabs(got - wantx));
+      if (!rounded_ref || f32_inputs) {
+        const double bx_all = sizeof(C) == 2 ? boundx + bf16_ulp(wx) : boundx;
+        if (!(std::fabs(got - wantx) <= bx_all + 1e-37)) return bad("against the exact f32 inputs", wantx, bx_all), res;
+      }
+      if (!rounded_ref) continue;
+      // Against the f64 product of the bf16-rounded inputs.
+      const double want = alpha * sr + cij;
+      const double bound = adds * kU * (std::fabs(alpha) * magr + std::fabs(cij)) + 1e-37;
+      if (sizeof(C) == 4) {
+        if (!(std::fabs(got - want) <= bound)) return bad("f32 C against the bf16 inputs", want, bound), res;
+      } else {
+        // One bf16 ulp of the rounded reference, beyond the f32 bound (which
+        // exceeds it where beta C cancels the product).
+        const double w = round_bf16(want), tol = bf16_ulp(w) + bound;
+        if (!(std::fabs(got - w) <= tol)) return bad("bf16 C within one bf16 ulp", w, tol), res;
+        const double lo = round_bf16(want - bound), hi = round_bf16(want + bound);
+        if (!(lo <= got && got <= hi)) return bad("bf16 C: the f32 result rounded to nearest even", want, bound), res;
+      }
+    }
+  return res;
+}
+
+// Whether the forced family lists a kernel for Ty.
+template <typename Ty>
+bool forced_family_serves() {
+  if (!forced_family) return false;
+  for (int i = 0; i < hcops::kernel_family_count(); ++i) {
+    const hcops::KernelFamily &f = hcops::kernel_families()[i];
+    if (std::strcmp(f.name, forced_family) != 0) continue;
+    for (int j = 0; j < f.kernels->count; ++j)
+      if (f.kernels->refs[j].template serves<Ty>()) return true;
+  }
+  return false;
+}
+
+// The family that must have run: the forced one when it serves Ty, else the
+// registry's choice; never none (generic serves every bf16 combination).
+template <typename Ty>
+const char *expected_family() {
+  if (forced_family_serves<Ty>()) return forced_family;
+  const hcops::ChosenKernel<Ty> &chosen = hcops::chosen_kernel<Ty>();
+  return chosen.family ? chosen.family->name : "none";
+}
+
+bool computes(const Case &c) { return c.m > 0 && c.n > 0 && c.k > 0 && c.alpha != 0; }
+
+template <typename Ty>
+void check(const Case &cs, Result *out = nullptr) {
+  const Result r = run_case<Ty>(cs);
+  if (!r.error.empty()) fail_msg("%s: %s", Combo<Ty>::name, r.error.c_str());
+  if (computes(cs)) {
+    if (std::strcmp(r.rep.family, expected_family<Ty>()) != 0)
+      fail_msg("%s: family %s ran, %s expected (%s)", Combo<Ty>::name, r.rep.family, expected_family<Ty>(),
+               describe(cs).c_str());
+    if (std::strcmp(r.rep.b, "packed") != 0)  // k in pairs: always packed
+      fail_msg("%s: B %s, packed expected (%s)", Combo<Ty>::name, r.rep.b, describe(cs).c_str());
+  }
+  if (out) *out = r;
+}
+
+const float kScalars[] = {0.0f, 1.0f, -1.0f, 0.5f};
+
+Case random_case(std::mt19937 &rng, long max_dim) {
+  std::uniform_int_distribution<long> dim(0, max_dim), pad(0, 5), pick(0, 3);
+  Case c;
+  c.m = dim(rng);
+  c.n = dim(rng);
+  c.k = dim(rng);
+  c.ta = pick(rng) & 1 ? Trans::T : Trans::N;
+  c.tb = pick(rng) & 1 ? Trans::T : Trans::N;
+  c.pad_a = pad(rng);
+  c.pad_b = pad(rng);
+  c.pad_c = pad(rng);
+  c.alpha = kScalars[1 + pick(rng) % 3];  // alpha = 0 has its own cases
+  c.beta = kScalars[pick(rng)];
+  c.seed = static_cast<unsigned>(rng());
+  return c;
+}
+
+// Which family served each combination (the report of one product), once
+// per run, for the script's log.
+template <typename Ty>
+void say_family() {
+  Case c;
+  c.m = 9;
+  c.n = 5;
+  c.k = 3;
+  Result r;
+  check<Ty>(c, &r);
+  std::printf("%s: served by %s (HCOPS_ISA=%s, %d threads)\n", Combo<Ty>::name, r.rep.family,
+              forced_family ? forced_family : "unset", hcops::max_threads());
+}
+
+template <typename Ty>
+void test_random(void **) {
+  assert_string_not_equal(expected_family<Ty>(), "none");
+  say_family<Ty>();
+  std::mt19937 rng(1234 + Ty::splits + 7 * int(Ty::c) + 13 * int(Ty::a));
+  for (int i = 0; i < 60; ++i) check<Ty>(random_case(rng, i < 20 ? 40 : 300));
+}
+
+template <typename Ty>
+void test_edges_of_k(void **) {
+  // k = 1 and odd k: the last pair is half padding; small m, n: edge tiles.
+  const long shapes[][3] = {{1, 1, 1}, {9, 5, 1}, {8, 4, 3}, {17, 13, 7}, {33, 9, 63}, {3, 70, 129}, {64, 64, 2}};
+  for (const auto &s : shapes)
+    for (int t = 0; t < 4; ++t) {
+      Case c;
+      c.m = s[0];
+      c.n = s[1];
+      c.k = s[2];
+      c.ta = t & 1 ? Trans::T : Trans::N;
+      c.tb = t & 2 ? Trans::T : Trans::N;
+      c.seed = static_cast<unsigned>(s[0] * 31 + s[1] * 7 + s[2] + t);
+      check<Ty>(c);
+    }
+}
+
+template <typename Ty>
+void test_alpha_beta(void **) {
+  for (float alpha : kScalars)
+    for (float beta : kScalars)
+      for (int t = 0; t < 4; ++t) {
+        Case c;
+        c.m = 21;
+        c.n = 11;
+        c.k = 37;
+        c.alpha = alpha;
+        c.beta = beta;
+        c.ta = t & 1 ? Trans::T : Trans::N;
+        c.tb = t & 2 ? Trans::T : Trans::N;
+        c.seed = 99 + t;
+        check<Ty>(c);
+        c.nan_a_unread = alpha == 0;  // alpha = 0: NaN in A and B is never read
+        if (alpha == 0) check<Ty>(c);
+      }
+  Case empty;  // k = 0: C = beta C
+  empty.m = 5;
+  empty.n = 3;
+  empty.beta = 0.5f;
+  check<Ty>(empty);
+}
+
+template <typename Ty>
+void test_nonfinite(void **) {
+  for (int t = 0; t < 4; ++t) {
+    Case c;
+    c.m = 29;
+    c.n = 19;
+    c.k = 45;
+    c.ta = t & 1 ? Trans::T : Trans::N;
+    c.tb = t & 2 ? Trans::T : Trans::N;
+    c.beta = t == 3 ? 0.5f : 0.0f;
+    c.nan_row = 3 + t;
+    c.nan_k = 44 - t;  // the last k step (half of a padded pair) too
+    c.inf_k = 7 * t;
+    c.inf_col = 18 - t;  // the edge tile of columns too
+    c.seed = 5 + t;
+    check<Ty>(c);
+  }
+}
+
+template <typename Ty>
+void test_large(void **) {
+  // Over 1000 in one dimension, and k over several k blocks (with an odd last one).
+  const long shapes[][3] = {{1031, 23, 301}, {37, 1029, 257}, {61, 45, 2101}};
+  bool two_threads = false;
+  for (int s = 0; s < 3; ++s)
+    for (int t = 0; t < 4; t += s == 2 ? 1 : 3) {
+      Case c;
+      c.m = shapes[s][0];
+      c.n = shapes[s][1];
+      c.k = shapes[s][2];
+      c.ta = t & 1 ? Trans::T : Trans::N;
+      c.tb = t & 2 ? Trans::T : Trans::N;
+      c.beta = t == 1 ? 1.0f : t == 2 ? -1.0f : 0.0f;
+      c.alpha = t == 3 ? -1.0f : 0.5f;
+      c.seed = static_cast<unsigned>(17 * s + t);
+      Result r;
+      check<Ty>(c, &r);
+      two_threads = two_threads || r.rep.threads == 2;
+    }
+  // HCOPS_NUM_THREADS=2 must really run a team: the large products split.
+  if (hcops::max_threads() == 2 && !two_threads) fail_msg("%s: no product ran on 2 threads", Combo<Ty>::name);
+}
+
+// Inside the application's parallel region: each thread its own product,
+// computed serially (no nested team), right.
+template <typename Ty>
+void test_in_parallel_region(void **) {
+  Result results[2];
+  Case cases[2];
+  for (int t = 0; t < 2; ++t) {
+    cases[t].m = 90 + 13 * t;
+    cases[t].n = 70 - 11 * t;
+    cases[t].k = 141 + 2 * t;
+    cases[t].ta = t ? Trans::T : Trans::N;
+    cases[t].beta = t ? 0.5f : 0.0f;
+    cases[t].seed = 300 + t;
+  }
+  int team = 0;
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num();
+#pragma omp single
+    team = omp_get_num_threads();
+    for (int i = t; i < 2; i += omp_get_num_threads()) results[i] = run_case<Ty>(cases[i]);
+  }
+  for (int t = 0; t < 2; ++t) {
+    if (!results[t].error.empty()) fail_msg("%s in a parallel region: %s", Combo<Ty>::name, results[t].error.c_str());
+    if (team == 2) assert_int_equal(results[t].rep.threads, 1);
+    assert_string_equal(results[t].rep.family, expected_family<Ty>());
+  }
+}
+
+// bf16x3 is meant to be near f32: on random data, at least 100x closer to the
+// exact product than bf16 alone.
+void test_bf16x3_beats_bf16(void **) {
+  for (int t = 0; t < 4; ++t) {
+    Case c;
+    c.m = 67;
+    c.n = 45;
+    c.k = 255;
+    c.ta = t & 1 ? Trans::T : Trans::N;
+    c.tb = t & 2 ? Trans::T : Trans::N;
+    c.seed = 4242 + t;
+    Result r1, r3;
+    check<hcops::SgemmBf16>(c, &r1);
+    check<hcops::SgemmBf16x3>(c, &r3);
+    std::printf("max error against the exact product (%s): bf16 %.3g, bf16x3 %.3g (%.0fx)\n", describe(c).c_str(),
+                r1.max_err_exact, r3.max_err_exact, r1.max_err_exact / r3.max_err_exact);
+    if (!(r1.max_err_exact >= 100 * r3.max_err_exact))
+      fail_msg("bf16x3's max error %.3g is not 100x below bf16's %.3g", r3.max_err_exact, r1.max_err_exact);
+  }
+}
+
+#define COMBO_TESTS(Ty)                                                                                            \
+  cmocka_unit_test(test_random<Ty>), cmocka_unit_test(test_edges_of_k<Ty>), cmocka_unit_test(test_alpha_beta<Ty>), \
+      cmocka_unit_test(test_nonfinite<Ty>), cmocka_unit_test(test_large<Ty>),                                      \
+      cmocka_unit_test(test_in_parallel_region<Ty>)
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc > 1) forced_family = argv[1];
+  const struct CMUnitTest tests[] = {
+      COMBO_TESTS(hcops::Bf16Gemm),    COMBO_TESTS(hcops::Bf16Bf16Gemm),         COMBO_TESTS(hcops::SgemmBf16),
+      COMBO_TESTS(hcops::SgemmBf16x3), cmocka_unit_test(test_bf16x3_beats_bf16),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,21 @@
+#!/bin/sh
+# test_gemm_bf16 (every bf16 combination of the engine against f64
+# references) on every kernel family this CPU runs (hcops-info --families),
+# forced with HCOPS_ISA, with 1 and 2 threads. The program prints which
+# family served each combination and fails when the forced family serves a
+# combination but another one ran; a family that serves no bf16 leaves it
+# to the next row that does (generic serves them all).
+set -u
+families=$(../tools/hcops-info --families)
+if [ -z "$families" ]; then
+  echo "FAIL: hcops-info --families lists no kernel family"
+  exit 1
+fi
+status=0
+for isa in $families; do
+  for threads in 1 2; do
+    echo "== HCOPS_ISA=$isa HCOPS_NUM_THREADS=$threads"
+    HCOPS_ISA=$isa HCOPS_NUM_THREADS=$threads ./test_gemm_bf16 "$isa" || status=1
+  done
+done
+exit $status
