@@ -1,8 +1,13 @@
 #include "common/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+
+#include "common/log.h"
 
 namespace hcops {
 
@@ -10,6 +15,19 @@ static unsigned long long xcr0() {
   unsigned eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<unsigned long long>(edx) << 32) | eax;
+}
+
+bool request_tile_permission() {
+  // <asm/prctl.h>'s values, spelt out: older headers lack them.
+  constexpr int kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  unsigned long permitted = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) == 0 && (permitted & (1ul << kXfeatureXtiledata)))
+    return true;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+bool amx_usable(bool cpu_has_amx, bool os_saves_tiles, bool (*request)()) {
+  return cpu_has_amx && os_saves_tiles && request();
 }
 
 static CpuFeatures detect() {
@@ -41,8 +59,20 @@ static CpuFeatures detect() {
     f.avx512dq = f.avx512f && (b & (1u << 17));
     f.avx512bw = f.avx512f && (b & (1u << 30));
     f.avx512vl = f.avx512f && (b & (1u << 31));
-    f.amx_bf16 = os_amx && (d & (1u << 22));
-    f.amx_tile = os_amx && (d & (1u << 24));
+    // The tile permission covers every AMX instruction set; ask only for
+    // a CPU with AMX-TILE whose OS saves the tiles.
+    const bool cpu_tiles = d & (1u << 24);
+    f.amx_tile = amx_usable(cpu_tiles, os_amx, &request_tile_permission);
+    const int err = errno;
+    f.amx_bf16 = f.amx_tile && (d & (1u << 22));
+    if (cpu_tiles && os_amx && !f.amx_tile) {
+      f.amx_refused = true;
+      if (verbose_level() > 0)
+        error(
+            "Linux refused the AMX tile state (arch_prctl(ARCH_REQ_XCOMP_PERM): %s): the amx kernel family is off, "
+            "the next family serves",
+            std::strerror(err));
+    }
     __cpuid_count(7, 1, a, b, c, d);
     f.avx512_bf16 = f.avx512f && (a & (1u << 5));
   }

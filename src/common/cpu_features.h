@@ -26,6 +26,9 @@ struct CpuFeatures {
   bool sse2 = false, fma = false, avx = false, avx2 = false;
   bool avx512f = false, avx512dq = false, avx512bw = false, avx512vl = false;
   bool avx512_bf16 = false, amx_tile = false, amx_bf16 = false;
+  // The CPU and XCR0 have AMX but Linux refused the process the tile state:
+  // amx_tile and amx_bf16 are then false, and the next kernel family serves.
+  bool amx_refused = false;
   std::string vendor, brand;
   uint64_t mask() const;         // the CpuFeature bits of the usable features
   std::string describe() const;  // "avx2 fma avx512f ..." (usable ones only)
@@ -35,6 +38,22 @@ struct CpuFeatures {
 std::string feature_names(uint64_t mask);
 
 // Detected once; a feature counts only when the OS also saves its registers.
+// AMX counts only when, besides, Linux grants the process the tile data
+// (amx_usable below), asked once per process and only on a CPU with AMX.
 const CpuFeatures &cpu_features();
+
+// Asks Linux for the AMX tile data state, XFEATURE_XTILEDATA (18), which a
+// process must have before its first tile instruction (else SIGILL):
+// arch_prctl(ARCH_GET_XCOMP_PERM) to see if it is already granted, else
+// arch_prctl(ARCH_REQ_XCOMP_PERM). Inherited across fork. False when
+// refused (e.g. a kernel before 5.16, or a sigaltstack too small for the
+// state), with errno set.
+bool request_tile_permission();
+
+// Whether the AMX family may run: the CPU has AMX-TILE and AMX-BF16, XCR0
+// enables the tile state, and then `request` (request_tile_permission, or a
+// test's own) grants it. `request` is never called when the CPU or the OS
+// says no: a process on a CPU without AMX never asks.
+bool amx_usable(bool cpu_has_amx, bool os_saves_tiles, bool (*request)());
 
 }  // namespace hcops

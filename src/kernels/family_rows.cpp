@@ -1,5 +1,7 @@
 #include "kernels/family_rows.h"
 
+#include "config.h"  // HCOPS_HAVE_AMX, for families.def
+
 #include <strings.h>
 
 #include <string>

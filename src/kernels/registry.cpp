@@ -1,5 +1,7 @@
 #include "kernels/registry.h"
 
+#include "config.h"  // HCOPS_HAVE_AMX, for families.def
+
 #include "common/cpu_features.h"
 #include "kernels/family_rows.h"
 

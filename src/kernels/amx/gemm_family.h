@@ -1,0 +1,329 @@
+// The AMX-BF16 GEMM family, written once over a tile traits class: HwTiles
+// (tiles_hw.h, the instructions; kernels/amx/ukernel.cpp, what the registry
+// lists) or EmulatedTiles (tiles_emulated.h, the SDM's semantics in
+// software; what the tests run on CPUs without AMX). Everything else,
+// packing, tile configuration, the blocked loops, edges, alpha/beta and the
+// bf16 rounding of C, is this one code, compiled with AVX-512 (F, BW, VL,
+// DQ, BF16) flags.
+//
+// Layout: the tiles compute C^T, so that a result tile's rows are columns
+// of the column-major C and store there directly (stride ldc):
+//   result tile [16 n][16 m] f32  +=  B tile [16 n][16 k pairs x 2 bf16]
+//                                   .  A tile [16 k pairs][16 m x 2 bf16]
+// TDPBF16PS's first source has k contiguous in each row, op(B)'s columns;
+// its second is in the pair (VNNI) layout, which is pack_pairs.h's layout
+// of op(A) with MR = 32: a pair row of 32 m x 2 bf16 = 128 bytes, the two
+// A tiles of one chunk of 16 pairs at +0 and +64 bytes with stride 128.
+// op(B) is packed as [chunk of 32 packed k steps][NR = 32 n][32 bf16], each
+// B tile 16 n rows of 64 bytes. A block of 32 x 32 of C is 2 x 2 result
+// tiles (0-3), with the two B tiles (4, 5) and the two A tiles (6, 7): the
+// 8 tiles of palette 1, each 16 x 64 bytes, configured once per macro block.
+// Every tile loaded is reused twice per chunk (4 TDPBF16PS per 4 loads).
+//
+// Panels are zero-padded to 32 packed steps (k_align = 32, one tile of
+// k pairs) and to MR, NR: every tile instruction is full size, and edges
+// are handled only when C is written, through a scratch tile and masked
+// AVX-512 stores. A result tile that is all inside C, with an f32 C and
+// alpha = 1, is stored (beta = 0) or loaded and stored back (beta = 1, the
+// driver's later k blocks) straight from C.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "common/dtype.h"
+#include "kernels/amx/tile_config.h"
+#include "kernels/kernel.h"
+#include "kernels/pack_pairs.h"
+
+namespace hcops::kernels::amx {
+namespace {
+
+constexpr int kMr = 32, kNr = 32;
+constexpr int kChunk = 32;      // packed k steps per tile: 16 pairs x 2
+constexpr int kTileRows = 16;   // rows of every tile
+constexpr int kTileBytes = 64;  // bytes per row of every tile
+constexpr int kBTile0 = 4, kBTile1 = 5, kATile0 = 6, kATile1 = 7;
+static_assert(kMr == 2 * kTileRows && kNr == 2 * kTileRows, "2 x 2 result tiles");
+
+inline const TileConfig &block_config() {
+  static const TileConfig cfg = uniform_config(kTileRows, kTileBytes);
+  return cfg;
+}
+
+// ---- packing
+
+// op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc / NR) panels, each
+// packed_steps(kc, S, 32) / 32 chunks of [NR][32] bf16: packed step t of
+// column n at [t / 32][n][t % 32]; packed step t = 2 (q S + s) + e holds
+// split s of op(B)(2q + e, n) (pack_pairs.h's slots: hi, lo, hi). Zero
+// past the data.
+template <typename Src, int S>
+void pack_b_tiles(bf16 *__restrict dst, const Src *__restrict b, long ldb, Trans tb, long p0, long kc, long j0,
+                  long nc) {
+  const long depth = packed_steps(kc, S, kChunk);
+  auto slot = [](long q, int s, long e) {
+    const long t = 2 * (q * S + s) + e;
+    return t / kChunk * (kNr * kChunk) + t % kChunk;
+  };
+  for (long jr = 0; jr < nc; jr += kNr, dst += kNr * depth) {
+    const long cols = std::min<long>(kNr, nc - jr);
+    std::memset(static_cast<void *>(dst), 0, sizeof(bf16) * kNr * depth);
+    if (tb == Trans::N) {
+      for (long n = 0; n < cols; ++n) {
+        const Src *col = b + p0 + (j0 + jr + n) * ldb;  // contiguous in k
+        bf16 *d = dst + n * kChunk;
+        long k = 0;
+        if constexpr (S == 1) {
+          // Whole chunks: 32 consecutive k, converted 16 at a time.
+          for (; k + kChunk <= kc; k += kChunk) {
+            bf16 *out = d + k / kChunk * (kNr * kChunk);
+            if constexpr (std::is_same_v<Src, bf16>) {
+              std::memcpy(out, col + k, kChunk * sizeof(bf16));
+            } else {
+              // vcvtneps2bf16 rounds to nearest even as bf16(float) does; it
+              // flushes f32 denormals to zero, which TDPBF16PS would (DAZ).
+              const __m256bh lo = _mm512_cvtneps_pbh(_mm512_loadu_ps(col + k));
+              const __m256bh hi = _mm512_cvtneps_pbh(_mm512_loadu_ps(col + k + 16));
+              std::memcpy(out, &lo, 32);
+              std::memcpy(out + 16, &hi, 32);
+            }
+          }
+        }
+        for (; k < kc; ++k) {
+          bf16 slots[S];
+          split_value<S, PairRole::b>(col[k], slots);
+          for (int s = 0; s < S; ++s) d[slot(k / 2, s, k % 2)] = slots[s];
+        }
+      }
+    } else {
+      // op(B) = B^T: row k of B holds the panel's columns side by side.
+      for (long k = 0; k < kc; ++k) {
+        const Src *row = b + (j0 + jr) + (p0 + k) * ldb;
+        for (long n = 0; n < cols; ++n) {
+          bf16 slots[S];
+          split_value<S, PairRole::b>(row[n], slots);
+          for (int s = 0; s < S; ++s) dst[n * kChunk + slot(k / 2, s, k % 2)] = slots[s];
+        }
+      }
+    }
+  }
+}
+
+// 32 consecutive values of op(A)'s column as bf16, zero past `mask`.
+inline __m512i load_column(const bf16 *p, __mmask32 mask) { return _mm512_maskz_loadu_epi16(mask, p); }
+inline __m512i load_column(const float *p, __mmask32 mask) {
+  const __m512 lo = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), p);
+  const __m512 hi = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask >> 16), p + 16);
+  // Round to nearest even as bf16(float); f32 denormals become zero, as
+  // TDPBF16PS would take them (DAZ).
+  const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);
+  __m512i v;
+  std::memcpy(&v, &h, sizeof v);
+  return v;
+}
+
+// op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc / MR) panels in pack_pairs.h's
+// pair layout (MR = 32, depth packed_steps(kc, S, 32)). For op(A) = A
+// without splits, a pair row interleaves two columns of A, each 32
+// contiguous values: two loads and two vpermt2w per pair. The rest through
+// the portable loops.
+template <typename Src, int S>
+void pack_a_tiles(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans ta, long i0, long mc, long p0,
+                  long kc) {
+  if (S != 1 || ta != Trans::N) {
+    pack_a_pairs<Src, kMr, S, kChunk>(dst, a, lda, ta, i0, mc, p0, kc);
+    return;
+  }
+  const long depth = packed_steps(kc, S, kChunk);
+  alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                   8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i lo_idx = _mm512_load_si512(kLo);
+  const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+  for (long ir = 0; ir < mc; ir += kMr, dst += kMr * depth) {
+    const long rows = std::min<long>(kMr, mc - ir);
+    const __mmask32 mask = rows == kMr ? ~__mmask32(0) : static_cast<__mmask32>((1u << rows) - 1);
+    const Src *col = a + (i0 + ir) + p0 * lda;
+    long k = 0;
+    for (; k < kc; k += 2) {  // pair row k / 2 starts at element k * MR
+      const __m512i c0 = load_column(col + k * lda, mask);
+      const __m512i c1 = k + 1 < kc ? load_column(col + (k + 1) * lda, mask) : _mm512_setzero_si512();
+      _mm512_storeu_si512(dst + k * kMr, _mm512_permutex2var_epi16(c0, lo_idx, c1));
+      _mm512_storeu_si512(dst + k * kMr + 32, _mm512_permutex2var_epi16(c0, hi_idx, c1));
+    }
+    std::memset(static_cast<void *>(dst + k * kMr), 0, sizeof(bf16) * kMr * (depth - k));
+  }
+}
+
+// ---- the epilogue: C = alpha * acc + beta * C on one result tile
+
+// GCC 12's AVX-512 headers start some intrinsics from a self-initialised
+// "undefined" vector, which -Wmaybe-uninitialized reports once inlined here
+// (GCC bug 105593, fixed in 13): nothing of ours is uninitialised.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+inline __m512 load_c(const float *c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, c); }
+inline __m512 load_c(const bf16 *c, __mmask16 mask) {
+  const __m256i h = _mm256_maskz_loadu_epi16(mask, c);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline void store_c(float *c, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(c, mask, v); }
+// Rounded to nearest even exactly as bf16(float) (common/dtype.h), NaN kept
+// and quietened, f32 denormals rounded rather than flushed as
+// vcvtneps2bf16 would.
+inline void store_c(bf16 *c, __mmask16 mask, __m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+  _mm256_mask_storeu_epi16(c, mask, _mm512_cvtepi32_epi16(r));
+}
+
+// acc: a stored result tile, row j = column j of C, 16 f32 each. Only C's
+// first m rows and n columns are read (beta != 0) or written.
+template <typename C>
+void epilogue(const float *acc, float alpha, float beta, C *c, long ldc, int m, int n) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << m) - 1);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int j = 0; j < n; ++j) {
+    __m512 v = _mm512_mul_ps(va, _mm512_load_ps(acc + j * 16));
+    if (beta != 0.0f) v = _mm512_fmadd_ps(vb, load_c(c + j * ldc, mask), v);  // beta = 0 never reads C
+    store_c(c + j * ldc, mask, v);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+// ---- one 32 x 32 block of C from an A panel and a B panel kc packed steps deep
+
+template <typename Tiles, typename C>
+struct BlockOfC {
+  float alpha, beta;
+  C *c;
+  long ldc;
+  int m, n;  // C's rows and columns inside the block (edges: fewer than 32)
+
+  // Result tile T = 2 nt + mt covers C's rows 16 mt.. and columns 16 nt..
+  static constexpr int nt(int t) { return t / 2; }
+  static constexpr int mt(int t) { return t % 2; }
+  int rows_in(int t) const { return std::clamp(m - 16 * mt(t), 0, 16); }
+  int cols_in(int t) const { return std::clamp(n - 16 * nt(t), 0, 16); }
+  C *at(int t) const { return c + 16 * mt(t) + 16 * nt(t) * ldc; }
+  // Whether tile t goes to C by the tile store itself.
+  bool direct(int t) const {
+    return std::is_same_v<C, float> && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && rows_in(t) == 16 &&
+           cols_in(t) == 16;
+  }
+
+  template <int T>
+  void start() const {
+    if (direct(T) && beta == 1.0f) Tiles::template load<T>(at(T), ldc * long(sizeof(C)));
+    else Tiles::template zero<T>();
+  }
+  template <int T>
+  void finish() const {
+    if (rows_in(T) == 0 || cols_in(T) == 0) return;
+    if (direct(T)) {
+      Tiles::template store<T>(at(T), ldc * long(sizeof(C)));
+      return;
+    }
+    alignas(64) float scratch[kTileRows * 16];
+    Tiles::template store<T>(scratch, kTileBytes);
+    epilogue(scratch, alpha, beta, at(T), ldc, rows_in(T), cols_in(T));
+  }
+};
+
+// Tiles configured by the caller (block_config()). a: an A panel (kMr rows
+// in pairs), b: a B panel (kNr columns), both kc packed steps deep, kc a
+// multiple of 32.
+template <typename Tiles, typename C>
+void tile_block(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, C *c, long ldc, int m, int n) {
+  const BlockOfC<Tiles, C> out{alpha, beta, c, ldc, m, n};
+  // A block on the edge skips the tiles that hold no part of C.
+  const bool m1 = m > 16, n1 = n > 16;
+  out.template start<0>();
+  if (m1) out.template start<1>();
+  if (n1) out.template start<2>();
+  if (m1 && n1) out.template start<3>();
+  constexpr long a_stride = kMr * 2 * sizeof(bf16);  // one pair row: 128 bytes
+  for (long p = 0; p < kc; p += kChunk) {
+    const bf16 *bc = b + p * kNr;  // chunk p / 32: [32 n][32 bf16]
+    const bf16 *ac = a + p * kMr;  // pair rows p / 2 .. p / 2 + 15
+    Tiles::template load<kBTile0>(bc, kTileBytes);
+    Tiles::template load<kATile0>(ac, a_stride);
+    Tiles::template dpbf16ps<0, kBTile0, kATile0>();
+    if (m1) {
+      Tiles::template load<kATile1>(ac + 2 * 16, a_stride);
+      Tiles::template dpbf16ps<1, kBTile0, kATile1>();
+    }
+    if (n1) {
+      Tiles::template load<kBTile1>(bc + 16 * kChunk, kTileBytes);
+      Tiles::template dpbf16ps<2, kBTile1, kATile0>();
+      if (m1) Tiles::template dpbf16ps<3, kBTile1, kATile1>();
+    }
+  }
+  out.template finish<0>();
+  if (m1) out.template finish<1>();
+  if (n1) out.template finish<2>();
+  if (m1 && n1) out.template finish<3>();
+}
+
+// ---- what the driver calls
+
+// The macro-kernel: the tiles are configured once for the whole block (a
+// configuration costs as much as many tile instructions) and released at
+// its end, so a thread holds tile state only while it computes.
+template <typename Tiles, typename Ty>
+void macro(const GemmKernel<Ty> &, const MacroBlock<Ty> &blk) {
+  Tiles::configure(block_config());
+  for (long jr = blk.j0; jr < blk.j1; jr += kNr) {
+    const int ncols = static_cast<int>(std::min<long>(kNr, blk.j1 - jr));
+    const bf16 *bpanel = blk.b_packed + jr * blk.kc;
+    for (long ir = 0; ir < blk.mc; ir += kMr) {
+      const int nrows = static_cast<int>(std::min<long>(kMr, blk.mc - ir));
+      tile_block<Tiles>(blk.kc, blk.alpha, blk.a + ir * blk.kc, bpanel, blk.beta, blk.c + ir + jr * blk.ldc, blk.ldc,
+                        nrows, ncols);
+    }
+  }
+  Tiles::release();
+}
+
+// The microkernel contract (kernel.h) for a caller with its own loops: one
+// block, configuring and releasing the tiles around it.
+template <typename Tiles, typename Ty>
+void edge(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, typename Ty::c_type *c, long ldc, int m,
+          int n) {
+  Tiles::configure(block_config());
+  tile_block<Tiles>(kc, alpha, a, b, beta, c, ldc, m, n);
+  Tiles::release();
+}
+template <typename Tiles, typename Ty>
+void full(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, typename Ty::c_type *c, long ldc) {
+  edge<Tiles, Ty>(kc, alpha, a, b, beta, c, ldc, kMr, kNr);
+}
+
+template <typename Tiles, typename Ty>
+constexpr GemmKernel<Ty> tile_kernel() {
+  static_assert(std::is_same_v<typename Ty::packed_a_type, bf16> && std::is_same_v<typename Ty::acc_type, float>,
+                "AMX-BF16: bf16 panels, f32 accumulation");
+  return {
+      .mr = kMr,
+      .nr = kNr,
+      .k_align = kChunk,
+      .full = &full<Tiles, Ty>,
+      .edge = &edge<Tiles, Ty>,
+      .full_direct = nullptr,  // k is padded to tiles: B is always packed
+      .edge_direct = nullptr,
+      .pack_a = &pack_a_tiles<typename Ty::a_type, Ty::splits>,
+      .pack_b = &pack_b_tiles<typename Ty::b_type, Ty::splits>,
+      .macro = &macro<Tiles, Ty>,
+  };
+}
+
+}  // namespace
+}  // namespace hcops::kernels::amx
