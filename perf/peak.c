@@ -229,9 +229,9 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof kernels / sizeof *kernels; ++i) {
     const struct kernel *k = &kernels[i];
     const char *why = k->unsupported();
-    if (why) { /* said plainly, in the table or on stderr: the CSV and JSON hold only figures */
-      if (json || out) fprintf(stderr, "hcops-peak: %s %s skipped: %s\n", k->isa, k->precision, why);
-      if (!json) printf("%-11s %-9s %7s %9s  (skipped: %s)\n", k->isa, k->precision, "-", "-", why);
+    if (why) { /* said plainly, in the table or (JSON) on stderr: the CSV and JSON hold only figures */
+      if (json) fprintf(stderr, "hcops-peak: %s %s skipped: %s\n", k->isa, k->precision, why);
+      else printf("%-11s %-9s %7s %9s  (skipped: %s)\n", k->isa, k->precision, "-", "-", why);
       continue;
     }
     if (json) {
