@@ -36,6 +36,7 @@ def main():
     blas_peers.add_options(ap)
     ap.add_argument("--csv")
     args = ap.parse_args()
+    args.libs = args.libs or blas_peers.default_libs("s")
     libs = blas_peers.installed(args.libs)
     print(f"trace {os.path.basename(args.trace)}, {args.threads} threads, {args.rounds} rounds, "
           f"order rotated each round; skipped (not installed): {not_installed(args.libs.split(','), libs)}")

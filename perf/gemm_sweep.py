@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Sweeps single GEMM shapes through HCOps and the peers of blas_replay.py:
 squares 64..2048 (4096 with --full) and the DiT-S/2 and DiT-XL/2 forward Linear
-and attention shapes, each as NN, NT and TN, in f32 and f64, on 1 and 2 threads.
+and attention shapes, each as NN, NT and TN, in f32 and f64 (or bf16: bf16 A and
+B, f32 C, HCOps' sbgemm_ against oneDNN's dnnl_gemm_bf16bf16f32 and matmul
+primitive), on 1 and 2 threads.
 Every (library, case) runs in its own process (build/perf/hcops-replay on a
 one-shape trace); the library order rotates case by case and round by round.
-Reports the median GFLOPS over rounds, the % of the FMA peak measured by
-hcops-peak on as many threads, and hcops' speedup over the fastest peer as the
+Reports the median GFLOPS over rounds, the % of the peak measured by
+hcops-peak on as many threads (FMA; bf16: the dot-product or AMX peak), and hcops' speedup over the fastest peer as the
 median of the per-round ratios hcops GFLOPS / peer GFLOPS.
 
-  $PYTHON perf/gemm_sweep.py [--quick | --full] [--rounds 3] [--csv F] [--png F]
+  $PYTHON perf/gemm_sweep.py [--quick | --full] [--rounds 3] [--precisions f32,f64|bf16] [--csv F] [--png F]
 
 Defaults: perf-results/gemm-sweep.csv and .png under the current directory.
-oneDNN 2.6 has no dnnl_dgemm, so dnnl is n/a in f64.
+oneDNN 2.6 has no dnnl_dgemm, so dnnl is n/a in f64; the peak of bf16 is the
+best of hcops-peak's bf16 rows (vdpbf16ps, AMX where present).
 """
 import argparse
 import os
@@ -21,7 +24,7 @@ import tempfile
 
 from benchlib import blas_peers
 from benchlib.build import program, require
-from benchlib.child import RunError, json_result, run
+from benchlib.child import RunError
 from benchlib.report import error, not_installed, pyplot, save_plot, write_csv
 from benchlib.rounds import rotated
 
@@ -58,25 +61,18 @@ def measure(args, trace, lib, case, precision, threads):
     with open(trace, "w") as f:
         f.write(f"{ta},{tb},{m},{n},{k},1,{lda},{ldb},0,{m}\n" * copies)
     try:
-        r = blas_peers.replay(args.replay, lib, trace, threads, "s" if precision == "f32" else "d", repeats)
+        r = blas_peers.replay(args.replay, lib, trace, threads, PRECISION_FLAG[precision], repeats)
     except RunError as e:
         error(f"{lib} {case[0]} {precision}: {e}")
         return None
     return copies * flop * 1e-9 / (r["linear_s"] + r["attention_s"])
 
 
+PRECISION_FLAG = {"f32": "s", "f64": "d", "bf16": "b"}
+
+
 def available(lib, precision):
-    return not (lib == "dnnl" and precision == "f64")
-
-
-def measured_peak(binary):
-    """{(precision, threads): GFLOPS}, the best ISA family of hcops-peak."""
-    peak = {}
-    for isa in json_result(run([binary, "--json"], None)).values():
-        for prec, by_threads in isa.items():
-            for t, g in by_threads.items():
-                peak[prec, int(t)] = max(g, peak.get((prec, int(t)), 0))
-    return peak
+    return blas_peers.serves(lib, precision)
 
 
 def summarise(rounds, libs, case_list, configs, peak):
@@ -101,7 +97,7 @@ def summarise(rounds, libs, case_list, configs, peak):
 def print_tables(rows, libs, configs, peak):
     for prec, threads in configs:
         pk = peak.get((prec, threads))
-        print(f"\n{prec}, {threads} thread(s), measured FMA peak "
+        print(f"\n{prec}, {threads} thread(s), measured peak "
               f"{f'{pk:.1f} GFLOPS' if pk else 'n/a'}; each library: GFLOPS (% of peak)")
         print(f"{'case':<22}" + "".join(f"{lib:>17}" for lib in libs) + f"{'fastest peer':>15}{'hcops speedup':>15}")
         by_case = {}
@@ -145,7 +141,7 @@ def plot(path, rows, libs, configs, peak):
                 ax.plot(range(len(names)), [float("nan") if y is None else y for y in ys],
                         marker="o", markersize=3, label=lib, color=f"C{libs.index(lib)}")
         if (prec, threads) in peak:
-            ax.axhline(peak[prec, threads], linestyle="--", color="gray", label="measured FMA peak")
+            ax.axhline(peak[prec, threads], linestyle="--", color="gray", label="measured peak")
         ax.set_title(f"{prec}, {threads} thread(s)")
         ax.set_ylabel("GFLOPS")
         ax.set_ylim(bottom=0)
@@ -169,12 +165,13 @@ def main():
     ap.add_argument("--png", default=os.path.join("perf-results", "gemm-sweep.png"))
     args = ap.parse_args()
     rounds_n = args.rounds or (1 if args.quick else 3)
+    args.libs = args.libs or blas_peers.default_libs(args.precisions.split(","))
     libs = blas_peers.installed(args.libs)
     configs = [(p, int(t)) for p in args.precisions.split(",") for t in args.threads.split(",")]
     case_list = cases(args)
-    require(args.replay, args.peak)
+    require(args.replay, args.peak, *([blas_peers.DNNL_BF16] if "bf16" in args.precisions else []))
     try:
-        peak = measured_peak(args.peak)
+        peak = blas_peers.measured_peak(args.peak)
     except RunError as e:
         error(e)
         sys.exit(2)

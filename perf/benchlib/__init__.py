@@ -7,6 +7,7 @@ measures and how it reports it:
   rounds      the order of configurations round by round, medians over rounds
   report      tables, CSV files, plots and the machine they were measured on
   blas_peers  the BLAS libraries compared with libhcops.so and hcops-replay
+  traces      the recorded DiT sgemm_ traces and their --quick subsets
   allocators  the allocators compared with libhcops_mem.so
   ops         the operators of ops_bench.py: names, DiT shapes, bytes moved, tolerances
   op_peers    what they run in: the PyTorch workers, oneDNN's primitive, the STREAM triad
