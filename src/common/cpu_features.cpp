@@ -59,20 +59,10 @@ static CpuFeatures detect() {
     f.avx512dq = f.avx512f && (b & (1u << 17));
     f.avx512bw = f.avx512f && (b & (1u << 30));
     f.avx512vl = f.avx512f && (b & (1u << 31));
-    // The tile permission covers every AMX instruction set; ask only for
-    // a CPU with AMX-TILE whose OS saves the tiles.
-    const bool cpu_tiles = d & (1u << 24);
-    f.amx_tile = amx_usable(cpu_tiles, os_amx, &request_tile_permission);
-    const int err = errno;
+    // What the CPU and the OS offer; Linux's permission for the tile data is
+    // asked later, and only by a caller about to use it (tile_state_granted).
+    f.amx_tile = os_amx && (d & (1u << 24));
     f.amx_bf16 = f.amx_tile && (d & (1u << 22));
-    if (cpu_tiles && os_amx && !f.amx_tile) {
-      f.amx_refused = true;
-      if (verbose_level() > 0)
-        error(
-            "Linux refused the AMX tile state (arch_prctl(ARCH_REQ_XCOMP_PERM): %s): the amx kernel family is off, "
-            "the next family serves",
-            std::strerror(err));
-    }
     __cpuid_count(7, 1, a, b, c, d);
     f.avx512_bf16 = f.avx512f && (a & (1u << 5));
   }
@@ -125,6 +115,28 @@ std::string CpuFeatures::describe() const { return feature_names(mask()); }
 const CpuFeatures &cpu_features() {
   static const CpuFeatures f = detect();
   return f;
+}
+
+bool tile_state_granted() {
+  static const bool granted = [] {
+    const CpuFeatures &f = cpu_features();
+    const bool ok = amx_usable(f.amx_tile, true, &request_tile_permission);
+    const int err = errno;
+    if (f.amx_tile && !ok && verbose_level() > 0)
+      error(
+          "Linux refused the AMX tile state (arch_prctl(ARCH_REQ_XCOMP_PERM): %s): the amx kernel family is off, "
+          "the next family serves",
+          std::strerror(err));
+    return ok;
+  }();
+  return granted;
+}
+
+bool tile_state_refused() { return cpu_features().amx_tile && !tile_state_granted(); }
+
+bool features_usable(uint64_t needs) {
+  if ((cpu_features().mask() & needs) != needs) return false;
+  return !(needs & (kAmxTile | kAmxBf16)) || tile_state_granted();
 }
 
 }  // namespace hcops

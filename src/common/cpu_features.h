@@ -25,10 +25,9 @@ enum CpuFeature : uint64_t {
 struct CpuFeatures {
   bool sse2 = false, fma = false, avx = false, avx2 = false;
   bool avx512f = false, avx512dq = false, avx512bw = false, avx512vl = false;
+  // amx_*: the CPU has it and XCR0 enables the tile state; the process may
+  // still lack Linux's permission for it (tile_state_granted).
   bool avx512_bf16 = false, amx_tile = false, amx_bf16 = false;
-  // The CPU and XCR0 have AMX but Linux refused the process the tile state:
-  // amx_tile and amx_bf16 are then false, and the next kernel family serves.
-  bool amx_refused = false;
   std::string vendor, brand;
   uint64_t mask() const;         // the CpuFeature bits of the usable features
   std::string describe() const;  // "avx2 fma avx512f ..." (usable ones only)
@@ -38,9 +37,23 @@ struct CpuFeatures {
 std::string feature_names(uint64_t mask);
 
 // Detected once; a feature counts only when the OS also saves its registers.
-// AMX counts only when, besides, Linux grants the process the tile data
-// (amx_usable below), asked once per process and only on a CPU with AMX.
 const CpuFeatures &cpu_features();
+
+// Whether this process may execute tile instructions: on a CPU with AMX,
+// Linux's permission is asked on the first call (request_tile_permission)
+// and the answer kept; a refusal is said once under HCOPS_VERBOSE. Asked
+// lazily, by the registry when a datatype the amx family serves is first
+// computed, never by a process that only runs f32/f64 GEMM or operators:
+// once granted, Linux enlarges the process's signal frames and refuses
+// sigaltstacks too small for the tile state, a cost a host application
+// should not pay for nothing.
+bool tile_state_granted();
+// The CPU and OS have AMX but Linux refused the tile state (asks if not yet asked).
+bool tile_state_refused();
+
+// Whether the CPU (and OS, and for AMX Linux's permission) provide every
+// CpuFeature bit of `needs`: what a kernel family needs to run here.
+bool features_usable(uint64_t needs);
 
 // Asks Linux for the AMX tile data state, XFEATURE_XTILEDATA (18), which a
 // process must have before its first tile instruction (else SIGILL):

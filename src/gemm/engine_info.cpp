@@ -66,9 +66,8 @@ const char *family_name() {
 const char *best_f32_family() {
   for (int i = 0; i < kernel_family_count(); ++i) {
     const KernelFamily &f = kernel_families()[i];
-    if (!family_runs_here(f)) continue;
     for (int j = 0; j < f.kernels->count; ++j)
-      if (f.kernels->refs[j].serves<Sgemm>()) return f.name;
+      if (f.kernels->refs[j].serves<Sgemm>() && family_runs_here(f)) return f.name;
   }
   return "none";
 }

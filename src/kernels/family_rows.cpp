@@ -32,7 +32,7 @@ int best_row() {
 const FamilyRow *family_rows() { return kRows; }
 int family_row_count() { return kCount; }
 
-bool row_runs_here(int i) { return (cpu_features().mask() & kRows[i].needs) == kRows[i].needs; }
+bool row_runs_here(int i) { return features_usable(kRows[i].needs); }
 
 int first_allowed_row() {
   static const int first = [] {
@@ -41,8 +41,13 @@ int first_allowed_row() {
     for (int i = 0; i < kCount; ++i) {
       if (strcasecmp(asked, kRows[i].name) != 0) continue;
       if (row_runs_here(i)) return i;
-      warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU (it needs %s); using %s", kRows[i].name,
-                feature_names(kRows[i].needs & ~cpu_features().mask()).c_str(), kRows[best_row()].name);
+      const std::string missing = feature_names(kRows[i].needs & ~cpu_features().mask());
+      if (missing.empty())  // the CPU has it all: Linux refused the AMX tile state
+        warn_once("HCOPS_ISA", "HCOPS_ISA=%s cannot run: Linux refused the AMX tile state; using %s", kRows[i].name,
+                  kRows[best_row()].name);
+      else
+        warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU (it needs %s); using %s", kRows[i].name,
+                  missing.c_str(), kRows[best_row()].name);
       return 0;
     }
     std::string names;

@@ -30,7 +30,7 @@ constexpr int kCount = sizeof kTable / sizeof *kTable;
 const KernelFamily *kernel_families() { return kTable; }
 int kernel_family_count() { return kCount; }
 
-bool family_runs_here(const KernelFamily &f) { return (cpu_features().mask() & f.needs) == f.needs; }
+bool family_runs_here(const KernelFamily &f) { return features_usable(f.needs); }
 
 const KernelFamily &best_family() {
   for (int i = 0; i < kCount; ++i)
@@ -43,12 +43,15 @@ int first_allowed_family() { return first_allowed_row(); }
 template <typename Ty>
 const ChosenKernel<Ty> &chosen_kernel() {
   static const ChosenKernel<Ty> chosen = [] {
+    // Whether a family serves Ty first, whether it runs here second: asking
+    // whether amx runs asks Linux for the tile state (tile_state_granted),
+    // which an f32 GEMM must never do.
     for (int i = first_allowed_family(); i < kCount; ++i) {
-      if (!family_runs_here(kTable[i])) continue;
       const KernelList &list = *kTable[i].kernels;
       for (int j = 0; j < list.count; ++j) {
         const KernelRef &r = list.refs[j];
-        if (r.template serves<Ty>()) return ChosenKernel<Ty>{&kTable[i], static_cast<const GemmKernel<Ty> *>(r.kernel)};
+        if (r.template serves<Ty>() && family_runs_here(kTable[i]))
+          return ChosenKernel<Ty>{&kTable[i], static_cast<const GemmKernel<Ty> *>(r.kernel)};
       }
     }
     return ChosenKernel<Ty>{nullptr, nullptr};

@@ -24,10 +24,11 @@ const char *family_name(Family f) {
 Family family() {
   static const Family chosen = [] {
     for (int i = first_allowed_row(); i < family_row_count(); ++i) {
-      if (!row_runs_here(i)) continue;
-      // A row without operator kernels (a GEMM-only family) passes to the next.
+      // A row without operator kernels (a GEMM-only family) passes to the
+      // next, before asking whether it runs here (for amx that would ask
+      // Linux for the tile state).
       for (Family f : kFamilies)
-        if (std::strcmp(family_rows()[i].name, family_name(f)) == 0) return f;
+        if (std::strcmp(family_rows()[i].name, family_name(f)) == 0 && row_runs_here(i)) return f;
     }
     return Family::generic;
   }();
