@@ -7,10 +7,9 @@
 // W is the panel width (MR or NR), S the datatypes' splits and s a split:
 // with S = 1 the slot holds bf16(x); with S = 3 (bf16x3) a pair of k steps
 // becomes three packed pairs, A's slots holding (hi, hi, lo) and B's (hi,
-// lo, hi), so the pairs' dot products sum a_hi b_hi + a_hi b_lo + a_lo b_hi
-// (hi = bf16(x), lo = bf16(x - hi), kernel.h's GemmTypes). A panel is
-// packed_steps(kc, S, KAlign) steps deep; the steps past the data are zero,
-// as are the rows of a partial panel.
+// lo, hi) (the cross slots' hi zero where hi is not finite), so the pairs' dot products sum a_hi b_hi + a_hi b_lo +
+// a_lo b_hi (hi = bf16(x), lo = bf16(x - hi), kernel.h's GemmTypes). A panel is packed_steps(kc, S, KAlign) steps deep;
+// the steps past the data are zero, as are the rows of a partial panel.
 //
 // Included by each family's source and compiled with its ISA flags (the
 // anonymous namespace keeps every family's copy its own, as pack.h). These
@@ -40,13 +39,15 @@ inline void split_value(float x, bf16 *slots) {
   } else {
     static_assert(S == 3, "splits are 1 or 3");
     // x - hi is exact in f32. A non-finite hi (Inf, NaN, or a finite x that
-    // rounded to Inf) carries the whole value: lo = 0 keeps Inf * b an Inf
-    // rather than Inf - Inf.
+    // rounded to Inf) enters the sum through hi * hi alone: both its cross
+    // slots are zero, for in a_hi b_lo + a_lo b_hi an Inf against an exact
+    // bf16 (whose lo is 0) would make Inf * 0 = NaN where f32 gives Inf.
     const float hf = float(hi);
-    const bf16 lo = std::isfinite(hf) ? bf16(x - hf) : bf16(0.0f);
+    const bool finite = std::isfinite(hf);
+    const bf16 lo = finite ? bf16(x - hf) : bf16(0.0f), cross = finite ? hi : bf16(0.0f);
     slots[0] = hi;
-    slots[1] = R == PairRole::a ? hi : lo;
-    slots[2] = R == PairRole::a ? lo : hi;
+    slots[1] = R == PairRole::a ? cross : lo;
+    slots[2] = R == PairRole::a ? lo : cross;
   }
 }
 template <int S, PairRole R>

@@ -152,7 +152,12 @@ Result run_case(const Case &cs) {
   auto a_at = [&](long i, long p) -> A & { return cs.ta == Trans::N ? a[i + p * lda] : a[p + i * lda]; };
   auto b_at = [&](long p, long j) -> B & { return cs.tb == Trans::N ? b[p + j * ldb] : b[j + p * ldb]; };
   if (cs.nan_row >= 0) a_at(cs.nan_row, cs.nan_k) = from_double<A>(kNaN);
-  if (cs.inf_k >= 0) b_at(cs.inf_k, cs.inf_col) = from_double<B>(kInf);
+  if (cs.inf_k >= 0) {
+    b_at(cs.inf_k, cs.inf_col) = from_double<B>(kInf);
+    // What meets the Inf is exact in bf16 (its bf16x3 lo part is 0): the
+    // cross products must not make Inf * 0 = NaN where f32 gives Inf.
+    for (long i = 0; i < m; ++i) a_at(i, cs.inf_k) = from_double<A>(0.5);
+  }
   if (cs.nan_a_unread) {
     for (A &x : a) x = from_double<A>(kNaN);
     for (B &x : b) x = from_double<B>(kNaN);
@@ -212,6 +217,8 @@ Result run_case(const Case &cs) {
       };
       if (nonfinite) {  // NaN or Inf in this row of A or column of B
         if (std::isfinite(got)) return bad("a NaN or Inf input must propagate", kNaN, 0), res;
+        const double want = alpha * sx + cij;  // an Inf, not a NaN, stays that Inf
+        if (std::isinf(want) && got != want) return bad("an Inf product must stay that Inf", want, 0), res;
         continue;
       }
       if (alpha == 0) {  // C = beta C, A and B never read

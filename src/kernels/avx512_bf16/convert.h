@@ -44,15 +44,18 @@ inline __m256i to_bf16(__m512 x) {
 inline __m512 to_f32(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
 
 // bf16x3's split of 32 values (kernels/pack_pairs.h's split_value): hi =
-// bf16(x), lo = bf16(x - hi), lo = 0 where hi is not finite (Inf keeps
-// Inf * b an Inf rather than Inf - Inf). x - hi is exact in f32.
-inline void split(__m512 x0, __m512 x1, __m512i &hi, __m512i &lo) {
+// bf16(x), lo = bf16(x - hi), and hi_cross, the hi of the cross products:
+// hi, but zero (as lo) where hi is not finite, so that a non-finite value
+// enters the sum only through hi * hi (else Inf * 0 = NaN in a cross
+// product when the other operand's lo is 0). x - hi is exact in f32.
+inline void split(__m512 x0, __m512 x1, __m512i &hi, __m512i &lo, __m512i &hi_cross) {
   hi = to_bf16(x0, x1);
   const __m512 h0 = to_f32(_mm512_castsi512_si256(hi)), h1 = to_f32(_mm512_extracti64x4_epi64(hi, 1));
   const __m512i exp = _mm512_set1_epi32(0x7f800000);
   const __mmask16 f0 = _mm512_cmpneq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(h0), exp), exp);
   const __mmask16 f1 = _mm512_cmpneq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(h1), exp), exp);
   lo = to_bf16(_mm512_maskz_sub_ps(f0, x0, h0), _mm512_maskz_sub_ps(f1, x1, h1));
+  hi_cross = _mm512_maskz_mov_epi16(static_cast<__mmask32>(f0) | (static_cast<__mmask32>(f1) << 16), hi);
 }
 
 }  // namespace

@@ -24,13 +24,14 @@ namespace {
 constexpr int kMr = 32, kNr = 12;
 
 // 32 consecutive values at p (those outside `mask` zero) as bf16 parts: with
-// S = 1 parts[0] = bf16(x); with S = 3 parts[0] = hi, parts[1] = lo.
+// S = 1 parts[0] = bf16(x); with S = 3 parts[0] = hi, parts[1] = lo,
+// parts[2] = hi in the cross products (zero where hi is not finite).
 template <int S>
 inline void load_parts(const float *p, uint32_t mask, __m512i *parts) {
   const __m512 x0 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), p);
   const __m512 x1 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask >> 16), p + 16);
   if constexpr (S == 1) parts[0] = to_bf16(x0, x1);
-  else split(x0, x1, parts[0], parts[1]);
+  else split(x0, x1, parts[0], parts[1], parts[2]);
 }
 template <int S>
 inline void load_parts(const bf16 *p, uint32_t mask, __m512i *parts) {
@@ -38,10 +39,11 @@ inline void load_parts(const bf16 *p, uint32_t mask, __m512i *parts) {
   parts[0] = _mm512_maskz_loadu_epi16(mask, p);
 }
 
-// Which part fills slot s of a pair: A's slots hold (hi, hi, lo), B's (hi,
-// lo, hi) (pack_pairs.h), so their dot products sum hi*hi + hi*lo + lo*hi.
-constexpr int part_a(int s) { return s == 2 ? 1 : 0; }
-constexpr int part_b(int s) { return s == 1 ? 1 : 0; }
+// Which part fills slot s of a pair: A's slots hold (hi, hi', lo), B's
+// (hi, lo, hi') (pack_pairs.h; hi' = hi, or 0 where hi is not finite), so
+// their dot products sum hi*hi + hi'*lo + lo*hi'.
+constexpr int part_a(int s) { return s == 0 ? 0 : s == 1 ? 2 : 1; }
+constexpr int part_b(int s) { return s == 0 ? 0 : s == 1 ? 1 : 2; }
 
 inline uint32_t first_bits(long n) { return n >= 32 ? ~0u : (1u << n) - 1; }
 
@@ -62,7 +64,7 @@ template <typename Src, int S>
 void a_panel_rows(bf16 *__restrict dst, const Src *__restrict a, long lda, long kc, long rows) {
   const uint32_t mask = first_bits(rows);
   const __m512i lo_idx = interleave_index(0), hi_idx = interleave_index(16);
-  constexpr int P = S == 1 ? 1 : 2;
+  constexpr int P = S == 1 ? 1 : 3;
   for (long q = 0; 2 * q < kc; ++q) {
     __m512i c0[P], c1[P];
     load_parts<S>(a + 2 * q * lda, mask, c0);
@@ -119,7 +121,7 @@ __attribute__((always_inline)) inline void transpose16(__m512i r[16]) {
 template <typename Src, int S>
 __attribute__((always_inline)) inline void transposed_pairs(const Src *src, long ld, int lines, uint32_t mask,
                                                             __m512i (*out)[16]) {
-  constexpr int P = S == 1 ? 1 : 2;
+  constexpr int P = S == 1 ? 1 : 3;
   for (int i = 0; i < 16; ++i) {
     __m512i parts[P];
     if (i < lines) {
@@ -142,7 +144,7 @@ __attribute__((always_inline)) inline void transposed_pairs(const Src *src, long
 // row is one 32-bit word; 16 rows x 16 words transposed at a time.
 template <typename Src, int S>
 void a_panel_cols(bf16 *__restrict dst, const Src *__restrict a, long lda, long kc, long rows) {
-  constexpr int P = S == 1 ? 1 : 2;
+  constexpr int P = S == 1 ? 1 : 3;
   for (long k0 = 0; k0 < kc; k0 += 32) {
     const long nk = std::min<long>(32, kc - k0), npairs = (nk + 1) / 2;
     for (int h = 0; h < 2; ++h) {
@@ -171,7 +173,7 @@ void pack_a(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans ta, l
 // the 16 transposed lines kept.
 template <typename Src, int S>
 void b_panel_cols(bf16 *__restrict dst, const Src *__restrict b, long ldb, long kc, long cols) {
-  constexpr int P = S == 1 ? 1 : 2;
+  constexpr int P = S == 1 ? 1 : 3;
   for (long k0 = 0; k0 < kc; k0 += 32) {
     const long nk = std::min<long>(32, kc - k0), npairs = (nk + 1) / 2;
     __m512i v[P][16];
@@ -188,7 +190,7 @@ template <typename Src, int S>
 void b_panel_rows(bf16 *__restrict dst, const Src *__restrict b, long ldb, long kc, long cols) {
   const uint32_t mask = first_bits(cols);
   const __m512i lo_idx = interleave_index(0);
-  constexpr int P = S == 1 ? 1 : 2;
+  constexpr int P = S == 1 ? 1 : 3;
   for (long q = 0; 2 * q < kc; ++q) {
     __m512i r0[P], r1[P];
     load_parts<S>(b + 2 * q * ldb, mask, r0);
