@@ -5,8 +5,10 @@
 // parts and sums three products (SgemmBf16x3), close to f32. A mode is a
 // permission, not an order: it applies only where a kernel family at least
 // as preferred as the one serving strict f32 serves it, so the mode never
-// makes a call slower by falling to a lower family (HCOPS_ISA=avx512 on a
-// bf16 CPU stays strict; HCOPS_ISA=generic runs generic's bf16 kernels).
+// falls to a lower family than strict's (HCOPS_ISA=avx512 on a bf16 CPU
+// stays strict; HCOPS_ISA=generic runs generic's bf16 kernels). That is not
+// a promise of speed: bf16x3 does three bf16 products per f32 one, which
+// pays on AMX but not on AVX512_BF16 (doc/perf/bf16.md).
 #pragma once
 
 #include <string>

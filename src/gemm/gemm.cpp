@@ -217,20 +217,30 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
     const ChosenKernel<Wide> &wide = chosen_kernel<Wide>();
     if (!wide.kernel || g.m == 0 || g.n == 0 || g.alpha == Acc<Ty>(0) || g.k <= blocking_for(topology(), kern).kc)
       return false;
-    std::unique_ptr<Acc<Ty>[]> tmp(new (std::nothrow) Acc<Ty>[g.m * g.n]);
+    // Column blocks of C at most kWideBytes of f32 each: the copy stays
+    // bounded however large C is (overcommit would let a whole-C copy of a
+    // huge C be allocated, then kill the process when touched).
+    constexpr long kWideBytes = 64L << 20;
+    const long nb = std::clamp<long>(kWideBytes / long(sizeof(Acc<Ty>) * g.m), 1, g.n);
+    std::unique_ptr<Acc<Ty>[]> tmp(new (std::nothrow) Acc<Ty>[g.m * nb]);
     if (!tmp) return false;
     const bool read_c = g.beta != Acc<Ty>(0);  // beta = 0 never reads C
     const int threads = max_threads();
-    if (read_c) {
+    for (long j0 = 0; j0 < g.n; j0 += nb) {
+      const long n = std::min(nb, g.n - j0);
+      C *c = g.c + j0 * g.ldc;
+      if (read_c) {
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-      for (long j = 0; j < g.n; ++j)
-        for (long i = 0; i < g.m; ++i) tmp[i + j * g.m] = Acc<Ty>(g.c[i + j * g.ldc]);
+        for (long j = 0; j < n; ++j)
+          for (long i = 0; i < g.m; ++i) tmp[i + j * g.m] = Acc<Ty>(c[i + j * g.ldc]);
+      }
+      const auto *b = g.b + (g.tb == Trans::N ? j0 * g.ldb : j0);  // op(B)'s columns j0..
+      const GemmArgs<Wide> w{g.ta, g.tb, g.m, n, g.k, g.alpha, g.a, g.lda, b, g.ldb, g.beta, tmp.get(), g.m};
+      rep = gemm_with(w, *wide.kernel, wide.family->name);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+      for (long j = 0; j < n; ++j)
+        for (long i = 0; i < g.m; ++i) c[i + j * g.ldc] = C(tmp[i + j * g.m]);
     }
-    const GemmArgs<Wide> w{g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, tmp.get(), g.m};
-    rep = gemm_with(w, *wide.kernel, wide.family->name);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (long j = 0; j < g.n; ++j)
-      for (long i = 0; i < g.m; ++i) g.c[i + j * g.ldc] = C(tmp[i + j * g.m]);
     return true;
   }
 }
