@@ -32,22 +32,13 @@
 #include "trace.h"
 
 #define PROG "hcops-dnnl-bf16"
+#include "dnnl_check.h"
 
 /* Exported by libdnnl.so.2 (2.6) but declared in no installed header: oneDNN's
  * own declaration (src/common/gemm.cpp, bfloat16_t being a uint16_t). */
 dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t M, dnnl_dim_t N, dnnl_dim_t K, float alpha,
                                     const uint16_t *A, dnnl_dim_t lda, const uint16_t *B, dnnl_dim_t ldb, float beta,
                                     float *C, dnnl_dim_t ldc);
-
-static void die(const char *what, dnnl_status_t s) {
-  fprintf(stderr, PROG ": %s failed: oneDNN status %d\n", what, (int)s);
-  exit(2);
-}
-#define CHECK(call)                         \
-  do {                                      \
-    dnnl_status_t s_ = (call);              \
-    if (s_ != dnnl_success) die(#call, s_); \
-  } while (0)
 
 /* ---- the matmul primitive, cached per distinct call ----------------------- */
 

@@ -41,6 +41,7 @@
 #include <time.h>
 
 #define PROG "hcops-dnnl-ops"
+#include "dnnl_check.h"
 #define MAX_ARGS 10
 #define LN_EPS 1e-6f /* DiT's nn.LayerNorm(eps=1e-6) */
 
@@ -73,16 +74,6 @@ struct run {
   int nargs;
   const char *impl; /* of the primitive under test */
 };
-
-static void die(const char *what, dnnl_status_t s) {
-  fprintf(stderr, PROG ": %s failed: oneDNN status %d\n", what, (int)s);
-  exit(2);
-}
-#define CHECK(call)                         \
-  do {                                      \
-    dnnl_status_t s_ = (call);              \
-    if (s_ != dnnl_success) die(#call, s_); \
-  } while (0)
 
 /* ---- data ---------------------------------------------------------------- */
 
