@@ -86,13 +86,17 @@ __attribute__((used)) static void HCOPS_FWD_CAT(hcops_forward_count_alias_, HCOP
 /* Defines the description of the library: the messages' name for it, the
  * variable naming it, the probe symbol, the end of the "set <env> to ..."
  * hint, and the candidates opened when none is loaded (a list of strings).
- * loaded_first stays 0; a library that wants it sets it before the first
- * forwarded call. */
-#define HCOPS_FOREIGN_LIBRARY(what_, env_, probe_, hint_, ...)                                                       \
+ * HCOPS_FOREIGN_LIBRARY: the variable wins over a loaded copy (a BLAS:
+ * the user may pick another one); HCOPS_FOREIGN_RUNTIME: a copy already
+ * loaded wins (a runtime that must not be loaded twice, oneDNN). */
+#define HCOPS_FOREIGN_DESCRIPTION(loaded_first_, what_, env_, probe_, hint_, ...)                                    \
   static const char *const HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE)[] = {__VA_ARGS__, NULL};      \
   struct hcops_foreign HCOPS_FORWARD_LIB = {.what = what_,                                                           \
                                             .env = env_,                                                             \
                                             .probe = probe_,                                                         \
                                             .defaults = HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE), \
                                             .hint = hint_,                                                           \
+                                            .loaded_first = loaded_first_,                                           \
                                             HCOPS_FORWARD_TABLE_FIELDS}
+#define HCOPS_FOREIGN_LIBRARY(...) HCOPS_FOREIGN_DESCRIPTION(0, __VA_ARGS__)
+#define HCOPS_FOREIGN_RUNTIME(...) HCOPS_FOREIGN_DESCRIPTION(1, __VA_ARGS__)

@@ -43,6 +43,22 @@ using Bf16Bf16Gemm = GemmTypes<bf16, bf16, bf16, float>;
 using SgemmBf16 = GemmTypes<float, float, float, float, bf16, bf16>;
 using SgemmBf16x3 = GemmTypes<float, float, float, float, bf16, bf16, 3>;
 
+// Work on finished blocks of C, done by the thread that computed each block
+// while it is still in cache (oneDNN's bias and eltwise post-ops, ops/
+// output_ops.h). `apply` gets rows [i0, i0 + m) and columns [j0, j0 + n) of
+// the whole C (i0, j0: coordinates in C, for indexing a bias), at `c`, which
+// points at C(i0, j0), column-major with leading dimension ldc, in the
+// accumulation type: each element once, after the last k block, beta and
+// alpha applied. A C narrower than the accumulation (bf16) goes through an
+// f32 copy (gemm.cpp) so that the epilogue sees the f32 sum and the result
+// is rounded once. Every path applies it, alpha = 0 and k = 0 included.
+template <typename Acc>
+struct Epilogue {
+  void (*apply)(const void *ctx, Acc *c, long ldc, long i0, long m, long j0, long n) = nullptr;
+  const void *ctx = nullptr;
+  explicit operator bool() const { return apply != nullptr; }
+};
+
 template <typename Ty>
 struct GemmArgs {
   Trans ta, tb;
@@ -55,6 +71,7 @@ struct GemmArgs {
   typename Ty::acc_type beta;
   typename Ty::c_type *c;
   long ldc;
+  Epilogue<typename Ty::acc_type> epilogue{};  // none by default
 };
 
 // What gemm() did, for the ABI layer's verbose line.

@@ -1,0 +1,30 @@
+/* The real libdnnl that the oneDNN C functions HCOps does not implement are
+ * forwarded to (the list: forwarded.def; the trampolines: forward_x86_64.S;
+ * the search: shim/common/forward.c). In order:
+ *   1. a libdnnl already loaded in the process, even one loaded RTLD_LOCAL
+ *      (PyTorch's under python): oneDNN is a runtime with global state (its
+ *      primitive cache, its thread pool), never to be loaded twice;
+ *   2. HCOPS_REFERENCE_DNNL=path;
+ *   3. the libdnnl configure found, then "libdnnl.so.2" by soname.
+ * A candidate that is HCOps itself (installed as lib/hcops/libdnnl.so.2,
+ * opening "libdnnl.so.2" finds us) is skipped. */
+#include "config.h"
+
+#include <dlfcn.h>
+
+#include "shim/dnnl/real.h"
+
+#define HCOPS_FORWARD_TABLE dnnl
+#define HCOPS_FORWARD_DEF "shim/dnnl/forwarded.def"
+#include "shim/common/forward_table.h"
+
+HCOPS_FOREIGN_RUNTIME("oneDNN library", "HCOPS_REFERENCE_DNNL", "dnnl_primitive_desc_iterator_create",
+                      "the real oneDNN, such as /usr/lib/x86_64-linux-gnu/libdnnl.so.2", HCOPS_DEFAULT_REFERENCE_DNNL,
+                      "libdnnl.so.2");
+
+const char *hcops_reference_dnnl(void) { return hcops_foreign_path(&HCOPS_FORWARD_LIB); }
+
+void *hcops_dnnl_real(const char *name) {
+  if (!hcops_foreign_path(&HCOPS_FORWARD_LIB)) return NULL;
+  return dlsym(HCOPS_FORWARD_LIB.handle, name);
+}
