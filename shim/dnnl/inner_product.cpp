@@ -1,0 +1,145 @@
+// Inner product, as GEMMs on the flattened operands (src N x IC*spatial,
+// weights OC x IC*spatial):
+//   forward          dst = src * weights^T + bias
+//   backward_data    diff_src = diff_dst * weights
+//   backward_weights diff_weights = diff_dst^T * src, diff_bias = sum_n diff_dst
+#include "shim/dnnl/claim.h"
+#include "shim/dnnl/verbose_info.h"
+
+namespace hcops::dnnl {
+
+namespace {
+
+const dnnl_memory_desc_t *present(const dnnl_memory_desc_t *md) { return md && md->ndims > 0 ? md : nullptr; }
+
+// md (N x C x spatial..., or N x C) as the matrix N x C*spatial. With
+// spatial dims, C and the spatial dims must be dense (they flatten to one
+// unit-stride dimension) and laid out as in `like` (the weights or their
+// diff), so that both flatten alike.
+bool flat(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *like, Matrix *x) {
+  if (!plain_md(md) || has_runtime_dims(md) || md->ndims < 2) return false;
+  const auto &st = md->format_desc.blocking.strides;
+  *x = Matrix{};
+  x->rows = md->dims[0];
+  x->rs = st[0];
+  x->offset = md->offset0;
+  if (md->ndims == 2) {
+    x->cols = md->dims[1];
+    x->cs = st[1];
+    return true;
+  }
+  if (like->ndims != md->ndims) return false;
+  // Dense: the non-unit dims, by increasing stride, each at the product of
+  // the ones before.
+  long expected = 1, cols = 1;
+  bool used[DNNL_MAX_NDIMS] = {};
+  for (int d = 1; d < md->ndims; ++d) {
+    if (md->dims[d] > 1 && st[d] != like->format_desc.blocking.strides[d]) return false;
+    cols *= md->dims[d];
+  }
+  for (int n = 1; n < md->ndims; ++n) {
+    int best = -1;
+    for (int d = 1; d < md->ndims; ++d)
+      if (!used[d] && md->dims[d] > 1 && (best < 0 || st[d] < st[best])) best = d;
+    if (best < 0) break;
+    used[best] = true;
+    if (st[best] != expected) return false;
+    expected *= md->dims[best];
+  }
+  x->cols = cols;
+  x->cs = 1;
+  return true;
+}
+
+Matrix transposed(Matrix x) {
+  std::swap(x.rows, x.cols);
+  std::swap(x.rs, x.cs);
+  return x;
+}
+
+bool plain_vector(const dnnl_memory_desc_t *md) { return plain_md(md) && md->ndims == 1 && !has_runtime_dims(md); }
+
+}  // namespace
+
+std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
+  const dnnl_inner_product_desc_t *d = nullptr;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_inner_product_d, 0, &d) != dnnl_success || !d) return nullptr;
+  auto q = [pd](dnnl_query_t what, int i) { return present(dnnl_primitive_desc_query_md(pd, what, i)); };
+  auto plan = std::make_unique<Plan>();
+  plan->kind = dnnl_inner_product;
+  if (!read_attributes(pd, plan.get())) return nullptr;
+  const bool attrs = plan->alpha != 1.0f || plan->runtime_scale || plan->beta != 0.0f || !plan->ops.empty();
+
+  Matrix a, b, c;
+  const dnnl_memory_desc_t *src, *wei, *bias = nullptr, *dst, *ma, *mb, *mc;
+  const char *prop;
+  switch (d->prop_kind) {
+    case dnnl_forward_training:
+    case dnnl_forward_inference: {
+      src = q(dnnl_query_src_md, 0), wei = q(dnnl_query_weights_md, 0), bias = q(dnnl_query_weights_md, 1);
+      dst = q(dnnl_query_dst_md, 0);
+      if (!src || !wei || !dst || !flat(src, wei, &a) || !flat(wei, src, &b) || !matrix_of(dst, &c)) return nullptr;
+      if (bias && (!plain_vector(bias) || bias->dims[0] != c.cols)) return nullptr;
+      b = transposed(b);
+      ma = src, mb = wei, mc = dst;
+      plan->arg_a = DNNL_ARG_SRC, plan->arg_b = DNNL_ARG_WEIGHTS, plan->arg_c = DNNL_ARG_DST;
+      if (bias) {
+        plan->arg_bias = DNNL_ARG_BIAS;
+        plan->md_bias = *bias;
+        plan->ops.bias_type = bias->data_type == dnnl_bf16 ? Dtype::bf16 : Dtype::f32;
+      }
+      prop = d->prop_kind == dnnl_forward_training ? "forward_training" : "forward_inference";
+      break;
+    }
+    case dnnl_backward_data: {
+      src = q(dnnl_query_diff_src_md, 0), wei = q(dnnl_query_weights_md, 0), dst = q(dnnl_query_diff_dst_md, 0);
+      if (attrs || !src || !wei || !dst || !flat(src, wei, &c) || !flat(wei, src, &b) || !matrix_of(dst, &a))
+        return nullptr;
+      ma = dst, mb = wei, mc = src;
+      plan->arg_a = DNNL_ARG_DIFF_DST, plan->arg_b = DNNL_ARG_WEIGHTS, plan->arg_c = DNNL_ARG_DIFF_SRC;
+      prop = "backward_data";
+      break;
+    }
+    case dnnl_backward_weights: {
+      src = q(dnnl_query_src_md, 0), wei = q(dnnl_query_diff_weights_md, 0), bias = q(dnnl_query_diff_weights_md, 1);
+      dst = q(dnnl_query_diff_dst_md, 0);
+      if (attrs || !src || !wei || !dst || !flat(src, wei, &b) || !flat(wei, src, &c) || !matrix_of(dst, &a))
+        return nullptr;
+      if (bias && (!plain_vector(bias) || bias->dims[0] != c.rows)) return nullptr;
+      plan->diff_dst = a;
+      a = transposed(a);
+      ma = dst, mb = src, mc = wei;
+      plan->arg_a = DNNL_ARG_DIFF_DST, plan->arg_b = DNNL_ARG_SRC, plan->arg_c = DNNL_ARG_DIFF_WEIGHTS;
+      if (bias) {
+        plan->arg_diff_bias = DNNL_ARG_DIFF_BIAS;
+        plan->md_diff_bias = *bias;
+      }
+      prop = "backward_weights";
+      break;
+    }
+    default: return nullptr;
+  }
+  if (ma->data_type != mb->data_type) return nullptr;
+  bool ok;
+  plan->types = types_of(ma->data_type, mc->data_type, &ok);
+  if (!ok || !make_geometry(a, b, c, false, plan->arg_bias != 0, &plan->geo)) return nullptr;
+  plan->md_a = *ma;
+  plan->md_b = *mb;
+  plan->md_c = *mc;
+
+  // As oneDNN 2.6's init_info_inner_product.
+  // (2.6 prints a bias field for every inner product: "bia_undef::undef::f0"
+  // when there is none.)
+  const dnnl_memory_desc_t *bias_md = dnnl_primitive_desc_query_md(
+      pd, d->prop_kind == dnnl_backward_weights ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 1);
+  std::string mds = "src_" + md_str(src) + " wei_" + md_str(wei);
+  if (bias_md) mds += " bia_" + md_str(bias_md);
+  mds += " dst_" + md_str(dst);
+  const std::string problem = desc_str(src) + "oc" + std::to_string(wei->dims[0]);
+  plan->verbose_kind = "inner_product";
+  plan->verbose_tail = std::string(prop) + "," + mds + "," + attr_str(pd) + ",," + problem;
+  plan->summary_key = "inner_product," + std::string(prop) + "," + problem;
+  return plan;
+}
+
+}  // namespace hcops::dnnl

@@ -1,0 +1,106 @@
+// What HCOps runs for a oneDNN primitive it claimed: one column-major GEMM
+// (gemm/gemm.h) per batch, or one for all batches when they fold into M or
+// N, with oneDNN's attributes mapped onto it. Built once from the real
+// primitive descriptor (matmul.cpp, inner_product.cpp), run by every
+// execute (run_plan).
+//
+// oneDNN 2.6 computes (checked by running it, tests/dnnl/test_dnnl_prim):
+//   dst = act_scale * act(oscale * (src * wei + bias) + sum_scale * dst)
+// with an eltwise after the sum (an eltwise before it is not claimed). On
+// the engine: alpha = oscale, beta = sum_scale, and the epilogue adds
+// oscale * bias, then the activation.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <string>
+
+#include "gemm/gemm.h"
+#include "ops/output_ops.h"
+
+namespace hcops::dnnl {
+
+// The engine's datatypes: f32 (Sgemm), bf16 -> f32 (Bf16Gemm), bf16 -> bf16 (Bf16Bf16Gemm).
+enum class Types : uint8_t { f32, bf16_f32, bf16_bf16 };
+
+// A 2-D matrix of a oneDNN memory, rows x cols with element strides, and
+// its batch dimensions (size 1 where it is broadcast).
+struct Matrix {
+  long rows = 0, cols = 0, rs = 0, cs = 0;
+  long offset = 0;  // offset0, elements
+  int nbatch = 0;
+  long bdims[DNNL_MAX_NDIMS] = {}, bstrides[DNNL_MAX_NDIMS] = {};
+};
+
+// C = A * B as the engine runs it: column-major, per batch.
+struct Geometry {
+  Trans ta = Trans::N, tb = Trans::N;
+  long m = 0, n = 0, k = 0, lda = 1, ldb = 1, ldc = 1;
+  long a_offset = 0, b_offset = 0, c_offset = 0;
+  bool swapped = false;    // engine A is oneDNN's B (C row-major: C^T = B^T A^T)
+  bool bias_rows = false;  // a bias runs along oneDNN C's rows (one per row), else its columns
+  // The batches left after folding: the loop, with each operand's strides.
+  int nbatch = 0;
+  long bdims[DNNL_MAX_NDIMS] = {};
+  long a_bstride[DNNL_MAX_NDIMS] = {}, b_bstride[DNNL_MAX_NDIMS] = {}, c_bstride[DNNL_MAX_NDIMS] = {};
+  long batches() const;
+};
+
+// Engine geometry for C[b] = A[b] * B[b] (oneDNN's operands: A is M x K, B
+// K x N, C M x N). `bias_rows` / `bias_cols`: a bias runs along C's rows /
+// columns (keeps that dimension out of the batch fold). False when a matrix
+// has no unit stride or overlapping rows/columns (not claimed).
+bool make_geometry(const Matrix &a, const Matrix &b, const Matrix &c, bool bias_rows, bool bias_cols, Geometry *g);
+
+// The 2-D matrix of the last two dims of a plain descriptor without
+// runtime values, the others its batch; false when it is not one.
+bool matrix_of(const dnnl_memory_desc_t *md, Matrix *x);
+Types types_of(dnnl_data_type_t ab, dnnl_data_type_t c, bool *ok);
+
+// A plain (blocked, no inner blocks) descriptor of f32 or bf16 with no
+// padding: what HCOps reads and writes.
+bool plain_md(const dnnl_memory_desc_t *md);
+bool has_runtime_dims(const dnnl_memory_desc_t *md);
+
+struct Plan {
+  dnnl_primitive_kind_t kind = dnnl_matmul;
+  Types types = Types::f32;
+  // The DNNL_ARG_* of oneDNN's A, B and C.
+  int arg_a = 0, arg_b = 0, arg_c = 0;
+  Geometry geo;
+  // The primitive descriptor's memory descriptors of A, B, C and the bias
+  // (format_kind undef when none): an execute's memories must match them.
+  dnnl_memory_desc_t md_a{}, md_b{}, md_c{}, md_bias{};
+  // Runtime dims (matmul): the geometry is made at execute from the
+  // memories' own descriptors by `runtime_geometry` (oneDNN's src, weights,
+  // dst, bias: A, B, C, bias), which checks them.
+  bool (*runtime_geometry)(const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,
+                           const dnnl_memory_desc_t *, Geometry *) = nullptr;
+
+  float alpha = 1.0f;          // output scale
+  bool runtime_scale = false;  // from DNNL_ARG_ATTR_OUTPUT_SCALES
+  float beta = 0.0f;           // sum post-op's scale
+  ops::OutputOps ops;          // bias (pointer set at execute) and activation
+  int arg_bias = 0;            // 0: no bias
+
+  // backward_weights with bias: diff_bias[oc] = sum over n of diff_dst[n, oc].
+  int arg_diff_bias = 0;
+  dnnl_memory_desc_t md_diff_bias{};
+  Matrix diff_dst;  // N x OC (oneDNN's A is its transpose)
+
+  // The verbose line: "hcops_verbose,exec,cpu,<kind>,hcops:<family>,<tail>,<ms>";
+  // the exit summary groups by "<kind>,<problem>".
+  std::string verbose_kind, verbose_tail, summary_key;
+};
+
+// Attributes: output scales, post-ops, and the checks that nothing else is
+// set. False: not claimed.
+bool read_attributes(const_dnnl_primitive_desc_t pd, Plan *plan);
+
+// Runs the plan on the arguments of an execute. Returns false, having done
+// nothing, when they do not fit it (a missing argument, a memory whose
+// descriptor is not the plan's): the caller hands the call to libdnnl.
+// `family`: the kernel family that ran.
+bool run_plan(const Plan &plan, int nargs, const dnnl_exec_arg_t *args, const char **family);
+
+}  // namespace hcops::dnnl

@@ -1,0 +1,86 @@
+// dnnl_primitive_create / _execute / _destroy: libdnnl makes every
+// primitive; HCOps keeps a plan beside the ones it computes (side_table.h)
+// and answers their executes, handing everything else on unchanged.
+// libdnnl does not call these three itself, so each call here is the
+// application's.
+#include <oneapi/dnnl/dnnl.h>
+
+#include "common/fp_env.h"
+#include "common/log.h"
+#include "shim/common/verbose.h"
+#include "shim/dnnl/claim.h"
+#include "shim/dnnl/real.h"
+#include "shim/dnnl/report.h"
+#include "shim/dnnl/side_table.h"
+#include "shim/dnnl/takeover.h"
+
+namespace {
+
+using namespace hcops::dnnl;
+
+// The plan for a CPU matmul or inner product HCOps computes, else nullptr.
+std::unique_ptr<Plan> plan_for(const_dnnl_primitive_desc_t pd) {
+  dnnl_engine_t engine = nullptr;
+  dnnl_engine_kind_t engine_kind;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_engine, 0, &engine) != dnnl_success || !engine ||
+      dnnl_engine_get_kind(engine, &engine_kind) != dnnl_success || engine_kind != dnnl_cpu)
+    return nullptr;
+  dnnl_primitive_kind_t kind;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind) != dnnl_success) return nullptr;
+  if (kind == dnnl_matmul) return matmul_plan(pd);
+  if (kind == dnnl_inner_product) return inner_product_plan(pd);
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+dnnl_status_t dnnl_primitive_create(dnnl_primitive_t *primitive, const_dnnl_primitive_desc_t primitive_desc) {
+  static const auto real = HCOPS_DNNL_REAL(dnnl_primitive_create);
+  if (!real) return dnnl_runtime_error;  // the forwarder has said why
+  const dnnl_status_t st = real(primitive, primitive_desc);
+  if (st != dnnl_success || !primitive || !*primitive || !hcops_dnnl_takeover()) return st;
+  // A fresh primitive may have an address a destroyed one had: its plan, if
+  // any, is its own.
+  std::unique_ptr<Plan> plan = plan_for(primitive_desc);
+  if (plan) side_table_insert(*primitive, std::move(plan));
+  else side_table_erase(*primitive);
+  return st;
+}
+
+dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stream_t stream, int nargs,
+                                     const dnnl_exec_arg_t *args) {
+  static const auto real = HCOPS_DNNL_REAL(dnnl_primitive_execute);
+  const Plan *plan = primitive ? side_table_find(primitive) : nullptr;
+  // A CPU stream of an OpenMP libdnnl (Debian's) runs in order and
+  // synchronously: computing here, now, is what its execute would do.
+  if (plan && (args || nargs == 0) && nargs >= 0) {
+    const bool timed = hcops::verbose_level() > 0;
+    double t0 = 0;
+    if (timed) {
+      hcops::KeepFpEnv keep;
+      t0 = hcops::now_seconds();
+    }
+    const char *family = "none";
+    if (run_plan(*plan, nargs, args, &family)) {
+      if (timed) {
+        hcops::KeepFpEnv keep;
+        report_executed(*plan, family, hcops::now_seconds() - t0);
+      }
+      return dnnl_success;
+    }
+  }
+  if (!real) return dnnl_runtime_error;
+  report_forwarded();
+  return real(primitive, stream, nargs, args);
+}
+
+dnnl_status_t dnnl_primitive_destroy(dnnl_primitive_t primitive) {
+  static const auto real = HCOPS_DNNL_REAL(dnnl_primitive_destroy);
+  if (primitive) side_table_erase(primitive);
+  if (!real) return dnnl_runtime_error;
+  return real(primitive);
+}
+
+}  // extern "C"

@@ -1,0 +1,16 @@
+// HCOPS_VERBOSE for the oneDNN primitives: level 1, one line per execute
+// HCOps ran, ONEDNN_VERBOSE 2.6's exec line with hcops_verbose as marker and
+// hcops:<family> as implementation; level 2, at exit, the primitives HCOps
+// ran (per kind and problem) and the count of executes handed to libdnnl.
+// Silent at level 0.
+#pragma once
+
+#include "shim/dnnl/plan.h"
+
+namespace hcops::dnnl {
+
+void report_executed(const Plan &plan, const char *family, double seconds);
+// An execute handed to libdnnl (counted at level 2 only).
+void report_forwarded();
+
+}  // namespace hcops::dnnl

@@ -1,0 +1,122 @@
+// An execute of a claimed primitive: its memories checked against the plan,
+// then one gemm() per batch left after folding (none allocated, no operand
+// copied: the engine packs).
+#include <oneapi/dnnl/dnnl.h>
+
+#include <string_view>
+
+#include "shim/dnnl/diff_bias.h"
+#include "shim/dnnl/epilogue_fallback.h"
+#include "shim/dnnl/plan.h"
+
+namespace hcops::dnnl {
+
+namespace {
+
+dnnl_memory_t find_arg(int nargs, const dnnl_exec_arg_t *args, int arg) {
+  for (int i = 0; i < nargs; ++i)
+    if (args[i].arg == arg) return args[i].memory;
+  return nullptr;
+}
+
+// The data and descriptor of argument `arg`; false when it is missing.
+bool memory_of(int nargs, const dnnl_exec_arg_t *args, int arg, void **data, const dnnl_memory_desc_t **md) {
+  dnnl_memory_t mem = find_arg(nargs, args, arg);
+  if (!mem || dnnl_memory_get_data_handle(mem, data) != dnnl_success) return false;
+  return dnnl_memory_get_memory_desc(mem, md) == dnnl_success && *md;
+}
+
+// A memory of a runtime-dims plan: the plan's descriptor where that was not
+// left to run time (the geometry checks the rest).
+bool fits(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t &plan) {
+  if (md->ndims != plan.ndims || md->data_type != plan.data_type) return false;
+  for (int d = 0; d < md->ndims; ++d)
+    if (plan.dims[d] != DNNL_RUNTIME_DIM_VAL && plan.dims[d] != md->dims[d]) return false;
+  return true;
+}
+
+template <typename Ty>
+const char *run_gemms(const Plan &p, const Geometry &g, const void *a, const void *b, void *c, float alpha,
+                      const ops::OutputOps &ops) {
+  using A = typename Ty::a_type;
+  using C = typename Ty::c_type;
+  const A *ea = static_cast<const A *>(g.swapped ? b : a) + g.a_offset;
+  const A *eb = static_cast<const A *>(g.swapped ? a : b) + g.b_offset;
+  C *ec = static_cast<C *>(c) + g.c_offset;
+  GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, alpha, ea, g.lda, eb, g.ldb, p.beta, ec, g.ldc};
+  const char *family = "none";
+  const long batches = g.batches();
+  long index[DNNL_MAX_NDIMS] = {};
+  for (long i = 0; i < batches; ++i) {
+    long oa = 0, ob = 0, oc = 0;
+    for (int d = 0; d < g.nbatch; ++d) {
+      oa += index[d] * g.a_bstride[d];
+      ob += index[d] * g.b_bstride[d];
+      oc += index[d] * g.c_bstride[d];
+    }
+    args.a = ea + oa;
+    args.b = eb + ob;
+    args.c = ec + oc;
+    const GemmReport rep = gemm(args);
+    if (rep.family && std::string_view(rep.family) != "none") family = rep.family;
+    apply_after(ops, args.c, g.ldc, g.m, g.n);
+    for (int d = g.nbatch - 1; d >= 0 && ++index[d] == g.bdims[d]; --d) index[d] = 0;
+  }
+  return family;
+}
+
+}  // namespace
+
+bool run_plan(const Plan &p, int nargs, const dnnl_exec_arg_t *args, const char **family) {
+  void *a, *b, *c, *bias = nullptr;
+  const dnnl_memory_desc_t *ma, *mb, *mc, *mbias = nullptr;
+  if (!memory_of(nargs, args, p.arg_a, &a, &ma) || !memory_of(nargs, args, p.arg_b, &b, &mb) ||
+      !memory_of(nargs, args, p.arg_c, &c, &mc))
+    return false;
+  if (p.arg_bias && !memory_of(nargs, args, p.arg_bias, &bias, &mbias)) return false;
+  // A memory that is not what the primitive was made for is libdnnl's to
+  // judge.
+  Geometry rt;
+  const Geometry *g = &p.geo;
+  if (p.runtime_geometry) {
+    if (!fits(ma, p.md_a) || !fits(mb, p.md_b) || !fits(mc, p.md_c) || (mbias && !fits(mbias, p.md_bias))) return false;
+    if (!p.runtime_geometry(ma, mb, mc, mbias, &rt)) return false;
+    g = &rt;
+  } else if (!dnnl_memory_desc_equal(ma, &p.md_a) || !dnnl_memory_desc_equal(mb, &p.md_b) ||
+             !dnnl_memory_desc_equal(mc, &p.md_c) || (mbias && !dnnl_memory_desc_equal(mbias, &p.md_bias))) {
+    return false;
+  }
+  // (An empty memory may have no buffer.)
+  const bool empty = g->batches() == 0 || g->m == 0 || g->n == 0;
+  if ((!empty && g->k > 0 && (!a || !b)) || (!empty && !c) || (p.arg_bias && !bias && !empty)) return false;
+  float alpha = p.alpha;
+  if (p.runtime_scale) {
+    void *s;
+    const dnnl_memory_desc_t *ms;
+    if (!memory_of(nargs, args, DNNL_ARG_ATTR_OUTPUT_SCALES, &s, &ms) || !s) return false;
+    alpha = *static_cast<const float *>(s);
+  }
+  void *diff_bias = nullptr;
+  if (p.arg_diff_bias) {
+    const dnnl_memory_desc_t *md;
+    if (!memory_of(nargs, args, p.arg_diff_bias, &diff_bias, &md) || !diff_bias ||
+        !dnnl_memory_desc_equal(md, &p.md_diff_bias))
+      return false;
+  }
+
+  ops::OutputOps ops = p.ops;
+  if (bias) {
+    ops.bias = static_cast<const char *>(bias) + mbias->offset0 * (p.ops.bias_type == Dtype::bf16 ? 2 : 4);
+    ops.bias_scale = alpha;                            // oscale * (src * wei + bias)
+    ops.bias_along_rows = g->bias_rows != g->swapped;  // on the engine's C
+  }
+  switch (p.types) {
+    case Types::f32: *family = run_gemms<Sgemm>(p, *g, a, b, c, alpha, ops); break;
+    case Types::bf16_f32: *family = run_gemms<Bf16Gemm>(p, *g, a, b, c, alpha, ops); break;
+    case Types::bf16_bf16: *family = run_gemms<Bf16Bf16Gemm>(p, *g, a, b, c, alpha, ops); break;
+  }
+  if (diff_bias) reduce_diff_bias(p.diff_dst, p.md_a.data_type, a, p.md_diff_bias.data_type, diff_bias);
+  return true;
+}
+
+}  // namespace hcops::dnnl

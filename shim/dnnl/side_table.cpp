@@ -1,0 +1,56 @@
+#include "shim/dnnl/side_table.h"
+
+#include <pthread.h>
+
+#include <unordered_map>
+
+#include "shim/dnnl/plan.h"
+
+namespace hcops::dnnl {
+
+namespace {
+
+pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+// Never destroyed: primitives may be destroyed from other libraries' exit code.
+auto *table = new std::unordered_map<const_dnnl_primitive_t, std::unique_ptr<const Plan>>;
+
+// The forking thread holds the write lock across fork(): no other thread is
+// then inside the table, and the child (whose only thread is the forking
+// one) releases it.
+void before_fork() { pthread_rwlock_wrlock(&lock); }
+void after_fork() { pthread_rwlock_unlock(&lock); }
+__attribute__((constructor)) void register_fork_handlers() { pthread_atfork(before_fork, after_fork, after_fork); }
+
+struct WriteLock {
+  WriteLock() { pthread_rwlock_wrlock(&lock); }
+  ~WriteLock() { pthread_rwlock_unlock(&lock); }
+};
+
+}  // namespace
+
+void side_table_insert(const_dnnl_primitive_t prim, std::unique_ptr<const Plan> plan) {
+  std::unique_ptr<const Plan> old;  // freed outside the lock
+  WriteLock g;
+  auto &slot = (*table)[prim];
+  old = std::move(slot);
+  slot = std::move(plan);
+}
+
+const Plan *side_table_find(const_dnnl_primitive_t prim) {
+  pthread_rwlock_rdlock(&lock);
+  auto it = table->find(prim);
+  const Plan *p = it == table->end() ? nullptr : it->second.get();
+  pthread_rwlock_unlock(&lock);
+  return p;
+}
+
+void side_table_erase(const_dnnl_primitive_t prim) {
+  std::unique_ptr<const Plan> old;
+  WriteLock g;
+  auto it = table->find(prim);
+  if (it == table->end()) return;
+  old = std::move(it->second);
+  table->erase(it);
+}
+
+}  // namespace hcops::dnnl
