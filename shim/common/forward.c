@@ -123,18 +123,27 @@ const char *hcops_foreign_path(struct hcops_foreign *lib) {
   return lib->handle ? lib->path : NULL;
 }
 
+static void *missing_target(const struct hcops_foreign *lib, const char *name) {
+  if (!lib->missing) return (void *)&hcops_forward_missing;
+  for (const char *const *z = lib->missing_zero; z && *z; ++z)
+    if (strcmp(*z, name) == 0) return (void *)&hcops_forward_missing;
+  return (void *)lib->missing;
+}
+
 void *hcops_forward_resolve(struct hcops_foreign *lib, unsigned idx) {
   HCOPS_KEEP_FP_ENV;
   pthread_once(&lib->once, lib->find);
   void *target = lib->handle ? dlsym(lib->handle, lib->names[idx]) : NULL;
   if (target && is_self(target)) target = NULL;
-  if (!target) target = (void *)&hcops_forward_missing;
+  const int missing = !target;
+  if (missing) target = missing_target(lib, lib->names[idx]);
   /* Threads racing on a first call all get the same target; the one that
    * fills the slot reports a missing symbol, so it is reported once. */
   void *expected = NULL;
   if (__atomic_compare_exchange_n(&lib->slots[idx], &expected, target, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    if (target == (void *)&hcops_forward_missing && lib->handle)
-      hcops_log_error("the %s %s has no %s; the call does nothing", lib->what, lib->path, lib->names[idx]);
+    if (missing && lib->handle)
+      hcops_log_error("the %s %s has no %s; the call does nothing%s", lib->what, lib->path, lib->names[idx],
+                      lib->missing ? " and fails" : "");
     return target;
   }
   return expected;

@@ -21,7 +21,9 @@
  * second copy; then `defaults`. A candidate whose `probe` is HCOps itself
  * (installed under the foreign soname) is skipped. When none is found, the
  * first forwarded call prints one error naming `env`, and every forwarded
- * call returns zero; a symbol the library lacks likewise, reported once. */
+ * call returns zero, or what the description's `missing` target returns
+ * (oneDNN: a failure status); a symbol the library lacks likewise, reported
+ * once. */
 #pragma once
 
 #include <pthread.h>
@@ -38,6 +40,14 @@ struct hcops_foreign {
   const char *const *defaults; /* opened when none is loaded; NULL-terminated, "" entries skipped */
   const char *hint;            /* ends "set <env> to <hint>": "a BLAS library such as libopenblas.so.0" */
   int loaded_first;            /* a loaded copy wins over `env` (a runtime that must not be loaded twice) */
+  /* The target of a symbol that cannot be forwarded, NULL for
+   * hcops_forward_missing (zero in every return register): for a library
+   * whose functions return a status, one that says failure, since zero may
+   * mean success (oneDNN's dnnl_success) with the outputs left unset. The
+   * symbols in `missing_zero` (NULL-terminated; those returning no status)
+   * still get hcops_forward_missing. */
+  void (*missing)(void);
+  const char *const *missing_zero;
 
   /* The symbol table, from the .def: HCOPS_FORWARD_TABLE_FIELDS. */
   const char *const *names; /* names[idx] */

@@ -89,7 +89,14 @@ __attribute__((used)) static void HCOPS_FWD_CAT(hcops_forward_count_alias_, HCOP
  * HCOPS_FOREIGN_LIBRARY: the variable wins over a loaded copy (a BLAS:
  * the user may pick another one); HCOPS_FOREIGN_RUNTIME: a copy already
  * loaded wins (a runtime that must not be loaded twice, oneDNN). */
-#define HCOPS_FOREIGN_DESCRIPTION(loaded_first_, what_, env_, probe_, hint_, ...)                                    \
+#define HCOPS_FOREIGN_DESCRIPTION(loaded_first_, ...) \
+  HCOPS_FOREIGN_DESCRIPTION_MISSING(loaded_first_, NULL, NULL, __VA_ARGS__)
+#define HCOPS_FOREIGN_LIBRARY(...) HCOPS_FOREIGN_DESCRIPTION(0, __VA_ARGS__)
+#define HCOPS_FOREIGN_RUNTIME(...) HCOPS_FOREIGN_DESCRIPTION(1, __VA_ARGS__)
+/* The same, with the target of the symbols that cannot be forwarded and the
+ * list (a NULL-terminated array) of those that return zero anyway (see
+ * forward.h's `missing`). */
+#define HCOPS_FOREIGN_DESCRIPTION_MISSING(loaded_first_, missing_, missing_zero_, what_, env_, probe_, hint_, ...)    \
   static const char *const HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE)[] = {__VA_ARGS__, NULL};      \
   struct hcops_foreign HCOPS_FORWARD_LIB = {.what = what_,                                                           \
                                             .env = env_,                                                             \
@@ -97,6 +104,6 @@ __attribute__((used)) static void HCOPS_FWD_CAT(hcops_forward_count_alias_, HCOP
                                             .defaults = HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE), \
                                             .hint = hint_,                                                           \
                                             .loaded_first = loaded_first_,                                           \
+                                            .missing = missing_,                                                     \
+                                            .missing_zero = missing_zero_,                                           \
                                             HCOPS_FORWARD_TABLE_FIELDS}
-#define HCOPS_FOREIGN_LIBRARY(...) HCOPS_FOREIGN_DESCRIPTION(0, __VA_ARGS__)
-#define HCOPS_FOREIGN_RUNTIME(...) HCOPS_FOREIGN_DESCRIPTION(1, __VA_ARGS__)

@@ -5,6 +5,7 @@
 // (gemm/fp32_math.h), and its line says which; other datatypes have no mode.
 #pragma once
 
+#include <string>
 #include <type_traits>
 
 #include "common/fp_env.h"
@@ -19,6 +20,10 @@ namespace hcops {
 // null, is appended to its details (fp32_math_detail()).
 void report_gemm(const char *routine, char ta, char tb, long m, long n, long k, double alpha, long lda, long ldb,
                  double beta, long ldc, const GemmReport &rep, double seconds, const char *math = nullptr);
+
+// The <details> field of a GEMM's verbose line: how gemm() ran (`rep`), or
+// that C was only scaled; `math` appended when not null.
+std::string gemm_details(const GemmReport &rep, bool scaled_only, const char *math);
 
 // gemm() of the ABI layers: f32 in the HCOPS_FP32_MATH mode, others as asked.
 template <typename Ty>

@@ -7,7 +7,9 @@
  *   2. HCOPS_REFERENCE_DNNL=path;
  *   3. the libdnnl configure found, then "libdnnl.so.2" by soname.
  * A candidate that is HCOps itself (installed as lib/hcops/libdnnl.so.2,
- * opening "libdnnl.so.2" finds us) is skipped. */
+ * opening "libdnnl.so.2" finds us) is skipped. None at all: one error naming
+ * HCOPS_REFERENCE_DNNL at the first forwarded call, which returns
+ * dnnl_runtime_error (description.h); dnnl_sgemm still computes. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -18,9 +20,9 @@
 #define HCOPS_FORWARD_DEF "shim/dnnl/forwarded.def"
 #include "shim/common/forward_table.h"
 
-HCOPS_FOREIGN_RUNTIME("oneDNN library", "HCOPS_REFERENCE_DNNL", "dnnl_primitive_desc_iterator_create",
-                      "the real oneDNN, such as /usr/lib/x86_64-linux-gnu/libdnnl.so.2", HCOPS_DEFAULT_REFERENCE_DNNL,
-                      "libdnnl.so.2");
+#include "shim/dnnl/description.h"
+
+HCOPS_DNNL_DESCRIPTION(HCOPS_DEFAULT_REFERENCE_DNNL, "libdnnl.so.2");
 
 const char *hcops_reference_dnnl(void) { return hcops_foreign_path(&HCOPS_FORWARD_LIB); }
 

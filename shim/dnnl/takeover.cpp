@@ -2,8 +2,9 @@
 
 #include "common/env.h"
 
+// A function-local static: read on the first oneDNN call, not at load, and
+// once, so that a process's calls agree with one another.
 extern "C" int hcops_dnnl_takeover(void) {
-  // A function-local static: read once, thread-safe, never again after fork.
   static const int on = static_cast<int>(hcops::env_long("HCOPS_DNNL", 1, 0, 1));
   return on;
 }

@@ -239,6 +239,42 @@ static void test_missing_symbol(void **state) {
   assert_string_equal(o.err, "hcops: the fake foreign library " LIB_A " has no fake_missing; the call does nothing\n");
 }
 
+/* A description with a `missing` target (oneDNN's: a failure status): the
+ * calls that cannot be forwarded return what it returns, except those in
+ * `missing_zero`, which still return zero; with or without a library. */
+static int failure_status(void) { return 5; }
+static const char *const zero_ones[] = {"fake_probe", "fake_fma", NULL};
+
+static void missing_target_body(void) {
+  LIB->defaults = nowhere;
+  LIB->missing = (void (*)(void))failure_status;
+  LIB->missing_zero = zero_ones;
+  EXPECT(fake_add(2, 3) == 5);
+  EXPECT(fake_missing() == 5);
+  EXPECT(fake_probe() == 0);
+  EXPECT(fake_fma(1.5, 2.0, 0.25) == 0.0);
+}
+
+static void missing_target_found_body(void) {
+  LIB->missing = (void (*)(void))failure_status;
+  LIB->missing_zero = zero_ones;
+  EXPECT(fake_missing() == 5);
+  expect_calls(1);
+}
+
+static void test_missing_target(void **state) {
+  (void)state;
+  struct outcome o;
+  run(missing_target_body, NULL, &o);
+  assert_int_equal(o.status, 0);
+  assert_int_equal(count_lines(o.err, "hcops: no fake foreign library for the symbols HCOps forwards"), 1);
+  assert_int_equal(count_lines(o.err, "hcops"), 1);
+  run(missing_target_found_body, LIB_A, &o);
+  assert_int_equal(o.status, 0);
+  assert_string_equal(o.err,
+                      "hcops: the fake foreign library " LIB_A " has no fake_missing; the call does nothing and fails\n");
+}
+
 /* Threads that all make their first forwarded calls at once: every call
  * right, each report printed once. */
 static pthread_barrier_t barrier;
@@ -344,6 +380,7 @@ int main(void) {
       cmocka_unit_test(test_bad_env_falls_back),
       cmocka_unit_test(test_no_library),
       cmocka_unit_test(test_missing_symbol),
+      cmocka_unit_test(test_missing_target),
       cmocka_unit_test(test_concurrent_first_calls),
       cmocka_unit_test(test_many_loaded_objects),
       cmocka_unit_test(test_fork),
