@@ -52,7 +52,7 @@ dnnl_status_t dnnl_primitive_create(dnnl_primitive_t *primitive, const_dnnl_prim
 dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stream_t stream, int nargs,
                                      const dnnl_exec_arg_t *args) {
   static const auto real = HCOPS_DNNL_REAL(dnnl_primitive_execute);
-  const Plan *plan = primitive ? side_table_find(primitive) : nullptr;
+  const Plan *plan = primitive && hcops_dnnl_takeover() ? side_table_find(primitive) : nullptr;
   // A CPU stream of an OpenMP libdnnl (Debian's) runs in order and
   // synchronously: computing here, now, is what its execute would do.
   if (plan && (args || nargs == 0) && nargs >= 0) {

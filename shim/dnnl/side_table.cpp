@@ -15,11 +15,13 @@ pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 auto *table = new std::unordered_map<const_dnnl_primitive_t, std::unique_ptr<const Plan>>;
 
 // The forking thread holds the write lock across fork(): no other thread is
-// then inside the table, and the child (whose only thread is the forking
-// one) releases it.
+// then inside the table. The child gets a fresh lock: glibc's rwlock knows
+// its writer by thread id, which the child's thread does not have, so an
+// unlock there would be taken for a reader's and leave it locked.
 void before_fork() { pthread_rwlock_wrlock(&lock); }
-void after_fork() { pthread_rwlock_unlock(&lock); }
-__attribute__((constructor)) void register_fork_handlers() { pthread_atfork(before_fork, after_fork, after_fork); }
+void in_parent() { pthread_rwlock_unlock(&lock); }
+void in_child() { pthread_rwlock_init(&lock, nullptr); }
+__attribute__((constructor)) void register_fork_handlers() { pthread_atfork(before_fork, in_parent, in_child); }
 
 struct WriteLock {
   WriteLock() { pthread_rwlock_wrlock(&lock); }

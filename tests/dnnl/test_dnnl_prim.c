@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -447,6 +449,70 @@ static void two_threads(void) {
   }
 }
 
+/* fork() while another thread creates, executes and destroys primitives:
+ * each child executes a primitive made before the fork (the same result as
+ * the parent's) and makes, executes and destroys one of its own; a child
+ * that inherited the side table's lock held would hang there. */
+static volatile int cycling;
+
+static void *cycle_until_stopped(void *arg) {
+  (void)arg;
+  while (cycling) thread_cycles((void *)(intptr_t)1);
+  return NULL;
+}
+
+static int same_matmul(dnnl_primitive_t p, dnnl_memory_t ms, dnnl_memory_t mw, dnnl_memory_t md, const float *want,
+                       size_t n) {
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}};
+  if (dnnl_primitive_execute(p, stream, 3, args) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success) return 0;
+  void *h;
+  if (dnnl_memory_get_data_handle(md, &h) != dnnl_success) return 0;
+  return memcmp(h, want, n * sizeof(float)) == 0;
+}
+
+static void fork_while_threads_work(void) {
+  case_begin("fork");
+  dnnl_memory_desc_t s, w, d;
+  dnnl_dims_t ds = {21, 13}, dw = {13, 17}, dd = {21, 17};
+  md_init(&s, 2, ds, dnnl_f32, dnnl_ab), md_init(&w, 2, dw, dnnl_f32, dnnl_ab), md_init(&d, 2, dd, dnnl_f32, dnnl_ab);
+  dnnl_matmul_desc_t op;
+  CHECK(dnnl_matmul_desc_init(&op, &s, &w, NULL, &d));
+  dnnl_primitive_t p = make_primitive(&op, NULL, NULL);
+  dnnl_memory_t ms = make_memory(&s, 1), mw = make_memory(&w, 2), md = make_memory(&d, 3);
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}};
+  execute(p, 3, args);
+  static float want[21 * 17];
+  void *h;
+  CHECK(dnnl_memory_get_data_handle(md, &h));
+  memcpy(want, h, sizeof want);
+  dump("fork_parent", 1e-5, md);
+
+  cycling = 1;
+  pthread_t th;
+  if (pthread_create(&th, NULL, cycle_until_stopped, NULL)) exit(1);
+  int bad = 0;
+  for (int i = 0; i < 4; ++i) {
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0) exit(1);
+    if (pid == 0) {
+      int ok = same_matmul(p, ms, mw, md, want, 21 * 17);
+      dnnl_primitive_t q = make_primitive(&op, NULL, NULL);
+      ok = ok && same_matmul(q, ms, mw, md, want, 21 * 17) && dnnl_primitive_destroy(q) == dnnl_success;
+      _exit(ok ? 0 : 1);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad;
+  }
+  cycling = 0;
+  pthread_join(th, NULL);
+  fprintf(out, "fork_children_failed 0 1 %d\n", bad);
+  CHECK(dnnl_primitive_destroy(p));
+  CHECK(dnnl_memory_destroy(ms));
+  CHECK(dnnl_memory_destroy(mw));
+  CHECK(dnnl_memory_destroy(md));
+}
+
 /* Each line of OUT against REF's: same names and counts, values within
  * tol * max |ref| of the case (tol 0: equal). */
 static int compare(const char *ref_path, const char *out_path) {
@@ -497,6 +563,7 @@ int main(int argc, char **argv) {
   inner_product_cases();
   missing_argument();
   two_threads();
+  fork_while_threads_work();
   case_begin("end");
   CHECK(dnnl_stream_destroy(stream));
   CHECK(dnnl_engine_destroy(engine));
