@@ -37,7 +37,7 @@ Fp32MathMode resolve() {
 
 template <typename To>
 GemmArgs<To> as(const GemmArgs<Sgemm> &g) {
-  return {g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc};
+  return {g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc, g.epilogue};
 }
 
 }  // namespace

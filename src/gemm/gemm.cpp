@@ -25,10 +25,50 @@ namespace {
 template <typename Ty>
 using Acc = typename Ty::acc_type;
 
+// Hands g.epilogue the final values of C's rows [i0, i0 + m) in each column
+// of [j0, j0 + n), value(i, j) being C(i, j)'s before it, and stores what it
+// leaves. A C of the accumulation type is worked on in place; a narrower one
+// (bf16) goes through a small f32 buffer, a column chunk at a time, and is
+// rounded once, when stored. For the paths that produce C an element at a
+// time (scale_c, unpacked_gemm) and the narrow-C blocks of run_thread.
+template <typename Ty, typename Value>
+void finish_columns(const GemmArgs<Ty> &g, long i0, long m, long j0, long n, Value value) {
+  using C = typename Ty::c_type;
+  constexpr long kRows = 256;
+  Acc<Ty> buf[kRows];
+  for (long j = j0; j < j0 + n; ++j)
+    for (long r0 = i0; r0 < i0 + m; r0 += kRows) {
+      const long rows = std::min(kRows, i0 + m - r0);
+      for (long i = 0; i < rows; ++i) buf[i] = value(r0 + i, j);
+      if (g.epilogue) g.epilogue.apply(g.epilogue.ctx, buf, kRows, r0, rows, j, 1);
+      for (long i = 0; i < rows; ++i) g.c[r0 + i + j * g.ldc] = C(buf[i]);
+    }
+}
+
+// g.epilogue on a finished block of C: rows [i0, i0 + m), columns [j0, j0 + n).
+template <typename Ty>
+void apply_epilogue(const GemmArgs<Ty> &g, long i0, long m, long j0, long n) {
+  if (m <= 0 || n <= 0) return;
+  if constexpr (std::is_same_v<typename Ty::c_type, Acc<Ty>>) {
+    g.epilogue.apply(g.epilogue.ctx, g.c + i0 + j0 * g.ldc, g.ldc, i0, m, j0, n);
+  } else {
+    // Only when gemm_through_wide_c had no memory for its f32 copy (or a
+    // test's gemm_with): C was rounded by the kernel, and is rounded again.
+    finish_columns(g, i0, m, j0, n, [&](long i, long j) { return Acc<Ty>(g.c[i + j * g.ldc]); });
+  }
+}
+
+// C = beta C (alpha = 0 or k = 0), then the epilogue.
 template <typename Ty>
 void scale_c(const GemmArgs<Ty> &g) {
   using C = typename Ty::c_type;
-  if (g.beta == Acc<Ty>(1)) return;
+  if (g.beta == Acc<Ty>(1) && !g.epilogue) return;
+  if (g.epilogue) {
+    finish_columns(g, 0, g.m, 0, g.n, [&](long i, long j) {
+      return g.beta == Acc<Ty>(0) ? Acc<Ty>(0) : g.beta * Acc<Ty>(g.c[i + j * g.ldc]);
+    });
+    return;
+  }
   for (long j = 0; j < g.n; ++j)
     for (long i = 0; i < g.m; ++i) {
       C &c = g.c[i + j * g.ldc];
@@ -39,16 +79,13 @@ void scale_c(const GemmArgs<Ty> &g) {
 // Last resort when packing memory cannot be had: right, slow, allocates nothing.
 template <typename Ty>
 void unpacked_gemm(const GemmArgs<Ty> &g) {
-  using C = typename Ty::c_type;
-  for (long j = 0; j < g.n; ++j)
-    for (long i = 0; i < g.m; ++i) {
-      Acc<Ty> sum = 0;
-      for (long p = 0; p < g.k; ++p)
-        sum += Acc<Ty>(g.ta == Trans::N ? g.a[i + p * g.lda] : g.a[p + i * g.lda]) *
-               Acc<Ty>(g.tb == Trans::N ? g.b[p + j * g.ldb] : g.b[j + p * g.ldb]);
-      C &c = g.c[i + j * g.ldc];
-      c = C(g.alpha * sum + (g.beta == Acc<Ty>(0) ? Acc<Ty>(0) : g.beta * Acc<Ty>(c)));
-    }
+  finish_columns(g, 0, g.m, 0, g.n, [&](long i, long j) {
+    Acc<Ty> sum = 0;
+    for (long p = 0; p < g.k; ++p)
+      sum += Acc<Ty>(g.ta == Trans::N ? g.a[i + p * g.lda] : g.a[p + i * g.lda]) *
+             Acc<Ty>(g.tb == Trans::N ? g.b[p + j * g.ldb] : g.b[j + p * g.ldb]);
+    return g.alpha * sum + (g.beta == Acc<Ty>(0) ? Acc<Ty>(0) : g.beta * Acc<Ty>(g.c[i + j * g.ldc]));
+  });
 }
 
 // KC and NC of one domain part, evened out over its k and its columns. KC
@@ -103,6 +140,7 @@ void run_thread(const Job<Ty> &job, int t) {
     const long nc = std::min(pb.nc, part.n1 - jc);
     for (long pc = 0; pc < g.k; pc += pb.kc) {
       const long kc = std::min(pb.kc, g.k - pc);
+      const bool last_k = pc + kc >= g.k;
       // Packed panels are kcp deep (kernel.h: padded to k_align, splits).
       const long kcp = packed_depth(job.kern, kc);
       if (!job.direct_b) {
@@ -129,6 +167,8 @@ void run_thread(const Job<Ty> &job, int t) {
         blk.c = g.c + ic + jc * g.ldc;
         job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, blk.mc, pc, kc);
         job.kern.macro(job.kern, blk);
+        // The block's final values, still in cache: the epilogue's turn.
+        if (last_k && g.epilogue) apply_epilogue(g, ic, blk.mc, jc + blk.j0, blk.j1 - blk.j0);
       }
     }
   }
@@ -195,6 +235,18 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
   return short_team ? Outcome::short_team : Outcome::done;
 }
 
+// An epilogue applied to a block of columns of C as if to the whole C: its
+// column coordinates shifted by the block's first column.
+template <typename Acc>
+struct ShiftedEpilogue {
+  Epilogue<Acc> inner;
+  long j_shift;
+  static void apply(const void *ctx, Acc *c, long ldc, long i0, long m, long j0, long n) {
+    const auto *s = static_cast<const ShiftedEpilogue *>(ctx);
+    s->inner.apply(s->inner.ctx, c, ldc, i0, m, j0 + s->j_shift, n);
+  }
+};
+
 // The same datatypes with an f32 (accumulation-type) C.
 template <typename Ty>
 using WideC = GemmTypes<typename Ty::a_type, typename Ty::b_type, Acc<Ty>, Acc<Ty>, typename Ty::packed_a_type,
@@ -205,8 +257,10 @@ using WideC = GemmTypes<typename Ty::a_type, typename Ty::b_type, Acc<Ty>, Acc<T
 // block after the first reads it back (beta = 1): a product deeper than one
 // k block would round every partial sum, several bf16 ulps off. Such a
 // product is computed into an f32 copy of C with the f32-C kernels of the
-// same datatypes, then rounded. False (nothing done) when it needs no copy or
-// there is no memory for one: the kernels then round per k block.
+// same datatypes, then rounded. With an epilogue, always (one k block, alpha
+// = 0 and k = 0 too): it must see the f32 sum, and C be rounded after it.
+// False (nothing done) when it needs no copy or there is no memory for one:
+// the kernels then round per k block.
 template <typename Ty>
 bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
   using C = typename Ty::c_type;
@@ -215,8 +269,8 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
   } else {
     using Wide = WideC<Ty>;
     const ChosenKernel<Wide> &wide = chosen_kernel<Wide>();
-    if (!wide.kernel || g.m == 0 || g.n == 0 || g.alpha == Acc<Ty>(0) || g.k <= blocking_for(topology(), kern).kc)
-      return false;
+    if (!wide.kernel || g.m == 0 || g.n == 0) return false;
+    if (!g.epilogue && (g.alpha == Acc<Ty>(0) || g.k <= blocking_for(topology(), kern).kc)) return false;
     // Column blocks of C at most kWideBytes of f32 each: the copy stays
     // bounded however large C is (overcommit would let a whole-C copy of a
     // huge C be allocated, then kill the process when touched).
@@ -234,8 +288,12 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
         for (long j = 0; j < n; ++j)
           for (long i = 0; i < g.m; ++i) tmp[i + j * g.m] = Acc<Ty>(c[i + j * g.ldc]);
       }
-      const auto *b = g.b + (g.tb == Trans::N ? j0 * g.ldb : j0);  // op(B)'s columns j0..
-      const GemmArgs<Wide> w{g.ta, g.tb, g.m, n, g.k, g.alpha, g.a, g.lda, b, g.ldb, g.beta, tmp.get(), g.m};
+      // op(B)'s columns j0.. (B may be null when alpha = 0 or k = 0: never read).
+      const auto *b = g.b ? g.b + (g.tb == Trans::N ? j0 * g.ldb : j0) : g.b;
+      GemmArgs<Wide> w{g.ta, g.tb, g.m, n, g.k, g.alpha, g.a, g.lda, b, g.ldb, g.beta, tmp.get(), g.m};
+      // The copy's column j is C's column j0 + j: the epilogue is told so.
+      const ShiftedEpilogue<Acc<Ty>> shifted{g.epilogue, j0};
+      if (g.epilogue) w.epilogue = {&ShiftedEpilogue<Acc<Ty>>::apply, &shifted};
       rep = gemm_with(w, *wide.kernel, wide.family->name);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
       for (long j = 0; j < n; ++j)

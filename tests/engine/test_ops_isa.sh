@@ -6,7 +6,7 @@
 # kernels passes to the next, as ops/family.h says). Operator families this
 # CPU cannot run are skipped, and said so.
 set -u
-programs="./test_ops_softmax ./test_ops_layer_norm"
+programs="./test_ops_softmax ./test_ops_layer_norm ./test_ops_output"
 families=$(../tools/hcops-info --families)
 if [ -z "$families" ]; then
   echo "FAIL: hcops-info --families lists no kernel family"

@@ -1,0 +1,26 @@
+#!/bin/sh
+# test_gemm_epilogue (the engine's epilogue with the output operations, every
+# datatype combination against f64 references) on every kernel family this
+# CPU runs (hcops-info --families), forced with HCOPS_ISA, with 1 and 2
+# threads. The program fails when the forced family serves the datatypes
+# that compute but another one ran. Then an f32 GEMM with an epilogue in
+# each HCOPS_FP32_MATH mode.
+set -u
+families=$(../tools/hcops-info --families)
+if [ -z "$families" ]; then
+  echo "FAIL: hcops-info --families lists no kernel family"
+  exit 1
+fi
+status=0
+for isa in $families; do
+  for threads in 1 2; do
+    echo "== HCOPS_ISA=$isa HCOPS_NUM_THREADS=$threads"
+    HCOPS_ISA=$isa HCOPS_NUM_THREADS=$threads ./test_gemm_epilogue "$isa" || status=1
+  done
+done
+# An f32 GEMM in each HCOPS_FP32_MATH mode keeps its epilogue.
+for mode in bf16 bf16x3; do
+  echo "== HCOPS_FP32_MATH=$mode"
+  HCOPS_FP32_MATH=$mode ./test_gemm_epilogue "" fp32_math || status=1
+done
+exit $status
