@@ -33,7 +33,7 @@ run() {
   shift 2
   out=dnnl_conf.$label.out
   echo "== $label: $*"
-  if env "$@" "$prog" --seed="$seed" --random="$random" --expect="$expect" >"$out" 2>dnnl_conf.$label.err; then
+  if timeout 180 env "$@" "$prog" --seed="$seed" --random="$random" --expect="$expect" >"$out" 2>dnnl_conf.$label.err; then
     tail -n 1 "$out"
   else
     echo "FAIL ($label):"
