@@ -262,17 +262,25 @@ char *capture_end(void) {
   return text;
 }
 
-int count_hcops_exec(const char *text, const char *kind) {
+/* Whether the line at `k` (just past "hcops_verbose,exec,cpu,") is of kind
+ * and prop. */
+static int exec_line_matches(const char *k, const char *kind, const char *prop) {
+  size_t n = strlen(kind);
+  if (strncmp(k, kind, n) || strncmp(k + n, ",hcops:", 7)) return 0;
+  if (!prop) return 1;
+  const char *f = strchr(k + n + 7, ','); /* past the family */
+  return f && !strncmp(f + 1, prop, strlen(prop)) && f[1 + strlen(prop)] == ',';
+}
+
+int count_hcops_exec(const char *text, const char *kind, const char *prop) {
   const char *prefix = "hcops_verbose,exec,cpu,";
   int count = 0;
   for (const char *line = text; line && *line;) {
     if (!strncmp(line, prefix, strlen(prefix))) {
       const char *k = line + strlen(prefix);
-      if (!kind) {
-        if (!strncmp(k, "matmul,hcops:", 13) || !strncmp(k, "inner_product,hcops:", 20)) ++count;
-      } else if (!strncmp(k, kind, strlen(kind)) && !strncmp(k + strlen(kind), ",hcops:", 7)) {
+      if (kind ? exec_line_matches(k, kind, prop)
+               : exec_line_matches(k, "matmul", prop) || exec_line_matches(k, "inner_product", prop))
         ++count;
-      }
     }
     line = strchr(line, '\n');
     if (line) ++line;

@@ -79,5 +79,7 @@ dnnl_memory_t tensor_memory(const tensor *t);
  * captured text back on the real stderr and returns it (malloc'd). */
 void capture_begin(void);
 char *capture_end(void);
-/* hcops_verbose,exec,cpu,<kind>,hcops: lines in text; kind NULL: any. */
-int count_hcops_exec(const char *text, const char *kind);
+/* hcops_verbose,exec,cpu,<kind>,hcops:<family>,<prop>, lines in text
+ * (ONEDNN_VERBOSE's exec fields); kind NULL: matmul or inner_product, prop
+ * NULL: any. */
+int count_hcops_exec(const char *text, const char *kind, const char *prop);

@@ -32,6 +32,13 @@ static const char *kind_name(const problem *p) {
   return p->kind == P_MATMUL ? "matmul" : p->kind == P_IP ? "inner_product" : "convolution";
 }
 
+/* The prop kind field of the problem's verbose line, as ONEDNN_VERBOSE
+ * prints it. */
+static const char *prop_name(const problem *p) {
+  static const char *const dirs[] = {"forward_training", "forward_inference", "backward_data", "backward_weights"};
+  return p->kind == P_IP ? dirs[p->u.ip.dir] : p->kind == P_MATMUL ? "undef" : "forward_inference";
+}
+
 /* Runs one problem; prints its line; returns whether it passed. */
 static int run_problem(const problem *p, uint64_t seed, expectation expect) {
   conf_result r;
@@ -46,10 +53,11 @@ static int run_problem(const problem *p, uint64_t seed, expectation expect) {
   char note[160] = "";
   if (expect != EXPECT_NOTHING) {
     char *text = capture_end();
-    int ours = count_hcops_exec(text, kind_name(p)), any = count_hcops_exec(text, NULL);
+    int ours = count_hcops_exec(text, kind_name(p), prop_name(p)), any = count_hcops_exec(text, NULL, NULL);
     int want = expect == EXPECT_CLAIMS && mark == MUST_CLAIM ? r.executions : 0;
     if (ours != want || any != want) {
-      snprintf(note, sizeof note, " verbose: %d hcops exec lines, want %d", any, want);
+      snprintf(note, sizeof note, " verbose: %d hcops exec lines (%d of %s,%s), want %d", any, ours, kind_name(p),
+               prop_name(p), want);
       r.ok = 0;
     }
     free(text);

@@ -79,7 +79,7 @@ static void make_problems(void) {
 /* The hcops exec lines that `text` must hold for `claimed` executions. */
 static int verbose_ok(const char *what, const char *text, int claimed) {
   if (expect == EXPECT_NOTHING) return 1;
-  int want = expect == EXPECT_CLAIMS ? claimed : 0, got = count_hcops_exec(text, NULL);
+  int want = expect == EXPECT_CLAIMS ? claimed : 0, got = count_hcops_exec(text, NULL, NULL);
   if (got == want) return 1;
   printf("FAIL %s: %d hcops exec lines, want %d\n", what, got, want);
   return 0;
