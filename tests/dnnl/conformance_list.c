@@ -202,6 +202,11 @@ static void fixed_ip(plist *l) {
   p->po[p->npo++] = (post_op){PO_SUM, 0, 0, 0, 1};
   p->po[p->npo++] = (post_op){PO_ELTWISE, dnnl_eltwise_gelu_erf, 0, 0, 1};
   p->use_iterator = 1;
+  /* (oneDNN 2.6 has no f32 or bf16 inner product with output scales.) */
+  p = ip(l, "fwd_inference_f32_bias_sum0.5", CLAIM, IP_FWD_INFERENCE, 20, 36, 28, 0, F32, F32, F32, F32);
+  p->po[p->npo++] = (post_op){PO_SUM, 0, 0, 0, 0.5f};
+  p = ip(l, "fwd_training_bf16_swish_scale", CLAIM, IP_FWD_TRAINING, 20, 36, 28, 0, BF16, BF16, BF16, BF16);
+  p->po[p->npo++] = (post_op){PO_ELTWISE, dnnl_eltwise_swish, 1.5f, 0, 2.0f};
   ip(l, "bwd_data_f32", CLAIM, IP_BWD_DATA, 32, 48, 64, 0, F32, F32, F32, NONE);
   ip(l, "bwd_data_f32_nchw", CLAIM, IP_BWD_DATA, 8, 20, 6, 5, F32, F32, F32, NONE);
   ip(l, "bwd_data_bf16", CLAIM, IP_BWD_DATA, 40, 64, 96, 0, BF16, BF16, BF16, NONE);
