@@ -148,6 +148,7 @@ static void execute_once(const mm_problem *p, dnnl_primitive_t prim, const dnnl_
   CHECK(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
   CHECK(dnnl_stream_wait(conf_stream()));
   r->executions++;
+  if (md_nelems(&dmd) == 0) r->empty_executions++;
 
   /* The reference, element by element of dst. */
   dnnl_dim_t K = s.sdims[nd - 1];

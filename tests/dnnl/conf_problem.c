@@ -54,6 +54,7 @@ void result_init(conf_result *r) {
   r->digest = 0;
   r->skipped = NULL;
   r->executions = 0;
+  r->empty_executions = 0;
   r->primitive = NULL;
 }
 

@@ -50,6 +50,7 @@ typedef struct {
   uint64_t digest;       /* of the output(s) */
   const char *skipped;   /* the library refused the problem: why */
   int executions;        /* dnnl_primitive_execute calls made */
+  int empty_executions;  /* of them, on an empty dst: nothing to compute, HCOps may run them or hand them on */
   const void *primitive; /* the primitive's address (the lifetime test) */
 } conf_result;
 

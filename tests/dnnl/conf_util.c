@@ -9,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+static int saved_stderr = -1;
+
 void conf_die(const char *file, int line, const char *what, dnnl_status_t status) {
+  if (saved_stderr >= 0) dup2(saved_stderr, 2); /* not into a capture */
   fprintf(stderr, "%s:%d: %s returned status %d\n", file, line, what, (int)status);
   exit(2);
 }
@@ -238,7 +241,6 @@ dnnl_memory_t tensor_memory(const tensor *t) {
   return m;
 }
 
-static int saved_stderr = -1;
 static FILE *capture_file;
 void capture_begin(void) {
   fflush(stderr);
@@ -251,6 +253,7 @@ char *capture_end(void) {
   fflush(stderr);
   dup2(saved_stderr, 2);
   close(saved_stderr);
+  saved_stderr = -1;
   long n = ftell(capture_file);
   if (n < 0) n = 0;
   char *text = malloc((size_t)n + 1);
