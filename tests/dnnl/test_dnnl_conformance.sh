@@ -1,0 +1,72 @@
+#!/bin/sh
+# test_dnnl_conformance (matmul and inner-product problems through oneDNN's
+# C API against f64 references, dnnl/test_dnnl_conformance.c) in every
+# setting of issue 16, all with one seed (DNNL_CONF_SEED, else the time;
+# printed, and the way to replay a failure):
+#   1. stock, 1 and 2 OpenMP threads: proves the references and the bounds;
+#      no hcops_verbose line can appear;
+#   2. LD_PRELOAD=libhcops.so HCOPS_DNNL=0: pure forwarding: no hcops exec
+#      line at all, and every result equal to stock's bit for bit;
+#   3. LD_PRELOAD=libhcops.so HCOPS_VERBOSE=1 with HCOPS_ISA forced to each
+#      kernel family this CPU runs (hcops-info --families), 1 and 2 threads:
+#      every problem within bounds, an hcops_verbose exec line for each
+#      execution of a must-claim problem and none for the others, and the
+#      must-forward results equal to stock's (same threads) bit for bit.
+# Outputs are kept in dnnl_conf.<setting>.out for inspection.
+set -u
+prog=./test_dnnl_conformance
+lib=${HCOPS_LIB:?HCOPS_LIB names the libhcops.so under test}
+seed=${DNNL_CONF_SEED:-$(date +%s)}
+random=${DNNL_CONF_RANDOM:-60}
+echo "seed $seed (DNNL_CONF_SEED=$seed replays this run)"
+families=$(../tools/hcops-info --families)
+if [ -z "$families" ]; then
+  echo "FAIL: hcops-info --families lists no kernel family"
+  exit 1
+fi
+status=0
+
+# run LABEL EXPECT ENV...: one run of the program; its output in
+# dnnl_conf.LABEL.out, its failing lines shown.
+run() {
+  label=$1 expect=$2
+  shift 2
+  out=dnnl_conf.$label.out
+  echo "== $label: $*"
+  if timeout 180 env "$@" "$prog" --seed="$seed" --random="$random" --expect="$expect" >"$out" 2>dnnl_conf.$label.err; then
+    tail -n 1 "$out"
+  else
+    echo "FAIL ($label):"
+    grep -v ' ok ' "$out" | grep -v '^seed ' | head -n 40
+    tail -n 3 dnnl_conf.$label.err
+    status=1
+  fi
+}
+
+# same_digests A B KIND: the problems of marks KIND ("forward", or "all")
+# have the same digests in runs A and B.
+same_digests() {
+  a=dnnl_conf.$1.out b=dnnl_conf.$2.out
+  pick='$2 == "ok" || $2 == "FAIL" { if (kind == "all" || $5 == kind) print $1, $6 }'
+  awk -v kind="$3" "$pick" "$a" >dnnl_conf.digests.a
+  awk -v kind="$3" "$pick" "$b" >dnnl_conf.digests.b
+  if [ ! -s dnnl_conf.digests.a ] || ! cmp -s dnnl_conf.digests.a dnnl_conf.digests.b; then
+    echo "FAIL: $2's results of the $3 problems differ from $1's (bit for bit):"
+    diff dnnl_conf.digests.a dnnl_conf.digests.b | head -n 20
+    status=1
+  fi
+}
+
+for threads in 1 2; do
+  run stock.t$threads none OMP_NUM_THREADS=$threads
+done
+run nodnnl.t2 none OMP_NUM_THREADS=2 HCOPS_DNNL=0 LD_PRELOAD="$lib"
+same_digests stock.t2 nodnnl.t2 all
+for isa in $families; do
+  for threads in 1 2; do
+    run "$isa.t$threads" claims OMP_NUM_THREADS=$threads HCOPS_ISA=$isa HCOPS_VERBOSE=1 LD_PRELOAD="$lib"
+    same_digests "stock.t$threads" "$isa.t$threads" forward
+  done
+done
+[ $status = 0 ] && echo "all settings passed (seed $seed)"
+exit $status
