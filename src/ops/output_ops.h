@@ -14,8 +14,10 @@
 namespace hcops::ops {
 
 // The activations with a vectorised kernel here (ops/eltwise.h's GeLU and
-// SiLU, and ReLU), with oneDNN's parameters: relu(x) = x > 0 ? x : alpha x;
-// swish(x) = x sigmoid(alpha x).
+// SiLU, and ReLU), with oneDNN's parameters: relu(x) = x > 0 ? x : alpha x
+// (alpha = 0: max(x, 0), so relu(-Inf) = 0 and relu(NaN) = 0, as oneDNN
+// 2.6's JIT kernels give them); swish(x) = x sigmoid(alpha x); the GeLUs
+// ignore alpha and beta.
 enum class Activation : uint8_t { none, relu, gelu_tanh, gelu_erf, swish };
 
 struct OutputOps {
@@ -25,7 +27,7 @@ struct OutputOps {
   Dtype bias_type = Dtype::f32;
   bool bias_along_rows = false;
   float bias_scale = 1.0f;
-  // Then x = act_scale * act(x).
+  // Then x = act_scale * act(x) (none: x as it is, act_scale unused).
   Activation act = Activation::none;
   float act_alpha = 0.0f, act_beta = 0.0f, act_scale = 1.0f;
 

@@ -7,8 +7,9 @@
 //
 // oneDNN 2.6's definitions (its eltwise documentation, math_utils.hpp),
 // after x += bias_scale * bias:
-// - relu: x > 0 ? x : alpha x. With alpha = 0, max(x, 0): relu(-Inf) = 0
-//   (not 0 * -Inf = NaN, as oneDNN's JIT kernels give it), NaN stays NaN.
+// - relu: x > 0 ? x : alpha x (NaN stays NaN). With alpha = 0, max(x, 0) as
+//   oneDNN 2.6's JIT kernels compute it (checked against the real library
+//   on this machine): relu(-Inf) = 0, not 0 * -Inf, and relu(NaN) = 0.
 // - gelu_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and gelu_erf:
 //   0.5 x (1 + erf(x / sqrt 2)): ops/eltwise_impl.h's kernels (the same
 //   functions, in forms that stay accurate in f32); alpha and beta unused.
@@ -35,8 +36,8 @@ template <class F, Kind K>
 HCOPS_VINLINE V<F> activate(V<F> x, V<F> alpha, V<F> scale) {
   V<F> y;
   if constexpr (K == Kind::none) return x;
-  // max returns its second operand when either is NaN: a NaN x stays NaN.
-  else if constexpr (K == Kind::relu0) y = F::max(F::zero(), x);
+  // max returns its second operand when either is NaN: relu(NaN) = 0.
+  else if constexpr (K == Kind::relu0) y = F::max(x, F::zero());
   else if constexpr (K == Kind::relu) y = F::select(F::gt(x, F::zero()), x, F::mul(x, alpha));
   else if constexpr (K == Kind::gelu_tanh) y = eltwise::gelu_tanh<F>(x);
   else if constexpr (K == Kind::gelu_erf) y = eltwise::gelu_erf<F>(x);

@@ -4,7 +4,7 @@
 //
 // Reference, oneDNN 2.6's definitions in forms exact in real arithmetic that
 // f64 evaluates without cancellation: y = x + bias_scale * bias; then relu: y
-// > 0 ? y : alpha y (alpha = 0: 0, NaN stays NaN); gelu_tanh: y sigmoid(2u),
+// > 0 ? y : alpha y (alpha = 0: 0, also for NaN, as oneDNN's JIT max(y, 0)); gelu_tanh: y sigmoid(2u),
 // 2u = 2 sqrt(2/pi) (y + 0.044715 y^3) (= 0.5 y (1 + tanh u)); gelu_erf:
 // 0.5 y erfc(-y / sqrt 2); swish: y sigmoid(alpha y); times act_scale.
 //
@@ -58,7 +58,7 @@ inline double activation(const OutputOps &o, double y) {
   double r;
   switch (o.act) {
     case Activation::none: return y;
-    case Activation::relu: r = y > 0 ? y : o.act_alpha == 0 ? (std::isnan(y) ? y : 0.0) : o.act_alpha * y; break;
+    case Activation::relu: r = y > 0 ? y : o.act_alpha == 0 ? 0.0 : o.act_alpha * y; break;
     case Activation::gelu_tanh: r = y * sigmoid(2 * kSqrt2OverPi * (y + kKappa * y * y * y)); break;
     case Activation::gelu_erf: r = 0.5 * y * std::erfc(-y / std::sqrt(2.0)); break;
     case Activation::swish: r = y * sigmoid(o.act_alpha * y); break;
@@ -85,6 +85,7 @@ inline Value apply(const OutputOps &o, double x, double e_in, long i, long j) {
   const double e_bias = e_in + (o.bias ? kU * (std::fabs(sb) + std::fabs(y)) : 0.0);
   if (o.act == Activation::none) return {y, e_bias + 1e-36};
   const double a = activation(o, y), r = o.act_scale * a;
+  if (!std::isfinite(y)) return {r, 1e-36};  // relu's 0 for -Inf and NaN: exact
   const double own = 8 * kU * std::fabs(a) * amplification(o, y);
   const double bound = std::fabs(double(o.act_scale)) * (lipschitz(o) * e_bias + own) + kU * std::fabs(r) + 1e-36;
   return {r, bound};

@@ -20,7 +20,8 @@
 // k = 0, a bf16 C wider than one of gemm.cpp's f32 column blocks, without
 // packing memory (mmap failing: the unpacked path) and without the bf16 C's
 // f32 copy, through gemm_with on a bf16 C, and through gemm_fp32 in each
-// HCOPS_FP32_MATH mode (the script's last runs: `test_gemm_epilogue "" fp32_math`).
+// HCOPS_FP32_MATH mode and with a short OpenMP team (the script's last runs:
+// `test_gemm_epilogue "" fp32_math|short_team`).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -628,12 +629,38 @@ void test_fp32_math(void **) {
     }
 }
 
+// When OpenMP gives a smaller team than planned (the script runs this alone
+// with OMP_THREAD_LIMIT=1 and HCOPS_NUM_THREADS=2), the engine plans again
+// for one thread: each element still gets the epilogue once.
+void test_short_team(void **) {
+  assert_int_equal(hcops::max_threads(), 2);
+  Case c;
+  c.m = 300;
+  c.n = 257;
+  c.k = 129;
+  c.beta = 0.5f;
+  c.counting = true;
+  hcops::GemmReport rep;
+  check<hcops::Sgemm>(c, &rep);
+  assert_int_equal(rep.threads, 1);
+  check<hcops::Bf16Bf16Gemm>(c, &rep);
+  assert_int_equal(rep.threads, 1);
+  c.counting = false;
+  c.bias = true;
+  c.act = Activation::gelu_erf;
+  check<hcops::Bf16Gemm>(c);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   if (argc > 1 && *argv[1]) forced_family = argv[1];
   if (argc > 2 && !std::strcmp(argv[2], "fp32_math")) {
     const struct CMUnitTest only[] = {cmocka_unit_test(test_fp32_math)};
+    return cmocka_run_group_tests(only, nullptr, nullptr);
+  }
+  if (argc > 2 && !std::strcmp(argv[2], "short_team")) {
+    const struct CMUnitTest only[] = {cmocka_unit_test(test_short_team)};
     return cmocka_run_group_tests(only, nullptr, nullptr);
   }
 #define EPILOGUE_TESTS(Ty)                                                                                         \

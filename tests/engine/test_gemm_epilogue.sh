@@ -23,4 +23,7 @@ for mode in bf16 bf16x3; do
   echo "== HCOPS_FP32_MATH=$mode"
   HCOPS_FP32_MATH=$mode ./test_gemm_epilogue "" fp32_math || status=1
 done
+# A short OpenMP team: the engine plans again, the epilogue still once.
+echo "== OMP_THREAD_LIMIT=1 HCOPS_NUM_THREADS=2"
+OMP_THREAD_LIMIT=1 HCOPS_NUM_THREADS=2 ./test_gemm_epilogue "" short_team || status=1
 exit $status
