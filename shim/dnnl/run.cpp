@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "shim/dnnl/diff_bias.h"
-#include "shim/dnnl/epilogue_fallback.h"
 #include "shim/dnnl/plan.h"
 
 namespace hcops::dnnl {
@@ -44,6 +43,9 @@ const char *run_gemms(const Plan &p, const Geometry &g, const void *a, const voi
   const A *eb = static_cast<const A *>(g.swapped ? a : b) + g.b_offset;
   C *ec = static_cast<C *>(c) + g.c_offset;
   GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, alpha, ea, g.lda, eb, g.ldb, p.beta, ec, g.ldc};
+  // Bias and activation on each block of C while it is in cache; a bf16 C
+  // is rounded once, after them (gemm/gemm.h).
+  args.epilogue = ops::output_epilogue(ops);
   const char *family = "none";
   const long batches = g.batches();
   long index[DNNL_MAX_NDIMS] = {};
@@ -59,7 +61,6 @@ const char *run_gemms(const Plan &p, const Geometry &g, const void *a, const voi
     args.c = ec + oc;
     const GemmReport rep = gemm(args);
     if (rep.family && std::string_view(rep.family) != "none") family = rep.family;
-    apply_after(ops, args.c, g.ldc, g.m, g.n);
     for (int d = g.nbatch - 1; d >= 0 && ++index[d] == g.bdims[d]; --d) index[d] = 0;
   }
   return family;

@@ -104,16 +104,19 @@ static void fixed_matmul(plist *l) {
   p->M2 = 9, p->K2 = 16, p->N2 = 20;
   p = mm(l, "f32_rt_M_bias_1N", CLAIM, 24, 16, 20, F32, F32), p->runtime = RT_M, bias(p, F32, 2);
   p->M2 = 3, p->K2 = 16, p->N2 = 20;
-  /* Bias: every shape matmul allows. */
+  /* Bias: every shape matmul allows. HCOps claims a bias that is one vector
+   * along M or N, the same for every batch (the GEMM epilogue's); a scalar,
+   * a full M x N bias and one that varies along the batch are handed to
+   * libdnnl (doc/dnnl.md) and must still be right. */
   p = mm(l, "f32_bias_1N", CLAIM, 37, 29, 41, F32, F32), bias(p, F32, 2);
   p = mm(l, "bf16_bias_bf16_1N_to_bf16", CLAIM, 37, 29, 41, BF16, BF16), bias(p, BF16, 2), p->wei_trans = 1;
   p = mm(l, "bf16_bias_f32_1N_to_f32", CLAIM, 24, 64, 40, BF16, F32), bias(p, F32, 2);
   p = mm(l, "f32_bias_M1", CLAIM, 19, 23, 29, F32, F32), bias(p, F32, 1);
-  p = mm(l, "f32_bias_11", CLAIM, 19, 23, 29, F32, F32), bias(p, F32, 0);
-  p = mm(l, "f32_bias_MN", CLAIM, 19, 23, 29, F32, F32), bias(p, F32, 3);
+  p = mm(l, "f32_bias_11", FORWARD, 19, 23, 29, F32, F32), bias(p, F32, 0);
+  p = mm(l, "f32_bias_MN", FORWARD, 19, 23, 29, F32, F32), bias(p, F32, 3);
   p = mm(l, "bf16_b3_bias_11N", CLAIM, 11, 13, 17, BF16, BF16), batch(p, 1, 3, 0, 3, 0), bias(p, BF16, 4);
-  p = mm(l, "f32_b3_bias_B1N", CLAIM, 11, 13, 17, F32, F32), batch(p, 1, 3, 0, 1, 0), bias(p, F32, 5);
-  p = mm(l, "f32_b2x2_bias_BMN", CLAIM, 5, 7, 6, F32, F32), batch(p, 2, 2, 2, 2, 2), bias(p, F32, 15);
+  p = mm(l, "f32_b3_bias_B1N", FORWARD, 11, 13, 17, F32, F32), batch(p, 1, 3, 0, 1, 0), bias(p, F32, 5);
+  p = mm(l, "f32_b2x2_bias_BMN", FORWARD, 5, 7, 6, F32, F32), batch(p, 2, 2, 2, 2, 2), bias(p, F32, 15);
   /* Output scales, sum, eltwise. */
   p = mm(l, "f32_oscale", CLAIM, 30, 40, 50, F32, F32), p->oscale_kind = OSCALE_COMMON, p->oscale = 0.5f;
   p = mm(l, "bf16_oscale_runtime", CLAIM, 30, 40, 50, BF16, BF16), p->oscale_kind = OSCALE_RUNTIME;
