@@ -118,7 +118,7 @@ static void execute_once(const mm_problem *p, dnnl_primitive_t prim, const dnnl_
   memcpy(old.data, dst.data, dst.bytes);
 
   tensor bias = {0}, src1 = {0}, scales = {0};
-  dnnl_exec_arg_t args[8];
+  dnnl_exec_arg_t args[9];
   int nargs = 0;
   args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, tensor_memory(&src)};
   args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, tensor_memory(&wei_lib)};
@@ -145,8 +145,14 @@ static void execute_once(const mm_problem *p, dnnl_primitive_t prim, const dnnl_
     args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_OUTPUT_SCALES, tensor_memory(&scales)};
   }
 
+  const_dnnl_primitive_desc_t pd;
+  CHECK(dnnl_primitive_get_primitive_desc(prim, &pd));
+  tensor scratch = tensor_new(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+  args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, tensor_memory(&scratch)};
+
   CHECK(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
   CHECK(dnnl_stream_wait(conf_stream()));
+  tensor_free(&scratch);
   r->executions++;
   if (md_nelems(&dmd) == 0) r->empty_executions++;
 
@@ -241,6 +247,11 @@ int mm_prepare(const mm_problem *p, mm_prepared *out) {
   dnnl_memory_desc_t src1_md = md_strided(nd, s.ddims, dnnl_f32, NULL);
   dnnl_primitive_attr_t attr = make_attr(p->po, p->npo, nscales, mask, scales, &src1_md);
   if (p->src_zp) CHECK(dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &p->src_zp));
+  /* A scratchpad per execution, as PyTorch gives one: libdnnl's own (mode
+   * library) belongs to the primitive, and two threads executing a shared
+   * primitive at once would then share it (oneDNN 2.6 without
+   * DNNL_ENABLE_CONCURRENT_EXEC, Debian's build: wrong results, stock). */
+  CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
 
   dnnl_matmul_desc_t desc;
   if (dnnl_matmul_desc_init(&desc, &smd, &wmd, bmdp, &dmd) != dnnl_success) {
