@@ -15,30 +15,52 @@ set -eu
 # HWLOC_XMLFILE topologies too. python3-pytest, python3-scipy: numpy's and
 # scipy's own linalg suites under the preloads (tests/external); scipy's complex
 # SVD and lstsq (OpenBLAS over-reads) under libhcops_mem (test_mem_scipy.py).
+# lmod: tests/modules loads HCOps's modulefiles with it. Debian's
+# environment-modules conflicts with lmod, so it is not installed: its .deb is
+# downloaded into $HCOPS_DEB_CACHE (below) and tests/modules unpacks it into a
+# throw-away folder and runs its modulecmd.tcl with tclsh (package tcl).
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
-python3-scipy hwloc"
+python3-scipy hwloc lmod tcl"
 
-missing=
+# The packages downloaded, not installed (see above); tests/modules looks here.
+deb_cache=${HCOPS_DEB_CACHE:-/var/cache/hcops}
+debs="environment-modules"
+
+missing= fetch=
+for p in $debs; do
+  ls "$deb_cache/${p}_"*.deb >/dev/null 2>&1 || fetch="$fetch $p"
+done
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
     missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+[ -z "$missing$fetch" ] && exit 0
 
-echo "hcops: missing Debian packages:$missing"
+[ -z "$missing" ] || echo "hcops: missing Debian packages:$missing"
+[ -z "$fetch" ] || echo "hcops: missing in $deb_cache (downloaded, not installed):$fetch"
 if [ "$(id -u)" = 0 ]; then
   run=
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
   run="sudo -n"
 else
   echo "hcops: run this as root, then try again:"
-  echo "  apt-get update && apt-get install -y$missing"
+  [ -z "$missing" ] || echo "  apt-get update && apt-get install -y$missing"
+  [ -z "$fetch" ] || echo "  mkdir -p $deb_cache && cd $deb_cache && apt-get download$fetch"
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
 $run apt-get update -q
 # shellcheck disable=SC2086
-$run apt-get install -y -q --no-install-recommends $missing
+[ -z "$missing" ] || $run apt-get install -y -q --no-install-recommends $missing
+if [ -n "$fetch" ]; then
+  $run mkdir -p "$deb_cache"
+  # As root, apt's download runs unsandboxed in a folder _apt cannot write; say nothing of it.
+  # shellcheck disable=SC2086
+  (cd "$deb_cache" && $run apt-get download -q $fetch 2>&1 | grep -v 'unsandboxed as root' || true)
+  for p in $fetch; do
+    ls "$deb_cache/${p}_"*.deb >/dev/null 2>&1 || { echo "hcops: could not download $p into $deb_cache"; exit 1; }
+  done
+fi
