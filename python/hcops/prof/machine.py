@@ -1,0 +1,127 @@
+"""This machine's measured peaks, which make a call's GFLOPS or GB/s a
+fraction: the FMA peak per precision and thread count (hcops-peak: the best
+of the ISA families that run the precision), and the STREAM triad bandwidth
+(hcops-stream). Measured once per machine and thread count, then cached in
+$XDG_CACHE_HOME/hcops/prof-machine.json (~/.cache/...), keyed by the CPU's
+model name, its flags and the number of CPUs: another CPU (sessions on
+clouds change them) measures again."""
+import hashlib
+import json
+import os
+import subprocess
+
+
+class MachineError(Exception):
+    pass
+
+
+def cpu_identity():
+    model, flags = "unknown", ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model == "unknown":
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    key = hashlib.sha1(f"{model}|{flags}|{os.cpu_count()}".encode()).hexdigest()[:16]
+    return model, key
+
+
+def _cache_path():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "hcops", "prof-machine.json")
+
+
+def _load():
+    try:
+        with open(_cache_path()) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _store(cache):
+    path = _cache_path()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(cache, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home: measure again next time
+
+
+def _run_json(cmd, env=None):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise MachineError(f"{os.path.basename(cmd[0])} failed: {e}") from None
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise MachineError(f"{os.path.basename(cmd[0])} printed no result")
+
+
+class Machine:
+    """peak(precision, threads) in GFLOPS and bandwidth(threads) in GB/s,
+    measured with the programs found by find(name), or given."""
+
+    def __init__(self, find, peak_gflops=None, bandwidth=None, measure=True):
+        self.find = find
+        self.model, self.key = cpu_identity()
+        self.given_peak = peak_gflops
+        self.given_bw = bandwidth
+        self.measure = measure
+        self.cache = _load() if measure else {}
+        self.sources = set()
+
+    def _entry(self):
+        return self.cache.setdefault(self.key, {"model": self.model, "peak": {}, "triad": {}})
+
+    def peak(self, precision, threads):
+        if self.given_peak:
+            self.sources.add("peak given with --peak-gflops")
+            return self.given_peak
+        if not self.measure:
+            return None
+        entry = self._entry()
+        if not entry["peak"]:
+            prog = self.find("hcops-peak")
+            if not prog:
+                return None
+            best = {}
+            for isa in _run_json([prog, "--json"]).values():
+                for prec, by_threads in isa.items():
+                    for t, g in by_threads.items():
+                        k = f"{prec}:{t}"
+                        best[k] = max(g, best.get(k, 0))
+            entry["peak"] = best
+            _store(self.cache)
+        self.sources.add("peak measured by hcops-peak (cached)")
+        value = entry["peak"].get(f"{precision}:{threads}")
+        if value is None:  # more threads than CPUs: the whole machine's
+            counts = [int(k.split(":")[1]) for k in entry["peak"] if k.startswith(precision + ":")]
+            value = entry["peak"].get(f"{precision}:{max(counts)}") if counts else None
+        return value
+
+    def bandwidth(self, threads):
+        if self.given_bw:
+            self.sources.add("bandwidth given with --bandwidth")
+            return self.given_bw
+        if not self.measure:
+            return None
+        entry = self._entry()
+        key = str(threads)
+        if key not in entry["triad"]:
+            prog = self.find("hcops-stream")
+            if not prog:
+                return None
+            env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+            entry["triad"][key] = _run_json([prog], env)["triad_gbs_best"]
+            _store(self.cache)
+        self.sources.add("bandwidth: hcops-stream triad (cached)")
+        return entry["triad"][key]

@@ -1,0 +1,197 @@
+"""hcops-prof on real and hand-written logs (tools/hcops-prof).
+
+Real: one step of DiT-tiny (perf/dit/dit.py) under hcops-run with
+HCOPS_VERBOSE=1 (GEMM and operator lines), under bf16 autocast (HCOps's
+oneDNN primitive lines), and stock with ONEDNN_VERBOSE=1: the table, the CSV
+(its calls and times against the log's own exec lines, summed here), the PNG,
+and --project --quick (a time for HCOps and each installed peer).
+Hand-written: known flops, shares, aggregation by shape, %peak with given
+peaks, Open MPI tagged lines, program output in between. Bad logs: each gives
+"hcops-prof: FILE:LINE: what" and status 2 (a truncated last line only
+warns), and never a traceback.
+"""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.environ.get("HCOPS_TEST_TOP_BUILDDIR") or os.path.join(os.environ["HCOPS_TEST_BUILDDIR"], "..")
+SRC = os.path.join(os.environ.get("srcdir", "."), "..")
+PROF = os.path.join(BUILD, "tools", "hcops-prof")
+RUN = os.path.join(BUILD, "tools", "hcops-run")
+DIT = os.path.join(SRC, "perf", "dit", "dit.py")
+PYTHON = "/usr/bin/python3"
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def prof(*args, stdin=None):
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
+    p = subprocess.run([PROF, *args], capture_output=True, text=True, env=env, input=stdin, timeout=600)
+    check("Traceback" not in p.stderr, f"no traceback from hcops-prof {' '.join(args)}")
+    return p
+
+
+def log_of(cmd, env_extra, path):
+    env = dict(os.environ, OMP_NUM_THREADS="2", **env_extra)
+    for var in ("LD_PRELOAD", "HCOPS_VERBOSE", "ONEDNN_VERBOSE"):
+        if var not in env_extra:
+            env.pop(var, None)
+    with open(path, "w") as f:
+        subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=True, timeout=300)
+    return path
+
+
+def exec_sums(path, prefix, ms_field):
+    """(calls, total ms) of the log's lines starting with prefix, summed here."""
+    calls, ms = 0, 0.0
+    with open(path) as f:
+        for line in f:
+            if line.startswith(prefix):
+                calls += 1
+                ms += float(line.rstrip("\n").split(",")[ms_field])
+    return calls, ms
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def real_logs():
+    dit = [PYTHON, DIT, "--model", "tiny", "--steps", "1", "--warmup", "0", "--threads", "2"]
+    fp32 = log_of([RUN] + dit, {"HCOPS_VERBOSE": "1"}, os.path.join(TMP, "fp32.log"))
+    out_csv, out_png = os.path.join(TMP, "fp32.csv"), os.path.join(TMP, "fp32.png")
+    p = prof(fp32, "--csv", out_csv, "--png", out_png)
+    print(p.stdout)
+    check(p.returncode == 0, f"fp32 log profiled (status {p.returncode}: {p.stderr.strip()})")
+    check("By routine, operator and primitive" in p.stdout and "By shape" in p.stdout, "fp32: both tables")
+    rows = read_csv(out_csv)
+    gemm_calls, gemm_ms = exec_sums(fp32, "hcops_verbose,exec,sgemm_,", 14)
+    csv_gemm = [r for r in rows if r["part"] == "gemm"]
+    check(sum(int(r["calls"]) for r in csv_gemm) == gemm_calls and gemm_calls > 0,
+          f"fp32: CSV GEMM calls {sum(int(r['calls']) for r in csv_gemm)} = the log's {gemm_calls}")
+    check(abs(sum(float(r["total_ms"]) for r in csv_gemm) - gemm_ms) < 1e-6 * max(1, gemm_ms),
+          "fp32: CSV GEMM time = the log's")
+    ops = [r for r in rows if r["part"] == "operator"]
+    check(any(r["name"] == "gelu" for r in ops) and any(r["name"] == "adam_step_" for r in ops),
+          "fp32: operator rows (gelu, adam_step_)")
+    check(abs(sum(float(r["share"]) for r in rows) - 1) < 1e-4, "fp32: shares sum to 1")
+    for r in csv_gemm:
+        m, n, k = (int(x) for x in r["shape"].split()[1].split("x"))
+        if float(r["work_per_call"]) != 2.0 * m * n * k:
+            check(False, f"fp32: flops of {r['shape']}")
+            break
+    with open(out_png, "rb") as f:
+        check(f.read(8) == b"\x89PNG\r\n\x1a\n", "fp32: the PNG is a PNG")
+    p = prof(fp32, "--project", "--quick", "--rounds", "1", "--no-peak")
+    print(p.stdout[p.stdout.find("Projection"):])
+    check(p.returncode == 0, f"fp32 --project ran ({p.stderr.strip()[-300:]})")
+    proj = p.stdout[p.stdout.find("Projection"):]
+    gemm_line = next((l for l in proj.splitlines() if l.startswith("BLAS GEMM")), "")
+    cells = gemm_line.split()
+    check(len(cells) >= 7 and all(c.rstrip("*") != "-" for c in cells[3:7]) or "peers not installed" in proj,
+          "fp32 --project: a GEMM time for hcops, onednn, openblas, blis (or absent peers named)")
+
+    bf16 = log_of([RUN] + dit + ["--autocast", "bf16"], {"HCOPS_VERBOSE": "1"}, os.path.join(TMP, "bf16.log"))
+    p = prof(bf16, "--csv", os.path.join(TMP, "bf16.csv"), "--no-peak")
+    check(p.returncode == 0, "bf16 log profiled")
+    calls, _ = exec_sums(bf16, "hcops_verbose,exec,cpu,matmul,", 10)
+    rows = read_csv(os.path.join(TMP, "bf16.csv"))
+    check(calls > 0 and sum(int(r["calls"]) for r in rows if r["part"] == "dnnl") == calls,
+          f"bf16: HCOps's matmul lines counted ({calls})")
+
+    stock = log_of(dit + ["--autocast", "bf16"], {"ONEDNN_VERBOSE": "1"}, os.path.join(TMP, "stock.log"))
+    p = prof(stock, "--project", "--quick", "--rounds", "1", "--no-peak", "--project-csv",
+             os.path.join(TMP, "stock-proj.csv"))
+    print(p.stdout[p.stdout.find("Projection"):])
+    check(p.returncode == 0, f"stock oneDNN log --project ran ({p.stderr.strip()[-300:]})")
+    prows = read_csv(os.path.join(TMP, "stock-proj.csv"))
+    check(prows and all(r["hcops_s_per_call"] and r["onednn_s_per_call"] for r in prows),
+          f"stock --project: HCOps and oneDNN times for every primitive ({len(prows)})")
+
+
+HAND = """\
+program output, not a verbose line
+hcops_verbose,info,isa=avx512,domains=1,cores=2,topology=this machine,threads=2,fp32_math=strict
+hcops_verbose,legend,routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc,threads,ms,gflops,impl,details
+hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,tile=32x12
+hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,tile=32x12
+hcops_verbose,exec,dgemm_,T,N,10,10,10,-1.5,10,10,0.5,10,1,0.4,0.005,hcops:avx512,unpacked
+hcops_verbose,exec,gelu,f32,1000x1000,2,0.8,hcops:avx512,approximate=tanh
+hcops_verbose,fallback,gelu,f64,10x10,dtype
+[1,1]<stderr>:hcops_verbose,mpi,1,MPI_Allreduce,2,1000,MPI_FLOAT,MPI_SUM,4000,2.0,0.4
+onednn_verbose,info,oneDNN v2.6.3 (commit N/A)
+onednn_verbose,exec,cpu,matmul,brg:avx512_core_bf16,undef,src_bf16::blocked:abc:f0 wei_bf16::blocked:acb:f0 dst_bf16::blocked:abc:f0,,,4x64x32:4x32x64:4x64x64,0.4
+hcops_verbose,total,3 calls,2.800 ms,10.00 GFLOPS
+"""
+
+
+def hand_logs():
+    path = os.path.join(TMP, "hand.log")
+    with open(path, "w") as f:
+        f.write(HAND)
+    out = os.path.join(TMP, "hand.csv")
+    p = prof(path, "--csv", out, "--peak-gflops", "100", "--bandwidth", "10")
+    print(p.stdout)
+    check(p.returncode == 0, "hand log profiled")
+    rows = {(r["name"], r["shape"]): r for r in read_csv(out)}
+    s = rows.get(("sgemm_", "NN 100x200x300"))
+    check(s is not None and s["calls"] == "2" and abs(float(s["total_ms"]) - 2.4) < 1e-9,
+          "hand: two sgemm_ calls of one shape aggregated")
+    check(s is not None and abs(float(s["rate"]) - 10.0) < 1e-6 and abs(float(s["peak_fraction"]) - 0.1) < 1e-6,
+          "hand: sgemm_ 2*100*200*300 flops in 1.2 ms = 10 GFLOPS = 10% of 100")
+    total = 2.4 + 0.4 + 0.8 + 0.4 + 0.4
+    check(s is not None and abs(float(s["share"]) - 2.4 / total) < 1e-6, "hand: share of the profiled time")
+    g = rows.get(("gelu", "1000x1000"))
+    check(g is not None and abs(float(g["rate"]) - 8e6 / 0.8e-3 / 1e9) < 1e-6 and
+          abs(float(g["peak_fraction"]) - 1.0) < 1e-6, "hand: gelu 2 x 4 MB in 0.8 ms = 10 GB/s = 100% of 10")
+    mm = rows.get(("matmul", "4x64x32:4x32x64:4x64x64"))
+    check(mm is not None and float(mm["work_per_call"]) == 2.0 * 4 * 64 * 64 * 32, "hand: batched matmul flops")
+    mpi = [r for r in read_csv(out) if r["part"] == "mpi"]
+    check(len(mpi) == 1 and abs(float(mpi[0]["total_ms"]) - 0.4) < 1e-9, "hand: the tagged MPI line (exposed ms)")
+    check("1 not verbose lines skipped" in p.stdout, "hand: the program's line skipped and counted")
+    check("Operators PyTorch ran itself" in p.stdout and "dtype" in p.stdout, "hand: fallbacks listed")
+    p = prof("-", "--no-peak", stdin=HAND)
+    check(p.returncode == 0 and "sgemm_" in p.stdout, "hand: read from standard input")
+
+
+def bad_logs():
+    good = HAND.splitlines(keepends=True)
+    cases = {
+        "garbage": ("nothing but\nprogram output\n", 2, ":", "nothing to profile"),
+        "empty": ("", 2, ":", "nothing to profile"),
+        "badnumber": ("".join(good[:4]) + "hcops_verbose,exec,sgemm_,N,N,1x,2,3,1,1,3,0,1,2,0.1,1,hcops:avx512,x\n",
+                      2, ":5:", "m is not a number"),
+        "badtime": ("".join(good[:4]) + "hcops_verbose,exec,gelu,f32,10x10,2,-3,hcops:avx512,\n", 2, ":5:",
+                    "not a time"),
+        "short": ("".join(good[:6]) + "onednn_verbose,exec,cpu,matmul,brg\n", 2, ":7:", "fields"),
+        "unknown": ("hcops_verbose,frobnicate,1\n", 2, ":1:", "unknown hcops_verbose line kind"),
+        "truncated": ("".join(good[:5]) + "hcops_verbose,exec,sgemm_,N,N,100,2", 0, ":6:", "truncated"),
+    }
+    for name, (text, status, where, what) in cases.items():
+        path = os.path.join(TMP, f"{name}.log")
+        with open(path, "w") as f:
+            f.write(text)
+        p = prof(path, "--no-peak")
+        msg = p.stderr.strip()
+        check(p.returncode == status and f"{path}{where}" in msg and what in msg and msg.startswith("hcops-prof:"),
+              f"bad log {name}: status {p.returncode} (want {status}), message {msg!r}")
+    p = prof(os.path.join(TMP, "no-such.log"))
+    check(p.returncode == 2 and "cannot read" in p.stderr, f"missing file: {p.stderr.strip()!r}")
+    p = prof(os.path.join(TMP, "hand.log"), "--no-peak", "--csv", os.path.join(TMP, "no-dir", "x.csv"))
+    check(p.returncode == 2 and "cannot write" in p.stderr, f"unwritable CSV: {p.stderr.strip()!r}")
+
+
+with tempfile.TemporaryDirectory(prefix="hcops-prof-test.") as TMP:
+    hand_logs()
+    bad_logs()
+    real_logs()
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
