@@ -1,11 +1,23 @@
 #!/usr/bin/env python3
 """DiT (Peebles & Xie, "Scalable Diffusion Models with Transformers") training benchmark.
 
-Plain torch.nn for torch 1.13: attention uses explicit matmuls so that every GEMM of
-a training step goes through BLAS (sgemm_), which is what LD_PRELOAD-ed BLAS
-libraries replace.  Follows facebookresearch/DiT models.py (adaLN-Zero blocks,
-learn_sigma output, class-dropout label embedding); the loss is the epsilon-prediction
-MSE only (the variational-bound term that trains the sigma half is left out).
+The model as DiT's authors wrote it (facebookresearch/DiT models.py and
+diffusion/), in plain torch.nn for torch 1.13:
+- patch embedding: timm's PatchEmbed, a Conv2d of kernel = stride = patch;
+- blocks: timm's vision_transformer Attention (qkv with bias, q scaled, explicit
+  q @ k^T, softmax, @ v: torch 1.13 has no scaled_dot_product_attention) and Mlp
+  (fc1, GELU tanh, fc2), with adaLN-Zero modulation, sin-cos position embedding,
+  timestep and class-dropout label embedders, the adaLN final layer;
+- loss: GaussianDiffusion's training loss with learn_sigma (LEARNED_RANGE
+  variance), the linear beta schedule of 1000 steps and loss type MSE: the
+  epsilon MSE plus the variational-bound term in bits (the KL of the true
+  posterior against the model's, mean frozen; the discretized Gaussian decoder
+  NLL at t = 0), averaged over the batch;
+- AdamW, lr 1e-4, no weight decay.
+
+--variant gemm-only is the earlier benchmark model: a Linear over flattened
+patches instead of the Conv2d (every GEMM of the step then goes through BLAS,
+none through oneDNN's convolution) and the epsilon MSE alone.
 
   $PYTHON dit.py --model S --batch 8 --steps 3 --warmup 1 --threads 2 --seed 0 --json
   $PYTHON dit.py --autocast bf16 ...   # forward and loss under torch.autocast("cpu", bfloat16)
@@ -26,7 +38,10 @@ CONFIGS = {  # name: (hidden size, depth, heads)
     "mini": (384, 2, 6),  # DiT-S's blocks, 2 of them: its operator shapes at a sixth of the step (tests)
     "S": (384, 12, 6),
     "B": (768, 12, 12),
+    "L": (1024, 24, 16),
+    "XL": (1152, 28, 16),
 }
+VARIANTS = ("dit", "gemm-only")
 LATENT_CHANNELS = 4
 LATENT_SIZE = 32
 PATCH = 2
@@ -91,7 +106,7 @@ class Attention(nn.Module):
         b, n, c = x.shape
         qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
-        attn = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        attn = torch.matmul(q * self.scale, k.transpose(-2, -1))  # timm scales q, then multiplies
         out = torch.matmul(attn.softmax(dim=-1), v)
         return self.proj(out.transpose(1, 2).reshape(b, n, c))
 
@@ -125,13 +140,30 @@ class FinalLayer(nn.Module):
         return self.linear(modulate(self.norm_final(x), shift, scale))
 
 
-class DiT(nn.Module):
-    def __init__(self, hidden, depth, heads):
+class PatchEmbed(nn.Module):
+    """timm's PatchEmbed as DiT uses it: a Conv2d of kernel = stride = patch, then
+    (B, C, H, W) -> (B, H*W/patch^2, hidden)."""
+
+    def __init__(self, hidden):
         super().__init__()
+        self.proj = nn.Conv2d(LATENT_CHANNELS, hidden, kernel_size=PATCH, stride=PATCH, bias=True)
+
+    def forward(self, x):
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class DiT(nn.Module):
+    def __init__(self, hidden, depth, heads, variant="dit"):
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"variant {variant!r}: one of {VARIANTS}")
+        self.variant = variant
         self.out_channels = 2 * LATENT_CHANNELS  # learn_sigma=True, as in the paper
         grid = LATENT_SIZE // PATCH
-        # A Linear over flattened patches is DiT's stride-2 Conv2d written as one GEMM.
-        self.x_embedder = nn.Linear(LATENT_CHANNELS * PATCH * PATCH, hidden)
+        if variant == "dit":
+            self.x_embedder = PatchEmbed(hidden)
+        else:  # gemm-only: the same map as one Linear over flattened patches
+            self.x_embedder = nn.Linear(LATENT_CHANNELS * PATCH * PATCH, hidden)
         self.t_embedder = TimestepEmbedder(hidden)
         self.y_embedder = LabelEmbedder(hidden)
         self.register_buffer("pos_embed", sincos_2d(hidden, grid).float().unsqueeze(0))
@@ -144,6 +176,10 @@ class DiT(nn.Module):
             if isinstance(m, nn.Linear):
                 nn.init.xavier_uniform_(m.weight)
                 nn.init.zeros_(m.bias)
+        if self.variant == "dit":  # as a Linear: xavier on the weight viewed as 2-D, bias 0
+            w = self.x_embedder.proj.weight.data
+            nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
+            nn.init.zeros_(self.x_embedder.proj.bias)
         nn.init.normal_(self.y_embedder.table.weight, std=0.02)
         nn.init.normal_(self.t_embedder.mlp[0].weight, std=0.02)
         nn.init.normal_(self.t_embedder.mlp[2].weight, std=0.02)
@@ -167,7 +203,7 @@ class DiT(nn.Module):
         return x.reshape(b, self.out_channels, g * PATCH, g * PATCH)
 
     def forward(self, x, t, y):
-        x = self.x_embedder(self.patchify(x)) + self.pos_embed
+        x = self.x_embedder(x if self.variant == "dit" else self.patchify(x)) + self.pos_embed
         c = self.t_embedder(t) + self.y_embedder(y)
         for block in self.blocks:
             x = block(x, c)
@@ -177,6 +213,91 @@ class DiT(nn.Module):
 def alphas_cumprod():
     betas = torch.linspace(1e-4, 0.02, DIFFUSION_STEPS, dtype=torch.float64)
     return torch.cumprod(1.0 - betas, dim=0).float()
+
+
+class Schedule:
+    """The Gaussian diffusion's tables, in float64 as the authors compute them
+    (linear betas 1e-4..0.02 over 1000 steps); taken per timestep, then float32."""
+
+    def __init__(self):
+        betas = torch.linspace(1e-4, 0.02, DIFFUSION_STEPS, dtype=torch.float64)
+        alphas = 1.0 - betas
+        abar = torch.cumprod(alphas, dim=0)
+        abar_prev = torch.cat([torch.ones(1, dtype=torch.float64), abar[:-1]])
+        self.betas = betas
+        self.sqrt_abar = abar.sqrt()
+        self.sqrt_one_minus_abar = (1.0 - abar).sqrt()
+        self.sqrt_recip_abar = (1.0 / abar).sqrt()
+        self.sqrt_recipm1_abar = (1.0 / abar - 1.0).sqrt()
+        posterior_variance = betas * (1.0 - abar_prev) / (1.0 - abar)
+        # log(0) at t = 0: the authors take t = 1's value there.
+        self.posterior_log_variance_clipped = torch.log(torch.cat([posterior_variance[1:2], posterior_variance[1:]]))
+        self.posterior_mean_coef1 = betas * abar_prev.sqrt() / (1.0 - abar)
+        self.posterior_mean_coef2 = (1.0 - abar_prev) * alphas.sqrt() / (1.0 - abar)
+        self.log_betas = torch.log(betas)
+
+    @staticmethod
+    def at(table, t):
+        """table[t] as float32, shaped to broadcast over (B, C, H, W)."""
+        return table[t].float().view(-1, 1, 1, 1)
+
+
+_SCHEDULE = None
+
+
+def schedule():
+    global _SCHEDULE
+    if _SCHEDULE is None:
+        _SCHEDULE = Schedule()
+    return _SCHEDULE
+
+
+def normal_kl(mean1, logvar1, mean2, logvar2):
+    """KL(N(mean1, e^logvar1) || N(mean2, e^logvar2)), elementwise, in nats."""
+    return 0.5 * (-1.0 + logvar2 - logvar1 + torch.exp(logvar1 - logvar2) + (mean1 - mean2) ** 2 * torch.exp(-logvar2))
+
+
+def approx_standard_normal_cdf(x):
+    return 0.5 * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def discretized_gaussian_log_likelihood(x, means, log_scales):
+    """log P(x) of data in [-1, 1] quantised to 256 levels, under N(means,
+    e^(2 log_scales)); the edges take the tails. Elementwise, in nats."""
+    centered = x - means
+    inv_stdv = torch.exp(-log_scales)
+    cdf_plus = approx_standard_normal_cdf(inv_stdv * (centered + 1.0 / 255.0))
+    cdf_min = approx_standard_normal_cdf(inv_stdv * (centered - 1.0 / 255.0))
+    log_cdf_plus = torch.log(cdf_plus.clamp(min=1e-12))
+    log_one_minus_cdf_min = torch.log((1.0 - cdf_min).clamp(min=1e-12))
+    log_cdf_delta = torch.log((cdf_plus - cdf_min).clamp(min=1e-12))
+    return torch.where(x < -0.999, log_cdf_plus, torch.where(x > 0.999, log_one_minus_cdf_min, log_cdf_delta))
+
+
+def mean_flat(x):
+    return x.mean(dim=list(range(1, x.dim())))
+
+
+def vb_terms_bits(x0, x_t, t, eps, var_values):
+    """The variational-bound term of each sample, in bits: the KL of the true
+    posterior q(x_{t-1} | x_t, x0) against the model's p(x_{t-1} | x_t) at
+    t > 0, the decoder's NLL of x0 at t = 0. eps is the model's epsilon (to be
+    passed detached: the term trains only the variance), var_values its
+    variance half in [-1, 1] interpolating the log variance between the
+    posterior's and beta's (LEARNED_RANGE)."""
+    sch = schedule()
+    at = Schedule.at
+    min_log = at(sch.posterior_log_variance_clipped, t)
+    max_log = at(sch.log_betas, t)
+    frac = (var_values + 1) / 2
+    model_log_variance = frac * max_log + (1 - frac) * min_log
+    pred_x0 = at(sch.sqrt_recip_abar, t) * x_t - at(sch.sqrt_recipm1_abar, t) * eps
+    c1, c2 = at(sch.posterior_mean_coef1, t), at(sch.posterior_mean_coef2, t)
+    model_mean = c1 * pred_x0 + c2 * x_t
+    true_mean = c1 * x0 + c2 * x_t
+    kl = mean_flat(normal_kl(true_mean, min_log, model_mean, model_log_variance)) / math.log(2.0)
+    nll = -mean_flat(discretized_gaussian_log_likelihood(x0, model_mean, 0.5 * model_log_variance)) / math.log(2.0)
+    return torch.where(t == 0, nll, kl)
 
 
 def make_batch(gen, batch):
@@ -190,12 +311,24 @@ def make_batch(gen, batch):
 
 
 def diffusion_loss(model, abar, batch):
-    """The epsilon-prediction MSE of the batch, noised to its timesteps."""
+    """The training loss of the batch, noised to its timesteps. DiT: the
+    epsilon MSE plus the variational-bound term (the authors' learn-sigma
+    loss, x_t from the float64 tables); gemm-only: the epsilon MSE alone,
+    x_t from abar (float32)."""
     x0, y, t, noise = batch
-    a = abar[t].view(-1, 1, 1, 1)
-    x_t = a.sqrt() * x0 + (1 - a).sqrt() * noise
-    eps = model(x_t, t, y)[:, :LATENT_CHANNELS]
-    return torch.mean((eps - noise) ** 2)
+    if getattr(model, "variant", "dit") != "dit":
+        a = abar[t].view(-1, 1, 1, 1)
+        x_t = a.sqrt() * x0 + (1 - a).sqrt() * noise
+        eps = model(x_t, t, y)[:, :LATENT_CHANNELS]
+        return torch.mean((eps - noise) ** 2)
+    sch = schedule()
+    x_t = Schedule.at(sch.sqrt_abar, t) * x0 + Schedule.at(sch.sqrt_one_minus_abar, t) * noise
+    out = model(x_t, t, y)
+    eps, var_values = out[:, :LATENT_CHANNELS], out[:, LATENT_CHANNELS:]
+    mse = mean_flat((noise - eps) ** 2)
+    # The mean frozen: the bound trains the variance only, the MSE the mean.
+    vb = vb_terms_bits(x0, x_t, t, eps.detach().float(), var_values.float())
+    return (mse + vb).mean()
 
 
 AUTOCAST = {"none": None, "bf16": torch.bfloat16}
@@ -227,10 +360,10 @@ def param_digest(model):
     return checksum, digest.hexdigest()
 
 
-def run(model_name, batch, steps, warmup, threads, seed, amp="none"):
+def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="dit"):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    model = DiT(*CONFIGS[model_name])
+    model = DiT(*CONFIGS[model_name], variant=variant)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
     gen = torch.Generator().manual_seed(seed)
@@ -250,6 +383,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none"):
         "batch": batch,
         "threads": threads,
         "autocast": amp,
+        "variant": variant,
         "step_times": step_times,
         "median_s": statistics.median(step_times),
         "losses": losses,
@@ -268,17 +402,22 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--autocast", choices=sorted(AUTOCAST), default="none",
                     help="run the forward and the loss under torch.autocast('cpu', dtype) (default: none, fp32)")
+    ap.add_argument("--variant", choices=VARIANTS, default="dit",
+                    help="dit: the authors' model and loss (default); gemm-only: a Linear patch embedding and the "
+                    "epsilon MSE alone, every GEMM through BLAS")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
     args = ap.parse_args()
     if args.steps < 1:
         ap.error("--steps must be at least 1")
-    result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast)
+    result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast,
+                 args.variant)
     if args.json:
         print(json.dumps(result))
         return
     for i, (dt, loss) in enumerate(zip(result["step_times"], result["losses"])):
         print(f"step {i}: {dt:.3f} s  loss {loss:.6f}")
     amp = "" if args.autocast == "none" else f", {args.autocast} autocast"
+    amp += "" if args.variant == "dit" else f", {args.variant} variant"
     print(f"DiT-{args.model} batch {args.batch}, {args.threads} threads{amp}: median {result['median_s']:.3f} s/step")
 
 
