@@ -97,6 +97,28 @@ def ddp_buckets(param_bytes, first_cap=DDP_FIRST_BUCKET, cap=DDP_BUCKET):
     return buckets
 
 
+def capped_buckets(param_bytes, cap):
+    """Buckets as perf/dit/ddp.py forms them: reverse order, a bucket closed
+    before a parameter would take it past cap."""
+    buckets, cur, size = [], [], 0
+    for i in reversed(range(len(param_bytes))):
+        if cur and size + param_bytes[i] > cap:
+            buckets.append(cur)
+            cur, size = [], 0
+        cur.append(i)
+        size += param_bytes[i]
+    if cur:
+        buckets.append(cur)
+    return buckets
+
+
+def with_buckets(inp, buckets):
+    """inp with its buckets replaced by these (lists of parameter indices)."""
+    pb, ready = inp["param_bytes"], inp["timeline"]["ready_s"]
+    return dict(inp, buckets=[{"params": len(b), "bytes": sum(pb[i] for i in b), "ready_s": max(ready[i] for i in b)}
+                              for b in buckets])
+
+
 # ----------------------------------------------------------------- one step
 
 def step_time(inp, compute, p, alpha, beta, algorithm, overlap, asynchronous):
@@ -229,7 +251,7 @@ def measure(args):
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "unknown")
     out = {"model": f"DiT-{args.model}/2", "threads": args.threads, "machine": cpu,
            "preload": os.environ.get("LD_PRELOAD", ""), "date": time.strftime("%Y-%m-%d"),
-           "gradient_bytes": sum(param_bytes), "steps": steps, "timeline": timeline, "buckets": buckets}
+           "gradient_bytes": sum(param_bytes), "param_bytes": param_bytes, "steps": steps, "timeline": timeline, "buckets": buckets}
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
     print(f"DiT-{args.model}/2, {args.threads} threads on {cpu}: " + ", ".join(
@@ -410,7 +432,9 @@ def validate(args):
     subprocess.run([PYTHON, os.path.abspath(__file__), "measure", "--model", args.model, "--batches",
                     str(args.batch), "--threads", "1", "--steps", str(args.steps), "--out", f"{tmp}-1rank.json"],
                    env=env, check=True)
+    # ddp.py's buckets (--bucket-mb, default 4 MB), not DDP's
     inp = load_inputs(f"{tmp}-1rank.json")
+    inp = with_buckets(inp, capped_buckets(inp["param_bytes"], int(args.bucket_mb * 2**20)))
     print("2. allreduce sweep, 2 ranks (alpha, beta of this machine)", flush=True)
     sizes = "4096,65536,1048576,4194304,16777216,67108864"
     p = subprocess.run(bmpi.mpirun(2, "core") + [PYTHON, "-c", SWEEP, sizes], capture_output=True, text=True,
@@ -422,7 +446,7 @@ def validate(args):
     csv_path = f"{tmp}-ddp.csv"
     subprocess.run([PYTHON, os.path.join(PERF, "dit", "ddp_bench.py"), "--model", args.model, "--batch",
                     str(args.batch), "--steps", str(args.steps), "--rounds", str(args.rounds), "--threads", "1",
-                    "--csv", csv_path], check=True)
+                    "--bucket-mb", str(args.bucket_mb), "--csv", csv_path], check=True)
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
     measured = {v: statistics.median(float(r["median_s"]) for r in rows if r["variant"] == v)
@@ -475,6 +499,7 @@ def main(argv=None):
     v.add_argument("--batch", type=int, default=8)
     v.add_argument("--steps", type=int, default=3)
     v.add_argument("--rounds", type=int, default=2)
+    v.add_argument("--bucket-mb", type=float, default=4.0, help="ddp.py's bucket cap (its default 4)")
     v.add_argument("--overlap", type=float)
     v.add_argument("--overlap-csv", default=os.path.join(PERF, "..", "doc", "perf", "mpi-overlap.csv"))
     v.add_argument("--out-prefix", default="scaling")

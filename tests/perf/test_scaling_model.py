@@ -47,6 +47,9 @@ check(got == [[4, 3], [2, 1, 0]], f"DDP buckets {got}")  # 1 MiB reached at [4, 
 got = sm.ddp_buckets([4] * 10, first_cap=8, cap=12)
 check(got == [[9, 8], [7, 6, 5], [4, 3, 2], [1, 0]], f"DDP buckets with small caps {got}")
 
+got = sm.capped_buckets([3, 3, 3, 5, 1], 6)
+check(got == [[4, 3], [2, 1], [0]], f"ddp.py's buckets (closed before the cap is passed) {got}")
+
 # ---- projection invariants on a hand-built input
 inp = {"model": "test", "gradient_bytes": 100 * MB,
        "steps": [{"batch": 4, "forward": 0.1, "backward": 0.2, "optimizer": 0.02},
@@ -87,7 +90,8 @@ with tempfile.TemporaryDirectory(prefix="hcops-scaling.") as tmp:
     check(len(inputs["timeline"]["ready_s"]) == len(inputs["timeline"]["ready_s"]) > 0 and
           all(0 <= r <= inputs["timeline"]["backward_s"] + 1e-6 for r in inputs["timeline"]["ready_s"]),
           "every gradient ready within backward")
-    check(sum(bk["bytes"] for bk in inputs["buckets"]) == inputs["gradient_bytes"], "buckets hold every gradient")
+    check(sum(bk["bytes"] for bk in inputs["buckets"]) == inputs["gradient_bytes"] == sum(inputs["param_bytes"]),
+          "buckets hold every gradient")
     out_csv, out_png = os.path.join(tmp, "s.csv"), os.path.join(tmp, "s.png")
     p = subprocess.run([py, script, "project", "--inputs", j, "--network", "dit-hc", "--global-batch", "64",
                         "--csv", out_csv, "--png", out_png], capture_output=True, text=True)
