@@ -87,7 +87,7 @@ def _gemm(f, lineno):
     threads = _number(f[11], lineno, "threads", int)
     ms = _time(f[12], lineno)
     dtype = {"s": "f32", "d": "f64"}.get(routine.removeprefix("cblas_").removeprefix("dnnl_")[:1], "")
-    if "bf16" in routine:
+    if "bf16" in routine or "bgemm" in routine:  # dnnl_gemm_bf16bf16f32, sbgemm_, cblas_sbgemm
         dtype = "bf16"
     return Record("gemm", routine, f"{ta}{tb} {m}x{n}x{k}", dtype or "f32", f[14], ms, threads,
                   dims={"m": m, "n": n, "k": k}, lineno=lineno,
@@ -109,7 +109,8 @@ def _dnnl(f, lineno, impl_field_is_hcops):
         raise LogError(lineno, f"oneDNN exec line with {len(f)} fields after exec, 9 expected")
     kind, impl, prop, mds, attrs, aux, problem = f[1], f[2], f[3], f[4], f[5], f[6], f[7]
     ms = _time(f[8], lineno)
-    dtypes = sorted({m.split("::")[0].split("_", 1)[1] for m in mds.split() if "_" in m.split("::")[0]})
+    # "src_bf16::blocked:ab:f0", "diff_dst_f32::...": the datatype ends the name
+    dtypes = sorted({m.split("::")[0].rsplit("_", 1)[1] for m in mds.split() if "_" in m.split("::")[0]})
     return Record("dnnl", kind, problem, "/".join(dtypes), impl, ms, dims={"problem": problem, "mds": mds},
                   lineno=lineno, raw=",".join([kind, prop, mds, attrs, aux, problem]))
 
