@@ -104,14 +104,19 @@ def _project(args, prof, finder, libhcops, progress, out):
                 p["peak_s"] += flops / (peak * 1e9)
         per_call.append(["gemm", precision, call, c["calls"], log_ms] + [
             gemm_t[(precision, call)].get(l, "") for l in libs])
-    skipped = 0
+    skipped = {}  # primitive kind -> calls hcops-dnnl-replay cannot rebuild: their logged time is carried
+    skipped_ms = 0.0
     for key, pdata in prims.items():
-        p = part_of("dnnl")
         log_ms = sum(pdata["ms"])
-        p["log"] += log_ms
         t = dnnl_t[key]
         if "skipped" in t:
-            skipped += 1
+            kind = key.split(",")[0]
+            skipped[kind] = skipped.get(kind, 0) + pdata["calls"]
+            skipped_ms += log_ms
+            per_call.append(["dnnl", "", key, pdata["calls"], log_ms] + ["" for _ in libs])
+            continue
+        p = part_of("dnnl")
+        p["log"] += log_ms
         kind, problem = key.split(",")[0], key.split(",")[-1]
         flops = (cost.matmul_flops(problem) if kind == "matmul" else cost.ip_flops(problem)) * pdata["calls"]
         for lib in ("hcops", "onednn"):
@@ -125,8 +130,7 @@ def _project(args, prof, finder, libhcops, progress, out):
             if peak:
                 p["peak_s"] += flops / (peak * 1e9)
         per_call.append(["dnnl", "", key, pdata["calls"], log_ms] + [t.get(l, "") for l in libs])
-    carried = sum(r.ms for r in rows if r.part in ("operator", "mpi")) + sum(
-        parts.get(x, {}).get("log", 0) for x in ())
+    carried = sum(r.ms for r in rows if r.part in ("operator", "mpi")) + skipped_ms
     print(f"\nProjection: each distinct call replayed on {prof.machine.model if prof.machine else 'this machine'}, "
           f"{prof.threads} threads, {pj.rounds} round{'s' if pj.rounds > 1 else ''} "
           f"(libraries alternated; medians){' -- QUICK: a check, not a measurement' if args.quick else ''}", file=out)
@@ -153,7 +157,8 @@ def _project(args, prof, finder, libhcops, progress, out):
         print(f"{report.PART_TITLE[name]:<20} {p['log']:>10.2f}" + "".join(cells) + eff, file=out)
     if carried:
         print(f"{'not replayed':<20} {carried:>10.2f}" + "".join(f"{carried:>13.2f} " for _ in libs) +
-              "   (operators and MPI: the log's time, carried)", file=out)
+              "   (the log's time, carried: operators, MPI" + (", oneDNN " + ", ".join(
+                  f"{k} x{n}" for k, n in sorted(skipped.items())) if skipped else "") + ")", file=out)
     log_total += carried
     # A whole-log figure only for a library that serves every replayed call.
     print(f"{'whole log':<20} {log_total:>10.2f}" + "".join(
@@ -165,7 +170,8 @@ def _project(args, prof, finder, libhcops, progress, out):
     print("*: the library serves only part of the part's calls (a precision or primitive it lacks), and its figure "
           "is of those; '-': none, or (whole log) not all", file=out)
     if skipped:
-        print(f"{skipped} oneDNN primitive(s) hcops-dnnl-replay cannot rebuild were not replayed", file=out)
+        print("oneDNN primitives hcops-dnnl-replay does not rebuild (it rebuilds matmul in plain layouts), carried: "
+              + ", ".join(f"{k} ({n} calls)" for k, n in sorted(skipped.items())), file=out)
     for note in pj.notes:
         print(note, file=out)
     if pj.absent:
