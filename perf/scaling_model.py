@@ -379,8 +379,9 @@ def plot(rows, inp, args, path):
     ax.set_ylim(0, 105)
     ax.set_xlabel("nodes (one rank each)")
     ax.set_ylabel("scaling efficiency (%)")
-    ax.set_title(f"{inp['model']}, projected on {args.network} from a step measured on "
-                 f"{inp.get('machine', '?')[:28]}", fontsize=9)
+    node = "" if args.compute_scale == 1 else f" x {args.compute_scale:g}"
+    ax.set_title(f"{inp['model']}, projected on {args.network} ({args.algorithm} allreduce); node compute = the step "
+                 f"measured on {inp.get('machine', '?')[:24]}{node}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
@@ -414,10 +415,16 @@ if c.rank == 0:
 
 
 def fit_alpha_beta(times):
-    """Least squares of t = 2 alpha + n / beta (the ring of 2 ranks) over {n: t}."""
-    xs, ys = list(times), [times[n] for n in times]
-    mx, my = statistics.mean(xs), statistics.mean(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    """Least squares of t = 2 alpha + n / beta (the ring of 2 ranks) over
+    {n: t}, in relative error (weights 1/t^2), so that small messages count
+    as much as large ones."""
+    pts = [(n, t) for n, t in times.items() if t > 0]
+    w = [1 / t**2 for _, t in pts]
+    sw = sum(w)
+    mx = sum(wi * n for wi, (n, _) in zip(w, pts)) / sw
+    my = sum(wi * t for wi, (_, t) in zip(w, pts)) / sw
+    slope = sum(wi * (n - mx) * (t - my) for wi, (n, t) in zip(w, pts)) / sum(
+        wi * (n - mx) ** 2 for wi, (n, _) in zip(w, pts))
     intercept = my - slope * mx
     return max(intercept / 2, 1e-9), 1 / slope
 
@@ -430,22 +437,27 @@ def validate(args):
     tmp = args.out_prefix
     print("1. one rank, 1 thread: step and backward timeline", flush=True)
     subprocess.run([PYTHON, os.path.abspath(__file__), "measure", "--model", args.model, "--batches",
-                    str(args.batch), "--threads", "1", "--steps", str(args.steps), "--out", f"{tmp}-1rank.json"],
+                    str(args.batch), "--threads", "1", "--steps", str(args.steps), "--warmup", "3",
+                    "--out", f"{tmp}-1rank.json"],
                    env=env, check=True)
     # ddp.py's buckets (--bucket-mb, default 4 MB), not DDP's
     inp = load_inputs(f"{tmp}-1rank.json")
     inp = with_buckets(inp, capped_buckets(inp["param_bytes"], int(args.bucket_mb * 2**20)))
     print("2. allreduce sweep, 2 ranks (alpha, beta of this machine)", flush=True)
-    sizes = "4096,65536,1048576,4194304,16777216,67108864"
+    # Up to 16 MiB: the buckets' sizes (ddp.py's 4 MB). Beyond, shared-memory
+    # allreduce here falls off a cliff (64 MiB: 0.34 GB/s against 3.6 at 16 MiB).
+    sizes = "4096,65536,262144,1048576,4194304,16777216"
     p = subprocess.run(bmpi.mpirun(2, "core") + [PYTHON, "-c", SWEEP, sizes], capture_output=True, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS="1"), check=True)
     times = {int(k): v for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
     alpha, beta = fit_alpha_beta(times)
-    print(f"   alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s")
+    print(f"   alpha {alpha * 1e6:.2f} us, beta {beta / 1e9:.2f} GB/s (fitted to " + ", ".join(
+        f"{n >> 10} KiB {1e6 * t:.0f} us" for n, t in sorted(times.items())) + ")")
     print("3. measured 2-rank DDP step (perf/dit/ddp_bench.py)", flush=True)
     csv_path = f"{tmp}-ddp.csv"
     subprocess.run([PYTHON, os.path.join(PERF, "dit", "ddp_bench.py"), "--model", args.model, "--batch",
-                    str(args.batch), "--steps", str(args.steps), "--rounds", str(args.rounds), "--threads", "1",
+                    str(args.batch), "--steps", str(args.steps), "--warmup", "3", "--rounds", str(args.rounds),
+                    "--threads", "1",
                     "--bucket-mb", str(args.bucket_mb), "--csv", csv_path], check=True)
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -477,7 +489,9 @@ def main(argv=None):
     m.add_argument("--batches", default="1,2,4,8")
     m.add_argument("--threads", type=int, default=2)
     m.add_argument("--steps", type=int, default=3)
-    m.add_argument("--warmup", type=int, default=1)
+    # Three: a DiT step's forward gets faster over its first three steps here (glibc's
+    # mmap threshold adapting to the activations' sizes: fewer page faults each step).
+    m.add_argument("--warmup", type=int, default=3)
     m.add_argument("--out", required=True)
     pj = sub.add_parser("project")
     pj.add_argument("--inputs", required=True)

@@ -40,6 +40,10 @@ check(close(sm.allreduce_time(n, 1024, a, b, "rabenseifner"), 20 * a + 2 * 1023 
 check(close(sm.allreduce_time(1, 8, a, 1e30, "ring"), 14 * a, 1e-9), "alpha only: ring 2(p-1) alpha")
 check(close(sm.allreduce_time(n, 8, 0.0, b, "ring"), 1.75 * n / b), "beta only: ring 2(p-1)/p n/beta")
 
+t = {n: 2 * 3e-6 + n / 5e9 for n in (4096, 65536, 1 << 20, 16 << 20)}
+fa, fb = sm.fit_alpha_beta(t)
+check(close(fa, 3e-6, 1e-6) and close(fb, 5e9, 1e-6), f"alpha/beta fit of exact 2-rank ring times ({fa}, {fb})")
+
 # ---- buckets: reverse order, first cap 1 MiB, then 25 MiB
 MB = 1 << 20
 got = sm.ddp_buckets([10 * MB, 20 * MB, 2 * MB, MB // 2, MB // 2])
