@@ -135,6 +135,8 @@ hcops_verbose,fallback,gelu,f64,10x10,dtype
 [1,1]<stderr>:hcops_verbose,mpi,1,MPI_Allreduce,2,1000,MPI_FLOAT,MPI_SUM,4000,2.0,0.4
 onednn_verbose,info,oneDNN v2.6.3 (commit N/A)
 onednn_verbose,exec,cpu,matmul,brg:avx512_core_bf16,undef,src_bf16::blocked:abc:f0 wei_bf16::blocked:acb:f0 dst_bf16::blocked:abc:f0,,,4x64x32:4x32x64:4x64x64,0.4
+onednn_verbose,primitive,exec,cpu,matmul,brg_matmul:avx512_core,undef,src_f32::blocked:ab::f0 wei_f32::blocked:ab::f0 dst_f32::blocked:ab::f0,,,2x100:3x100x50,0.2
+onednn_verbose,1732412345.123,primitive,exec,cpu,matmul,brg_matmul:avx512_core,undef,src_f32::blocked:ab::f0 wei_f32::blocked:ab::f0 dst_f32::blocked:ab::f0,,,2x100:3x100x50,0.2
 hcops_verbose,total,3 calls,2.800 ms,10.00 GFLOPS
 """
 
@@ -153,13 +155,16 @@ def hand_logs():
           "hand: two sgemm_ calls of one shape aggregated")
     check(s is not None and abs(float(s["rate"]) - 10.0) < 1e-6 and abs(float(s["peak_fraction"]) - 0.1) < 1e-6,
           "hand: sgemm_ 2*100*200*300 flops in 1.2 ms = 10 GFLOPS = 10% of 100")
-    total = 2.4 + 0.4 + 0.8 + 0.4 + 0.4
+    total = 2.4 + 0.4 + 0.8 + 0.4 + 0.4 + 0.4
     check(s is not None and abs(float(s["share"]) - 2.4 / total) < 1e-6, "hand: share of the profiled time")
     g = rows.get(("gelu", "1000x1000"))
     check(g is not None and abs(float(g["rate"]) - 8e6 / 0.8e-3 / 1e9) < 1e-6 and
           abs(float(g["peak_fraction"]) - 1.0) < 1e-6, "hand: gelu 2 x 4 MB in 0.8 ms = 10 GB/s = 100% of 10")
     mm = rows.get(("matmul", "4x64x32:4x32x64:4x64x64"))
     check(mm is not None and float(mm["work_per_call"]) == 2.0 * 4 * 64 * 64 * 32, "hand: batched matmul flops")
+    v3 = rows.get(("matmul", "2x100:3x100x50"))
+    check(v3 is not None and v3["calls"] == "2" and float(v3["work_per_call"]) == 2.0 * 3 * 2 * 50 * 100,
+          "hand: oneDNN 3.x lines (marker, timestamp; src:wei problem, broadcast batch)")
     mpi = [r for r in read_csv(out) if r["part"] == "mpi"]
     check(len(mpi) == 1 and abs(float(mpi[0]["total_ms"]) - 0.4) < 1e-9, "hand: the tagged MPI line (exposed ms)")
     check("1 not verbose lines skipped" in p.stdout, "hand: the program's line skipped and counted")

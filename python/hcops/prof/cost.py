@@ -36,17 +36,19 @@ def gemm_flops(m, n, k):
 
 
 def matmul_flops(problem):
+    """oneDNN 2.x gives src:wei:dst, 3.x src:wei; batch dims broadcast."""
     parts = problem.split(":")
-    if len(parts) != 3:
+    if len(parts) not in (2, 3):
         return 0.0
-    src, wei, dst = (p.split("x") for p in parts)
+    src, wei = parts[0].split("x"), parts[1].split("x")
     try:
-        k = int(src[-1])
-        m, n = int(dst[-2]), int(dst[-1])
-        batch = _prod(int(x) for x in dst[:-2])
+        m, k, n = int(src[-2]), int(src[-1]), int(wei[-1])
+        bs, bw = [int(x) for x in src[:-2]], [int(x) for x in wei[:-2]]
     except (ValueError, IndexError):
         return 0.0  # runtime dims ("*") or an unknown form
-    return 2.0 * batch * m * n * k
+    width = max(len(bs), len(bw))
+    bs, bw = [1] * (width - len(bs)) + bs, [1] * (width - len(bw)) + bw
+    return 2.0 * _prod(max(a, b) for a, b in zip(bs, bw)) * m * n * k
 
 
 def _named(problem):

@@ -8,7 +8,9 @@ time. The line formats are those of the libraries' own printers:
   operators (shim/torch/report.h):
     hcops_verbose,exec,<op>,<dtype>,<shape>,<threads>,<ms>,hcops:<family>,<details>
     hcops_verbose,fallback,<op>,<dtype>,<shape>,<reason>
-  oneDNN primitives HCOps ran (shim/dnnl/report.h), and oneDNN 2.6's own:
+  oneDNN primitives HCOps ran (shim/dnnl/report.h), and oneDNN's own (2.x; 3.x
+  adds a "primitive" marker, and a timestamp with ONEDNN_VERBOSE_TIMESTAMP=1,
+  after "onednn_verbose"):
     hcops_verbose,exec,cpu,<kind>,hcops:<family>,<prop>,<mds>,<attrs>,<aux>,<problem>,<ms>
     onednn_verbose,exec,cpu,<kind>,<impl>,<prop>,<mds>,<attrs>,<aux>,<problem>,<ms>
   MPI (src/mpi/op_log.h):
@@ -144,6 +146,13 @@ def parse_line(line, lineno, log):
         log.skipped += 1
         return
     f = line.split(",")
+    if source == "onednn":
+        # oneDNN 3.x: "onednn_verbose[,<timestamp>],primitive,exec,...": the
+        # timestamp (ONEDNN_VERBOSE_TIMESTAMP=1) and the component marker go.
+        if len(f) > 2 and re.fullmatch(r"[0-9.]+", f[1]):
+            f = [f[0]] + f[2:]
+        if len(f) > 2 and f[1] in ("primitive", "graph", "common"):
+            f = [f[0]] + f[2:]
     what = f[1] if len(f) > 1 else ""
     log.sources.add(source)
     if source == "onednn":
