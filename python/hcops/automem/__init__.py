@@ -78,11 +78,12 @@ def enable(model, *, fast="fast", slow="ddr", min_bytes=None):
     if mem is None:
         stats.info["reason"] = "libhcops_mem.so not found"
         return None
-    budget, source = fast_tier()
-    if budget == 0 and source != "HCOPS_AUTOMEM_FAST_BYTES":
+    if mem.stat("fast_capacity") == 0:
+        source = "no fast memory tier on this machine"
         stats.info["reason"] = source
         config.info_once("no fast tier", f"{source}: AutoMem does nothing (every tensor is on the one memory kind)")
         return None
+    budget, source = fast_tier()
     from .runtime import AutoMem, _Shared, SLOW_POLICY
     if _shared is None:
         _shared = _Shared(mem, fast, slow, budget)
@@ -137,9 +138,10 @@ def placement(tensor):
     """(policy mode name, policy nodes, nodes of sampled pages) of a tensor's
     storage, as the kernel reports them."""
     from . import pages
-    s = tensor.storage()
-    mode, nodes = pages.policy_at(s.data_ptr())
-    return pages.MODE_NAMES.get(mode, str(mode)), nodes, sorted(set(pages.nodes_of(s.data_ptr(), s.nbytes())))
+    from .runtime import storage_span
+    ptr, nbytes = storage_span(tensor)
+    mode, nodes = pages.policy_at(ptr)
+    return pages.MODE_NAMES.get(mode, str(mode)), nodes, sorted(set(pages.nodes_of(ptr, nbytes)))
 
 
 def install():

@@ -37,8 +37,7 @@ class _Shared:
         self.lock = threading.Lock()
 
     def nbytes_ptr(self, t):
-        s = t.storage()
-        return s.data_ptr(), s.nbytes()
+        return storage_span(t)
 
     def move_async(self, t, target):
         ptr, n = self.nbytes_ptr(t)
@@ -360,6 +359,12 @@ class AutoMem:
         """(name, tensor bytes) of every layer AutoMem moves, in module order."""
         return [(n, sum(self.slots[k].nbytes for k in keys))
                 for n, keys in zip(self.unit_names, self.unit_keys) if keys]
+
+
+def storage_span(t):
+    """(address, bytes) of the whole storage behind tensor t: pages are moved whole."""
+    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()  # torch >= 2.0 / 1.13
+    return s.data_ptr(), s.nbytes()
 
 
 def _tensors(obj):
