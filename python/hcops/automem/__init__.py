@@ -74,6 +74,7 @@ def enable(model, *, fast="fast", slow="ddr", min_bytes=None):
         raise TypeError(f"automem.enable: an nn.Module is needed, not {type(model).__name__}")
     if model in _enabled:
         return _enabled[model]
+    stats.register()  # the report says why when AutoMem stays inactive
     mem = _library()
     if mem is None:
         stats.info["reason"] = "libhcops_mem.so not found"
@@ -88,7 +89,6 @@ def enable(model, *, fast="fast", slow="ddr", min_bytes=None):
     if _shared is None:
         _shared = _Shared(mem, fast, slow, budget)
         stats.info.update(active=True, budget=budget, budget_source=source)
-        stats.register()
         if not mem.preloaded:
             config.info_once("not preloaded", "libhcops_mem.so is loaded but not preloaded: layers move, "
                                               "but allocations are not placed (preload it, or use hcops-run --automem)")
