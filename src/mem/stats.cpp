@@ -79,7 +79,10 @@ std::size_t stat(const char *name) {
     const Tiers &t = tiers();
     return t.domains[static_cast<std::size_t>(current_domain()) % t.domains.size()].fast_bytes;
   }
-  if (n == "fast_limit") return load_config().fast_limit;
+  if (n == "fast_limit") {  // the configuration in force (hcops_mem_stat initialised it)
+    const Config *c = config();
+    return c ? c->fast_limit : 0;
+  }
   for (const Named &c : kNamed)
     if (n == c.name) return c.value->load();
   for (int k = 0; k < 3; ++k) {

@@ -85,7 +85,7 @@ def enable(model, *, fast="fast", slow="ddr", min_bytes=None):
         config.info_once("no fast tier", f"{source}: AutoMem does nothing (every tensor is on the one memory kind)")
         return None
     budget, source = fast_tier()
-    from .runtime import AutoMem, _Shared, SLOW_POLICY
+    from .runtime import AutoMem, _Shared
     if _shared is None:
         _shared = _Shared(mem, fast, slow, budget)
         stats.info.update(active=True, budget=budget, budget_source=source)
@@ -93,9 +93,7 @@ def enable(model, *, fast="fast", slow="ddr", min_bytes=None):
             config.info_once("not preloaded", "libhcops_mem.so is loaded but not preloaded: layers move, "
                                               "but allocations are not placed (preload it, or use hcops-run --automem)")
         else:
-            # Allocations outside every layer: DDR huge pages, for every thread.
-            mem.push(SLOW_POLICY.replace("ddr", slow, 1), mem.PROCESS)
-            _process_pushed = True
+            _slow_by_default(mem, slow)
     elif (fast, slow) != (_shared.fast, _shared.slow):
         config.warn_once("targets", f"automem.enable: fast={fast!r}, slow={slow!r} differ from the first model's "
                                     f"({_shared.fast!r}, {_shared.slow!r}), which every model shares")
@@ -104,11 +102,28 @@ def enable(model, *, fast="fast", slow="ddr", min_bytes=None):
     am = AutoMem(model, _shared, min_bytes)
     _enabled[model] = am
     stats.info["models"] += 1
-    config.info_once(f"enabled {id(am)}", f"enabled on {type(model).__name__}: {len(am.units)} layers, "
+    # A model freed without disable() gives its share of the budget back.
+    weakref.finalize(model, _released, am).atexit = False
+    config.info_once(f"enabled {id(am)}", f"enabled on {type(model).__name__}: {len(am.unit_names)} layers, "
                                           f"{len(am.slots)} tensors of {config.mib(sum(s.nbytes for s in am.slots))} "
                                           f"(each >= {config.mib(min_bytes)}), budget {config.mib(budget)} ({source}); "
                                           f"the next training step is recorded")
     return am
+
+
+def _released(am):
+    if am.handles:  # not disabled before
+        am.release()
+
+
+def _slow_by_default(mem, slow):
+    """Allocations outside every layer go to DDR huge pages, for every thread
+    (pushed once, process-wide; only where there is a fast tier)."""
+    global _process_pushed
+    if not _process_pushed and mem.preloaded:
+        from .runtime import SLOW_POLICY
+        mem.push(SLOW_POLICY.replace("ddr", slow, 1), mem.PROCESS)
+        _process_pushed = True
 
 
 def disable(model):
@@ -118,7 +133,6 @@ def disable(model):
     if am is None:
         return
     am.remove()
-    stats.info["models"] -= 1
     if not len(_enabled) and _process_pushed:
         _shared.mem.pop(_shared.mem.PROCESS)
         _process_pushed = False
@@ -146,6 +160,12 @@ def placement(tensor):
 
 def install():
     """For hcops-run --automem: every optimizer made from now on enables AutoMem
-    on the top-level modules that own its parameters."""
+    on the top-level modules that own its parameters; from now on, where
+    there is a fast tier, allocations go to DDR unless a layer runs (so the
+    model, its copies and the data made before the optimizer do not take the
+    fast tier first)."""
     from .optimizer_hook import install as _install
+    mem = _library()
+    if mem is not None and mem.stat("fast_capacity") > 0:
+        _slow_by_default(mem, "ddr")
     _install(enable)

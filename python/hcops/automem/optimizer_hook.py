@@ -12,19 +12,32 @@ _installed = False
 
 
 def owners(params):
-    """The top-level modules holding any of `params`: those no other holder contains."""
+    """The modules to enable for an optimizer's parameters: of the modules
+    holding any of them that no other holder contains, the one holding most,
+    then any other that holds parameters the chosen ones do not (a module
+    whose layers were reused in the model, e.g. a pretrained backbone still
+    referenced, is not chosen twice over)."""
     import torch
+    Module = torch.nn.Module
     wanted = {id(p) for p in params}
     holders = []
     for obj in gc.get_objects():
-        if isinstance(obj, torch.nn.Module):
+        # type(), not isinstance: no __class__ property of a foreign object runs.
+        if issubclass(type(obj), Module):
             try:
-                if any(id(p) in wanted for p in obj.parameters()):
-                    holders.append(obj)
+                held = {id(p) for p in obj.parameters()} & wanted
             except Exception:  # a half-built or odd module: not ours to judge
                 continue
-    contained = {id(m) for h in holders for m in h.modules() if m is not h}
-    return [h for h in holders if id(h) not in contained]
+            if held:
+                holders.append((obj, held))
+    contained = {id(m) for h, _ in holders for m in h.modules() if m is not h}
+    tops = sorted(((h, held) for h, held in holders if id(h) not in contained), key=lambda x: -len(x[1]))
+    chosen, covered = [], set()
+    for h, held in tops:
+        if held - covered:
+            chosen.append(h)
+            covered |= held
+    return chosen
 
 
 def install(enable):

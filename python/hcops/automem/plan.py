@@ -101,6 +101,8 @@ def make_plan(events, sizes, budget):
                 used = sum(sizes[k] for k in resident)
                 victims = sorted((k for k in resident if k not in protect),
                                  key=lambda k: (-_next_use(kept, keys_of, i, k), k))
+                if used - sum(sizes[v] for v in victims) + extra > budget:
+                    return False  # no offload would make room: offload nothing for it
                 for v in victims:
                     if used + extra <= budget:
                         break

@@ -10,6 +10,7 @@ from .config import mib
 COUNTERS = ("prefetched", "prefetches", "fetched", "fetches", "offloaded", "offloads", "grads_offloaded",
             "wait_ns", "waits", "refused", "failed_moves", "high_water", "pinned")
 values = dict.fromkeys(COUNTERS, 0)
+# models: how many were enabled, in all
 info = {"budget": 0, "budget_source": "", "models": 0, "active": False, "in_ddr": 0, "reason": ""}
 
 
@@ -42,9 +43,6 @@ def report():
         f"hcops_automem: compute waited {v['wait_ns'] / 1e6:.1f} ms for {v['waits']} prefetches; "
         f"{v['refused']} moves refused by the budget, {v['failed_moves']} failed; "
         f"{info['in_ddr']} layer(s) larger than the budget kept in DDR"])
-
-
-_pattern = None
 
 
 def _read_pattern():
@@ -94,11 +92,13 @@ def _at_exit():
 
 
 _registered = False
+# Read at import (under hcops-run: at torch's import), so a relative path is
+# the starting directory's, as libhcops_mem reads it at start-up.
+_pattern = _read_pattern()
 
 
 def register():
-    global _registered, _pattern
+    global _registered
     if not _registered:
         _registered = True
-        _pattern = _read_pattern()
         atexit.register(_at_exit)
