@@ -17,8 +17,8 @@ tier, MPOL_INTERLEAVE for what it offloaded.
   small-budget run, none but the first prefetch in the large one, the high
   water within the budget.
 - A model with a tied parameter (one nn.Parameter in two Linear layers), a
-  module called twice per forward and a torch.no_grad() evaluation between
-  the steps: losses, evaluations and parameters identical to those without
+  module called twice per forward and a torch.no_grad() evaluation before
+  the first step (while AutoMem records) and between the steps: losses, evaluations and parameters identical to those without
   AutoMem, one tensor for the tied parameter, both calls planned, the budget
   held at every event; the output of a layer (allocated inside its forward)
   and an input's gradient (inside the backward) on the fast policy, a tensor
@@ -213,6 +213,11 @@ def run_tied(automem_on):
                 seen.setdefault("output", automem.placement(output)[:2])
         model.e.register_forward_hook(on_e)
     losses, evals = [], []
+
+    def evaluate():
+        with torch.no_grad():
+            evals.append(hashlib.sha256(model(x_eval).numpy().tobytes()).hexdigest())
+    evaluate()  # before the first step: while AutoMem records, not a step of the plan
     for step in range(STEPS):
         x = torch.randn(768, 512, generator=gen)  # its gradient: 1.5 MiB, a libhcops_mem block
         y = torch.randn(768, 16, generator=gen)
@@ -229,8 +234,7 @@ def run_tied(automem_on):
         loss.backward()
         opt.step()
         losses.append(loss.item())
-        with torch.no_grad():
-            evals.append(hashlib.sha256(model(x_eval).numpy().tobytes()).hexdigest())
+        evaluate()
     digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
     out = {"losses": losses, "evals": evals, "digest": digest}
     if am:
