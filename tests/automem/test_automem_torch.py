@@ -26,7 +26,8 @@ tier, MPOL_INTERLEAVE for what it offloaded.
 - No fast tier (no HCOPS_MEM_FAST_NODES): enable() returns None, installs no
   hook, and one `hcops_verbose,info,automem:` line under HCOPS_VERBOSE=1.
 - HCOPS_MEM_STATS=1: the `hcops_automem:` lines at exit, before
-  libhcops_mem's; a malformed HCOPS_AUTOMEM_FAST_BYTES: one `hcops: warning:
+  libhcops_mem's; a file pattern (%p): both in the pid's file; a missing
+  directory: both on stderr; a malformed HCOPS_AUTOMEM_FAST_BYTES: one `hcops: warning:
   automem:` line, the default budget; the sizes it takes.
 
 Prints ok/FAIL lines; exit 1 on a failure, 77 without torch, 99 without
@@ -37,6 +38,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
@@ -417,6 +419,28 @@ def check_messages(lib):
           "HCOPS_MEM_STATS=1: the three hcops_automem: lines at exit (models, budget, moves, waits)", text)
     check(am_lines and mem_lines and max(am_lines) < min(mem_lines),
           "HCOPS_MEM_STATS=1: AutoMem's lines before libhcops_mem's", f"{am_lines} {mem_lines}")
+
+    # A file pattern: both reports appended to the pid's file; a directory
+    # that cannot take it: both on stderr, as libhcops_mem says it does.
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"LD_PRELOAD": lib, "HCOPS_MEM_FAST_NODES": "0", "HCOPS_MEM_STATS": os.path.join(tmp, "stats.%p")}
+        got, err = run_child("--child-stats", [], env)
+        files = os.listdir(tmp)
+        lines = open(os.path.join(tmp, files[0])).read().splitlines() if len(files) == 1 else []
+        kinds = [line.split(":")[0] for line in lines]
+        check(got is not None and len(files) == 1 and files[0].startswith("stats.") and files[0][6:].isdigit()
+              and kinds == ["hcops_automem"] * 3 + ["hcops_mem"] * kinds.count("hcops_mem") and "hcops_mem" in kinds
+              and not [line for line in err.splitlines() if line.startswith(("hcops_automem:", "hcops_mem:"))],
+              "HCOPS_MEM_STATS=dir/stats.%p: AutoMem's lines then libhcops_mem's in the pid's file, none on stderr",
+              f"{files} {lines} {err[-500:]}")
+        env["HCOPS_MEM_STATS"] = os.path.join(tmp, "missing", "stats")
+        got, err = run_child("--child-stats", [], env)
+        lines = err.splitlines()
+        am_lines = [line for line in lines if line.startswith("hcops_automem:")]
+        mem_lines = [line for line in lines if line.startswith("hcops_mem:")]
+        check(got is not None and len(am_lines) == 3 and mem_lines and not os.path.exists(os.path.join(tmp, "missing")),
+              "HCOPS_MEM_STATS naming a missing directory: AutoMem's lines on stderr, as libhcops_mem's",
+              err[-800:])
 
 
 def check_sizes():
