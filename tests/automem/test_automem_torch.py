@@ -23,6 +23,9 @@ tier, MPOL_INTERLEAVE for what it offloaded.
   held at every event; the output of a layer (allocated inside its forward)
   and an input's gradient (inside the backward) on the fast policy, a tensor
   allocated outside every layer interleaved.
+- The budget: HCOPS_MEM_FAST_LIMIT caps it, HCOPS_AUTOMEM_FAST_BYTES sets
+  it, and is ignored without a fast tier; a layer larger than the budget is
+  said once (`hcops: warning: automem:`) and stays on the slow tier.
 - No fast tier (no HCOPS_MEM_FAST_NODES): enable() returns None, installs no
   hook, and one `hcops_verbose,info,automem:` line under HCOPS_VERBOSE=1.
 - HCOPS_MEM_STATS=1: the `hcops_automem:` lines at exit, before
@@ -286,8 +289,35 @@ def child_stats():
                       "capacity": mem.stat("fast_capacity"), "limit": mem.stat("fast_limit")}), flush=True)
 
 
+def child_tier():
+    """fast_tier() alone: no torch needed."""
+    from hcops import automem
+    print(json.dumps({"tier": automem.fast_tier()}))
+
+
+def child_too_large():
+    """A layer of 4 MiB under a 3 MiB budget, 3 steps."""
+    import torch
+    from torch import nn
+    from hcops import automem
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(512, 1024), nn.Tanh(), nn.Linear(1024, 1024), nn.Tanh(), nn.Linear(1024, 512))
+    am = automem.enable(m, slow=SLOW)
+    opt = torch.optim.SGD(m.parameters(), lr=0.05)
+    for _ in range(3):
+        loss = m(torch.randn(256, 512)).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    am.shared.drain()
+    print(json.dumps({"too_large": [am.unit_names[u] for u in am.plan.too_large], "stats": automem.statistics(),
+                      "big": automem.placement(m[2].weight)[:2], "final": placement_problems(am, "after")}))
+
+
 CHILDREN = {"--child-dit": lambda: child_dit(sys.argv[2]), "--child-tied": child_tied,
-            "--child-nofast": child_nofast, "--child-stats": child_stats}
+            "--child-nofast": child_nofast, "--child-stats": child_stats, "--child-tier": child_tier,
+            "--child-too-large": child_too_large}
 
 
 def run_child(mode, args, env_extra):
@@ -443,6 +473,31 @@ def check_messages(lib):
               err[-800:])
 
 
+def check_budget(lib):
+    fast = {"LD_PRELOAD": lib, "HCOPS_MEM_FAST_NODES": "0"}
+    got, err = run_child("--child-tier", [], dict(fast, HCOPS_MEM_FAST_LIMIT="64M"))
+    check(got is not None and got["tier"] == [64 * MiB, "HCOPS_MEM_FAST_LIMIT"],
+          "HCOPS_MEM_FAST_LIMIT=64M: the budget is 64 MiB, from it", str(got or err))
+    got, err = run_child("--child-tier", [], dict(fast, HCOPS_MEM_FAST_LIMIT="64M", HCOPS_AUTOMEM_FAST_BYTES="512MiB"))
+    check(got is not None and got["tier"] == [512 * MiB, "HCOPS_AUTOMEM_FAST_BYTES"],
+          "HCOPS_AUTOMEM_FAST_BYTES=512MiB overrides it", str(got or err))
+    got, err = run_child("--child-tier", [], {"LD_PRELOAD": lib, "HCOPS_AUTOMEM_FAST_BYTES": "512M"})
+    check(got is not None and got["tier"][0] == 0, "HCOPS_AUTOMEM_FAST_BYTES without a fast tier: no budget",
+          str(got or err))
+
+    got, err = run_child("--child-too-large", [], dict(fast, HCOPS_AUTOMEM_FAST_BYTES="3M"))
+    if got is None:
+        check(False, "a layer larger than the budget: the child runs", err)
+        return
+    warnings = [line for line in err.splitlines() if line.startswith("hcops: warning: automem:")]
+    check(got["too_large"] == ["2"] and got["stats"]["in_ddr"] == 1 and len(warnings) == 1
+          and "layer 2 uses 4.0 MiB, more than the budget (3.0 MiB): it stays in DDR" in warnings[0],
+          "a 4 MiB layer under a 3 MiB budget: too large, said once", f"{got} {warnings}")
+    check(got["big"] == ["interleave", [0]] and not got["final"] and got["stats"]["high_water"] <= 3 * MiB,
+          "a 4 MiB layer under a 3 MiB budget: its weight stays on the slow tier, the others follow the plan",
+          f"{got['big']} {got['final']}")
+
+
 def check_sizes():
     from hcops.automem import config
     cases = {"16G": 16 << 30, "512M": 512 * MiB, "512MiB": 512 * MiB, "64KB": 64 << 10, "1073741824": 1 << 30,
@@ -467,6 +522,7 @@ def main():
         return 77
     lib = os.path.abspath(lib)
     check_sizes()
+    check_budget(lib)
     check_messages(lib)
     check_tied(lib)
     check_dit(lib)
