@@ -21,8 +21,9 @@ tier, MPOL_INTERLEAVE for what it offloaded.
   the first step (while AutoMem records) and between the steps: losses, evaluations and parameters identical to those without
   AutoMem, one tensor for the tied parameter, both calls planned, the budget
   held at every event; the output of a layer (allocated inside its forward)
-  and an input's gradient (inside the backward) on the fast policy, a tensor
-  allocated outside every layer interleaved.
+  and an input's gradient (inside the backward) on the fast policy, an
+  activation computed between two layers and a tensor allocated after the
+  steps interleaved.
 - The budget: HCOPS_MEM_FAST_LIMIT caps it, HCOPS_AUTOMEM_FAST_BYTES sets
   it, and is ignored without a fast tier; a layer larger than the budget is
   said once (`hcops: warning: automem:`) and stays on the slow tier.
@@ -189,8 +190,12 @@ class Tied:
                 self.e = nn.Linear(1024, 1024)    # 4 MiB
                 self.out = nn.Linear(1024, 16)    # small: not moved
 
+            probe = None  # called with an activation computed between layers
+
             def forward(self, x):
                 h = torch.tanh(self.a(x))
+                if self.probe is not None:
+                    self.probe(h)
                 h = torch.tanh(self.d(h))
                 h = torch.tanh(self.d(h))
                 h = torch.tanh(self.b(h))
@@ -217,6 +222,11 @@ def run_tied(automem_on):
             if torch.is_grad_enabled():
                 seen.setdefault("output", automem.placement(output)[:2])
         model.e.register_forward_hook(on_e)
+
+        def between(h):  # tanh's output: allocated outside every layer (the model itself is not one)
+            if torch.is_grad_enabled():
+                seen.setdefault("between", automem.placement(h)[:2])
+        model.probe = between
     losses, evals = [], []
 
     def evaluate():
@@ -408,6 +418,8 @@ def check_tied(lib):
           str(seen))
     check(seen.get("input_grad") == ["preferred", [0]], "an input's gradient (allocated in the backward) on the "
                                                         "fast policy", str(seen))
+    check(seen.get("between") == ["interleave", [0]], "an activation computed between two layers in the model's "
+                                                       "forward on the slow policy", str(seen))
     check(on["outside"] == ["interleave", [0]], "a tensor allocated outside the layers on the slow policy",
           str(on["outside"]))
 
