@@ -73,16 +73,17 @@ class Watcher:
     """Hooks of ours on every layer AutoMem moves, registered after its own (so
     they run after): at each layer event of a planned step, waits for the
     queued moves and compares what AutoMem holds with the plan, the budget and
-    the kernel's policies of the tracked tensors."""
+    the kernel's policies of the tracked tensors (under no_grad: the budget and
+    the policies only)."""
 
-    def __init__(self, am, exact):
+    def __init__(self, am, model, exact):
         import torch
         self.am, self.exact, self.torch = am, exact, torch
         self.on = False
         self.events = 0
         self.problems = []
         self.max_pinned = 0
-        for unit, (module, keys) in enumerate(zip(am.units, am.unit_keys)):
+        for unit, (module, keys) in enumerate(zip(unit_modules(am, model), am.unit_keys)):
             if keys:
                 module.register_forward_pre_hook(self._pre(unit))
                 module.register_forward_hook(self._post(unit))
@@ -110,6 +111,11 @@ class Watcher:
         self.max_pinned = max(self.max_pinned, am.shared.pinned)
         if am.shared.pinned > am.shared.budget:
             self.problems.append(f"{where}: {am.shared.pinned} B pinned > budget {am.shared.budget}")
+        if not self.torch.is_grad_enabled():
+            # An evaluation: whether AutoMem follows its plan there or leaves
+            # the tensors as they are, the kernel's policies follow what it holds.
+            self.problems += placement_problems(am, where + " (no_grad)")
+            return
         if am.cursor == 0 or am.plan.events[am.cursor - 1].unit != unit or am.plan.events[am.cursor - 1].kind != kind:
             self.problems.append(f"{where}: AutoMem's cursor {am.cursor} is not at this event")
             return
@@ -120,6 +126,13 @@ class Watcher:
         if not set(am.unit_keys[unit]) <= held:
             self.problems.append(f"{where}: its own tensors {sorted(set(am.unit_keys[unit]) - held)} not held")
         self.problems += placement_problems(am, where)
+
+
+def unit_modules(am, model):
+    """The module of each of AutoMem's units, found by the names it gives them
+    (the model's own: its class name)."""
+    modules = dict(model.named_modules())
+    return [modules[n] if n in modules else model for n in am.unit_names]
 
 
 def placement_problems(am, where):
@@ -144,7 +157,7 @@ def child_dit(mode):
     model = dit.DiT(*dit.CONFIGS["mini"])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
     am = automem.enable(model, slow=SLOW) if mode == "on" else None
-    watcher = Watcher(am, exact=True) if am else None
+    watcher = Watcher(am, model, exact=True) if am else None
     gen = torch.Generator().manual_seed(0)
     abar = dit.alphas_cumprod()
     losses = []
@@ -216,7 +229,7 @@ def run_tied(automem_on):
     seen = {}
     if automem_on:
         am = automem.enable(model, slow=SLOW)
-        watcher = Watcher(am, exact=False)
+        watcher = Watcher(am, model, exact=False)
 
         def on_e(module, inputs, output):  # the output: allocated inside e's forward
             if torch.is_grad_enabled():
@@ -254,8 +267,7 @@ def run_tied(automem_on):
     out = {"losses": losses, "evals": evals, "digest": digest}
     if am:
         outside = torch.ones(MiB // 2)  # 2 MiB, outside every layer
-        names = dict((m, n) for n, m in model.named_modules())
-        unit_of = {names[m]: u for u, m in enumerate(am.units)}
+        unit_of = {n: u for u, n in enumerate(am.unit_names)}
         out.update(keys=len(am.slots), tied_keys=[list(am.unit_keys[unit_of["a"]]), list(am.unit_keys[unit_of["c"]])],
                    d_calls=[len(am.positions.get((k, unit_of["d"]), [])) for k in "FB"],
                    events=watcher.events, problems=watcher.problems[:8], n_problems=len(watcher.problems),
