@@ -1,6 +1,7 @@
 """AutoMem's counters, process-wide, and their report at exit under
 HCOPS_MEM_STATS (on stderr for 1, appended to the file for a path, as
-libhcops_mem's own report; AutoMem's lines come first, Python exits before C)."""
+libhcops_mem's own report, and on stderr as that one when the file cannot be
+opened; AutoMem's lines come first, Python exits before C)."""
 import atexit
 import os
 import sys
@@ -77,17 +78,20 @@ def _at_exit():
     if dest is None:
         return
     text = report() + "\n"
-    try:
-        if dest == "-":
-            sys.stderr.write(text)
-            sys.stderr.flush()
-        else:
+    if dest != "-":
+        try:
             fd = os.open(dest, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
             try:
                 os.write(fd, text.encode())
             finally:
                 os.close(fd)
-    except OSError:
+            return
+        except OSError:
+            pass  # as libhcops_mem (which says why): the report goes to stderr
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # no stderr left to write on
         pass
 
 
