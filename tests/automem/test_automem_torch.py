@@ -202,11 +202,15 @@ class Tied:
                 self.c.weight = self.a.weight     # tied: the same nn.Parameter
                 self.e = nn.Linear(1024, 1024)    # 4 MiB
                 self.out = nn.Linear(1024, 16)    # small: not moved
+                # A buffer of the model itself (as DiT's pos_embed): the model
+                # becomes a layer for its moves, but its forward is not one
+                # layer, so it sets no allocation phase.
+                self.register_buffer("shift", torch.zeros(1024))
 
             probe = None  # called with an activation computed between layers
 
             def forward(self, x):
-                h = torch.tanh(self.a(x))
+                h = torch.tanh(self.a(x) + self.shift)
                 if self.probe is not None:
                     self.probe(h)
                 h = torch.tanh(self.d(h))

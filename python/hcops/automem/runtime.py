@@ -118,7 +118,8 @@ class AutoMem:
         self.min_bytes = min_bytes
         self.unit_names = []
         self.unit_keys = []      # per unit: keys of the tensors it uses directly
-        self.nest = []           # per unit: how many units contain it (its phase depth in forward)
+        self.nest = []           # per unit: how many phase-setting units contain it
+        self.sets_phase = []     # per unit: its forward allocates on the fast tier
         self.slots = []          # key -> _Slot
         self.handles = []
         self.acc_nodes = []      # AccumulateGrad nodes with our hook, kept alive
@@ -167,11 +168,14 @@ class AutoMem:
             _hooked.add(module)
             self.handles.append(module.register_forward_pre_hook(self._make_pre(unit)))
             self.handles.append(module.register_forward_hook(self._make_post(unit)))
-        # A unit's phase depth in forward: the units around it (named_modules
-        # lists a parent before its children; "" is the root).
+        # The model itself never sets the phase (unless it is a leaf): its
+        # forward is the whole forward, not a layer (DiT's root owns
+        # pos_embed). Every other unit does. A unit's phase depth in forward:
+        # the phase-setting units around it (named_modules lists a parent
+        # before its children).
+        self.sets_phase = [name != "" or next(model.children(), None) is None for name in names]
         for name in names:
-            self.nest.append(sum(1 for other in names if other != name and (other == "" or
-                                                                               name.startswith(other + "."))))
+            self.nest.append(sum(1 for other in names if other not in ("", name) and name.startswith(other + ".")))
         for key, slot in enumerate(self.slots):
             t = slot.tensor()
             if slot.is_param and t.requires_grad and t.is_leaf:
@@ -246,7 +250,8 @@ class AutoMem:
                     self.events = []
             while self._depth() > self._expected(unit):  # what a forward that raised left
                 self._pop()
-            self._push()
+            if self.sets_phase[unit]:
+                self._push()
             if not torch.is_grad_enabled():
                 return None
             if self.recording:
@@ -260,7 +265,7 @@ class AutoMem:
 
     def _make_post(self, unit):
         def post(module, inputs, output):
-            if self._depth() > self._expected(unit):
+            if self.sets_phase[unit] and self._depth() > self._expected(unit):
                 self._pop()
             if not torch.is_grad_enabled():
                 return None
