@@ -66,7 +66,9 @@ import sys
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOPOLOGIES = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "topologies"))
+# The synthetic machines: $HCOPS_TOPOLOGY_DIR (as the test suite sets it), else shared/ beside the source tree.
+TOPOLOGIES = os.environ.get("HCOPS_TOPOLOGY_DIR") or os.path.normpath(
+    os.path.join(HERE, "..", "..", "..", "shared", "topologies"))
 GiB = 1 << 30
 GB = 1e9
 
