@@ -153,6 +153,26 @@ with tempfile.TemporaryDirectory(prefix="hcops-automem.") as tmp:
               f"{name}: free migration, everything fits: AutoMem {r['automem']['step_s']:.6g} = all-fast "
               f"{r['fast']['step_s']:.6g}")
 
+    # one layer, by hand: P parameter bytes, I + O activation bytes, F FLOPs, at batch 2 (activations and FLOPs x 2)
+    P, I, O, F = 1e8, 1e7, 1e7, 1e9
+    one = {"model": "one", "batch": 1, "param_bytes_total": P, "peak_activation_bytes": I + O,
+           "optimizer": {"bytes": 7 * P, "flops": 3 * P},
+           "layers": [{"name": "l", "kind": "Linear", "param_bytes": P, "param_first_use": P, "in_bytes": I,
+                       "out_bytes": O, "saved_bytes": I, "flops": F, "fwd_op_bytes": P + I + O}]}
+    r = pj.project(one, mach(20), 2)
+    want = {"ddr": (max(2 * F / 500e9, (P + 2 * (I + O)) / 25e9), max(4 * F / 500e9, (2 * P + 4 * (I + O)) / 25e9),
+                    max(3 * P / 500e9, 7 * P / 25e9)),
+            "fast": (max(2 * F / 500e9, (P + 2 * (I + O)) / 400e9), max(4 * F / 500e9, (2 * P + 4 * (I + O)) / 400e9),
+                     max(3 * P / 500e9, 7 * P / 400e9))}
+    for k in ("ddr", "fast"):
+        got = (r[k]["forward_s"], r[k]["backward_s"], r[k]["optimizer_s"])
+        check(all(close(g, w) for g, w in zip(got, want[k])), f"one layer, {k}: forward, backward, optimizer {got} = {want[k]}")
+    a = r["automem"]
+    check(close(a["forward_s"], P / 20e9 + want["fast"][0]) and close(a["backward_s"], want["fast"][1] + P / 20e9) and
+          close(a["stall_s"], 2 * P / 20e9) and close(a["optimizer_s"], min(want["ddr"][2], 7 * P / 20e9)),
+          f"one layer, AutoMem: the first prefetch and the last offload exposed ({a['forward_s']}, {a['backward_s']}, "
+          f"{a['stall_s']}, {a['optimizer_s']})")
+
     stalls = [pj.automem(hand, mach(bw), 4)["stall_s"] for bw in (1000, 100, 30, 10, 3, 1)]
     check(all(b >= a for a, b in zip(stalls, stalls[1:])) and stalls[-1] > stalls[0],
           f"stall grows as migration bandwidth drops: {['%.3g' % s for s in stalls]}")
