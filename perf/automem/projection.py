@@ -469,6 +469,24 @@ def sweep(inp, m, batch, bws, policy="always"):
     return out
 
 
+def break_even(inp, m, batch, policy, target):
+    """The lowest migration bandwidth (GB/s) at which AutoMem's step is no
+    longer than target (bisection on a log scale; the step does not increase
+    with the bandwidth), or None above 1e4 GB/s."""
+    def step(bw):
+        r = automem(inp, Machine(m.fast_bw, m.ddr_bw, m.flops, bw * GB, m.fast_bytes, m.cores_compute), batch, policy)
+        return r["step_s"] if r["fits"] else math.inf
+    lo, hi = 1e-3, 1e4
+    if step(hi) > target:
+        return None
+    if step(lo) <= target:
+        return lo
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if step(mid) <= target else (mid, hi)
+    return hi
+
+
 def plot(inp, res, sw, args, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -557,6 +575,19 @@ def main(argv=None):
         print("  " + line)
     print("  AutoMem sensitivity (migration GB/s: step s, stall % of step): " + ", ".join(
         f"{s['migration_gbs']:g}: {s['step_s']:.3f} s {100 * s['stall_fraction']:.1f}%" for s in sw))
+    d = res["ddr"]["step_s"]
+    even = break_even(inp, m, args.batch, args.policy, d)
+    print(f"  AutoMem ({args.policy}) as fast as DDR from a migration bandwidth of " +
+          (f"{even:.3g} GB/s" if even is not None else "- (never, up to 1e4 GB/s)"))
+    other = "worthwhile" if args.policy == "always" else "always"
+    o = automem(inp, m, args.batch, other)
+    if o["fits"]:
+        print(f"  AutoMem, policy {other}: {o['step_s']:.3f} s, {o['migrated_entries']}/{o['param_entries']} "
+              f"parameter entries migrated, stall {o['stall_s']:.3f} s")
+        rows.append(dict(rows[1], placement=f"AutoMem-{other}", step_s=o["step_s"], forward_s=o["forward_s"],
+                         backward_s=o["backward_s"], optimizer_s=o["optimizer_s"], stall_s=o["stall_s"],
+                         fast_bytes=o["fast_bytes_moved"], ddr_bytes=o["ddr_bytes_moved"],
+                         note=f"{o['migrated_entries']}/{o['param_entries']} parameter entries migrated"))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
