@@ -189,14 +189,15 @@ class Tracer:
             inputs = self._mark_inputs(self.entries[-1], inputs, "pin") or inputs  # attention's backward starts
         e = self._open(self.names[module], type(module).__name__, t)
         e["in_bytes"] = tensor_bytes(inputs)
+        mine = set()
         for p in module.parameters(recurse=False):
             k = storage_key(p)
-            e["param_bytes"] += p.numel() * p.element_size() if k not in e["_saved"] else 0
-            e["_saved"].add(k)
+            if k not in mine:  # a storage the module holds twice counts once
+                mine.add(k)
+                e["param_bytes"] += p.numel() * p.element_size()
             if k not in self.seen_params:
                 self.seen_params.add(k)
                 e["param_first_use"] += p.numel() * p.element_size()
-        e["_saved"] = set()
         e["_inputs"] = [x for x in inputs if isinstance(x, torch.Tensor)]
         return self._mark_inputs(e, inputs, "in") or (inputs if role and role[0] == "proj" else None)
 
@@ -284,7 +285,8 @@ def op_counter(tracer):
 
 
 def run_step(tracer, loss_fn, opt, count_ops=False):
-    """One training step under the tracer; returns (entries, times, marks)."""
+    """One training step under the tracer (count_ops: the forward alone, every
+    operator's bytes counted); returns (entries, times, marks, saved bytes)."""
     tracer.begin()
     t0 = time.perf_counter()
     with torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack):
@@ -295,6 +297,12 @@ def run_step(tracer, loss_fn, opt, count_ops=False):
             loss = loss_fn()
     tracer.finish()
     t1 = time.perf_counter()
+    if count_ops:
+        del loss
+        for e in tracer.entries:
+            e.pop("_saved", None)
+            e.pop("_inputs", None)
+        return tracer.entries, None, {}, tracer.saved_total
     if opt is not None:
         opt.zero_grad(set_to_none=True)
     else:
@@ -345,7 +353,7 @@ def trace(model, loss_fn, opt=None, steps=1, warmup=1):
             if i >= warmup:
                 bwd = backward_times(entries, marks, times["backward_s"])
                 runs.append((entries, times, bwd, saved_total))
-        # bytes of every operator: one more forward (+ backward, no optimizer step), untimed
+        # bytes of every operator: one more forward, untimed
         op_entries, _, _, _ = run_step(tracer, loss_fn, None, count_ops=True)
     finally:
         tracer.close()
