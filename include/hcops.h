@@ -70,6 +70,10 @@ int hcops_mem_wait(long ticket);
  *   "cache_evictions.decay"    cached blocks unmapped, unused for
  *                              HCOPS_MEM_CACHE_DECAY seconds
  *   "threshold"                the smallest size served (HCOPS_MEM_THRESHOLD)
+ *   "fast_capacity"            bytes of the fast node that `fast` places on for
+ *                              the calling thread's domain (hwloc's local
+ *                              memory; 0 without a fast tier)
+ *   "fast_limit"               HCOPS_MEM_FAST_LIMIT in bytes, 0 when unset
  *   "bytes.<thp|hugetlb|base>" bytes handed out with that page kind, cumulative
  *   "bytes.<thp|hugetlb|base>.node<N>"  the same aimed at node N, 0 to 63
  *                              (63 counts every node from 63 on)

@@ -7,7 +7,8 @@ have found (Debian's /usr/lib/python3.11/sitecustomize.py, or the user's).
 This module then
 - puts a finder first on sys.meta_path that notices the first `import torch`
   (direct or from another package), lets torch's own import run, then runs
-  `import hcops.torch`; a failure there prints one `hcops: warning:` line and
+  `import hcops.torch` and, under hcops-run --automem, installs AutoMem's
+  optimizer hook (HCOPS_RUN_HOOKS: `ops`, `automem`; unset means ops); a failure there prints one `hcops: warning:` line and
   torch goes on with its own kernels. The finder leaves sys.meta_path after
   that first import: later imports do not see it;
 - runs the sitecustomize that was shadowed, once, as `sitecustomize`.
@@ -81,14 +82,31 @@ class _TorchHook:
             pass
 
 
+def _hooks():
+    """What hcops-run asked for (HCOPS_RUN_HOOKS): 'ops' (the default) and/or 'automem'."""
+    value = os.environ.get("HCOPS_RUN_HOOKS")
+    if value is None:
+        return {"ops"}
+    return {h.strip() for h in value.split(",") if h.strip()}
+
+
 def _load_ops():
-    """import hcops.torch inside torch's import (torch has run; the module lock
-    is this thread's, so hcops.torch's own `import torch` gets it)."""
-    try:
-        import hcops.torch  # noqa: F401
-    except Exception as e:  # torch must import whatever hcops does
-        _warn(f"PyTorch operators not loaded, torch runs its own kernels: import hcops.torch failed: "
-              f"{type(e).__name__}: {e}")
+    """import hcops.torch (and hcops.automem, for hcops-run --automem) inside
+    torch's import (torch has run; the module lock is this thread's, so
+    hcops.torch's own `import torch` gets it)."""
+    hooks = _hooks()
+    if "ops" in hooks:
+        try:
+            import hcops.torch  # noqa: F401
+        except Exception as e:  # torch must import whatever hcops does
+            _warn(f"PyTorch operators not loaded, torch runs its own kernels: import hcops.torch failed: "
+                  f"{type(e).__name__}: {e}")
+    if "automem" in hooks:
+        try:
+            import hcops.automem
+            hcops.automem.install()
+        except Exception as e:
+            _warn(f"AutoMem not applied: {type(e).__name__}: {e}")
 
 
 def _chain():

@@ -64,7 +64,12 @@ long hcops_mem_move_async(void *addr, size_t len, const char *target) {
 
 int hcops_mem_wait(long ticket) { return mem::wait_move(ticket); }
 
-size_t hcops_mem_stat(const char *name) { return mem::stat(name); }
+size_t hcops_mem_stat(const char *name) {
+  // fast_capacity reads the topology, fast_limit the configuration.
+  mem::init();
+  mem::Internal in;
+  return mem::stat(name);
+}
 
 void hcops_mem_print_info(FILE *out) {
   if (!out) return;

@@ -29,11 +29,6 @@ namespace mem {
 
 namespace {
 
-int current_domain() {
-  const int cpu = sched_getcpu();
-  return tiers().domain_of(cpu);
-}
-
 // Free bytes on `node` from sysfs, or SIZE_MAX when unknown.
 std::size_t node_free_bytes(int node) {
   char path[96];

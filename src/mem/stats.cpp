@@ -74,6 +74,12 @@ const char *const kKinds[] = {"thp", "hugetlb", "base"};
 
 std::size_t stat(const char *name) {
   const std::string n = name ? name : "";
+  // The machine's, not counters: what AutoMem budgets against.
+  if (n == "fast_capacity") {
+    const Tiers &t = tiers();
+    return t.domains[static_cast<std::size_t>(current_domain()) % t.domains.size()].fast_bytes;
+  }
+  if (n == "fast_limit") return load_config().fast_limit;
   for (const Named &c : kNamed)
     if (n == c.name) return c.value->load();
   for (int k = 0; k < 3; ++k) {
@@ -94,6 +100,8 @@ std::size_t stat(const char *name) {
 std::vector<std::string> stat_names() {
   std::vector<std::string> names;
   for (const Named &c : kNamed) names.push_back(c.name);
+  names.push_back("fast_capacity");
+  names.push_back("fast_limit");
   for (const char *kind : kKinds) {
     names.push_back(std::string("bytes.") + kind);
     names.push_back(std::string("bytes.") + kind + ".node<N>");

@@ -1,6 +1,7 @@
 #include "mem/tiers.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +31,8 @@ UsableIds topology_nodes(const Topology &topo) {
 }
 
 }  // namespace
+
+int current_domain() { return tiers().domain_of(sched_getcpu()); }
 
 int Tiers::domain_of(int pu) const {
   if (pu < 0 || pu >= static_cast<int>(domain_of_pu.size()) || domain_of_pu[pu] < 0) return 0;
@@ -92,6 +95,9 @@ Tiers build_tiers(const Topology &topo, const char *fast_env) {
     if (use_env && dt.fast.empty())
       for (int i = 0; i < kMaxNodes; ++i)
         if (listed.test(i)) dt.fast.push_back(i);
+    if (hw && !dt.fast.empty())
+      if (hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(hw, static_cast<unsigned>(dt.fast.front())))
+        dt.fast_bytes = n->attr->numanode.local_memory;
     for (int n : dt.fast) t.fast_nodes.set(n);
     if (dt.ddr >= 0) t.ddr_nodes.set(dt.ddr);
     t.domains.push_back(dt);

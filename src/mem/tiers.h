@@ -19,6 +19,9 @@ namespace mem {
 struct DomainTier {
   std::vector<int> fast;  // OS indexes, nearest first; empty: no fast tier here
   int ddr = -1;
+  // What the first fast node holds (hwloc's local memory; 0 when unknown or
+  // no fast tier): the capacity behind `fast` for this domain.
+  std::size_t fast_bytes = 0;
 };
 
 struct Tiers {
@@ -31,6 +34,9 @@ struct Tiers {
   int domain_of(int pu) const;
   std::string describe() const;
 };
+
+// The domain of the CPU the calling thread runs on (0 when unknown).
+int current_domain();
 
 // From a topology; `fast_nodes_env` is HCOPS_MEM_FAST_NODES (null: unset),
 // a list of nodes of `topo` (common/id_list.h). A malformed list, or one
