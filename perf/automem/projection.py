@@ -246,7 +246,12 @@ def uniform(inp, m, batch, tier):
             "migrated_bytes": 0}
 
 
+BUDGET = {"bytes": None}  # --budget-gib: AutoMem's budget (HCOPS_AUTOMEM_FAST_BYTES), default the fast tier
+
+
 def automem(inp, m, batch, policy="always"):
+    if policy == "hcops":
+        return automem_hcops(inp, m, batch, BUDGET["bytes"])
     E = entries(inp, batch)
     pidx = [i for i, e in enumerate(E) if e["P"] > 0]
     window = max([2 * (E[a]["P"] + E[b]["P"]) for a, b in zip(pidx, pidx[1:])] +
@@ -362,6 +367,107 @@ def automem(inp, m, batch, policy="always"):
     return res
 
 
+def _planner():
+    """hcops.automem.plan from the source tree (python/ beside perf/)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    try:
+        from hcops.automem import plan
+    finally:
+        sys.path.pop(0)
+    return plan
+
+
+def automem_hcops(inp, m, batch, budget=None):
+    """AutoMem as hcops.automem runs it: the parameter entries' placement is
+    hcops.automem.plan's, within `budget` (default: the rank's fast tier, the
+    runtime's default): resident when they fit, else a window moved one event
+    ahead with Belady offloads; gradients stay in the fast tier when
+    parameters and gradients fit the budget, else each is offloaded once
+    accumulated; activations take what the pinned tensors leave, first come
+    first served; the optimizer reads parameters and gradients where they
+    are, its states in DDR (allocated outside every layer)."""
+    plan_mod = _planner()
+    E = entries(inp, batch)
+    budget = m.fast_bytes if budget is None else budget
+    pidx = [i for i, e in enumerate(E) if e["P"] > 0]
+    events = ([plan_mod.Event("F", i, (i,)) for i in pidx] + [plan_mod.Event("B", i, (i,)) for i in reversed(pidx)])
+    sizes = {i: E[i]["P"] for i in pidx}
+    plan = plan_mod.make_plan(events, sizes, budget)
+    P = inp["param_bytes_total"]
+    keep_grads = 2 * sum(sizes.values()) <= budget
+    pinned = plan.high_water + (sum(sizes.values()) if keep_grads else 0)
+    left = max(0.0, m.fast_bytes - pinned)
+    frac = []
+    for e in E:
+        need = e["saved"] if e["saved"] > 0 else e["transient"]
+        frac.append(1.0 if need <= 0 else max(0.0, min(1.0, left / need)))
+        if e["saved"] > 0:
+            left = max(0.0, left - e["saved"])
+    mig = m.migration_bw
+    pos_of = {}
+    for j, ev in enumerate(plan.events):
+        pos_of.setdefault((ev.kind, ev.unit), j)
+    resident_at = {}
+    for j, ev in enumerate(plan.events):
+        resident_at[(ev.kind, ev.unit)] = ev.unit in plan.actions[j].resident
+    t = helper = stall = compute = migrated = fast_moved = ddr_moved = 0.0
+
+    def run(i, phase):
+        nonlocal t, helper, stall, compute, migrated, fast_moved, ddr_moved
+        e = E[i]
+        key = ("F" if phase == "f" else "B", i)
+        j = pos_of.get(key)
+        fast_params = False
+        if j is not None:
+            act = plan.actions[j]
+            if helper > t:  # this entry's prefetch (queued at the previous event) must be done
+                stall += helper - t
+                t = helper
+            miss = sum(sizes[k] for k in act.fetch)
+            if miss:
+                stall += miss / mig
+                t += miss / mig
+                migrated += miss
+            fast_params = resident_at[key]
+            ahead = sum(sizes[k] for k in act.prefetch)
+            helper = max(helper, t) + ahead / mig
+            migrated += ahead
+        a, fl = (e["fa"], e["ff"]) if phase == "f" else (e["ba"], e["bf"])
+        pb = e["P"] if phase == "f" else 2 * e["P"]
+        fb = a * frac[i] + (pb if fast_params else 0)
+        db = a * (1 - frac[i]) + (0 if fast_params else pb)
+        dt = m.roofline(fl, fb, db)
+        t += dt
+        compute += dt
+        fast_moved += fb
+        ddr_moved += db
+        if phase == "b" and e["P"] and not keep_grads:  # its gradients offloaded once accumulated
+            helper = max(helper, t) + e["P"] / mig
+            migrated += e["P"]
+
+    for i in range(len(E)):
+        run(i, "f")
+    fwd = t
+    for i in reversed(range(len(E))):
+        run(i, "b")
+    if helper > t:
+        stall += helper - t
+        t = helper
+    bwd = t - fwd
+    fl = inp["optimizer"].get("flops", 12 * P / 4)
+    in_fast = 3 * P if keep_grads else 2 * P  # params read and written, gradients read
+    in_fast = in_fast if plan.high_water >= sum(sizes.values()) else 0
+    opt = m.roofline(fl, in_fast, 7 * P - in_fast)
+    return {"fits": True, "forward_s": fwd, "backward_s": bwd, "optimizer_s": opt, "stall_s": stall,
+            "step_s": t + opt, "compute_s": compute, "optimizer_where": "params in fast" if in_fast else "ddr",
+            "fast_bytes_moved": fast_moved, "ddr_bytes_moved": ddr_moved, "migrated_bytes": migrated,
+            "migrated_entries": len({k for a in plan.actions for k in a.prefetch + a.fetch}),
+            "param_entries": len(pidx), "activations_in_fast": sum(f * e["saved"] for f, e in zip(frac, E)),
+            "activations_saved": sum(e["saved"] for e in E), "window_bytes": plan.high_water,
+            "note": f"hcops plan: {plan.high_water / GiB:.2f} GiB pinned, gradients "
+                    f"{'kept' if keep_grads else 'offloaded'}"}
+
+
 def project(inp, m, batch, policy="always"):
     """The three placements at batch."""
     ddr = uniform(inp, m, batch, "ddr")
@@ -412,8 +518,12 @@ def assumptions(inp, args, topo, m, vals, rank, cores_compute):
         f"trace: {inp['model']} measured at batch {inp['batch']} on {inp.get('machine', '?')} "
         f"({inp.get('threads', '?')} threads, {inp.get('dtype', 'float32')}); activations and FLOPs scaled "
         f"to batch {args.batch}",
-        f"AutoMem policy {args.policy}: " + ("every parameter entry migrated (the paper's)" if args.policy == "always"
-                                              else "an entry migrated only if its copies cost less than they gain"),
+        f"AutoMem policy {args.policy}: " + {
+            "always": "every parameter entry migrated at each use (the paper's)",
+            "worthwhile": "an entry migrated only if its copies cost less than they gain",
+            "hcops": "hcops.automem's plan: parameters resident while they fit the budget "
+                     f"({(args.budget_gib or m.fast_bytes / GiB):g} GiB), else a window one event ahead with "
+                     "Belady offloads; gradients kept when parameters and gradients fit"}[args.policy],
         "per entry: roofline max(FLOPs / compute, sum of bytes / tier bandwidth); backward FLOPs 2x forward; "
         "AdamW 7 x parameter bytes; elementwise FLOPs not counted; caches not modelled (every operator's bytes "
         "go to memory)",
@@ -531,9 +641,12 @@ def main(argv=None):
     ap.add_argument("--fast-gib", type=float, help="fast-tier capacity of a rank, GiB (default: the topology's)")
     ap.add_argument("--opm-node", choices=sorted(REMOTE_OPM), default="local",
                     help="where the rank's fast tier is relative to its cores (paper's remote fractions)")
-    ap.add_argument("--policy", choices=["always", "worthwhile"], default="always",
-                    help="AutoMem migrates every parameter entry (always, the paper's) or only those whose "
-                    "copies cost less than they gain (worthwhile: never slower than DDR)")
+    ap.add_argument("--policy", choices=["hcops", "always", "worthwhile"], default="hcops",
+                    help="AutoMem as hcops.automem plans it (hcops: resident within the budget, a window "
+                    "when it does not fit), the paper's (always: every parameter entry migrated each use), or "
+                    "only the entries whose copies cost less than they gain (worthwhile)")
+    ap.add_argument("--budget-gib", type=float,
+                    help="--policy hcops: AutoMem's budget (HCOPS_AUTOMEM_FAST_BYTES), GiB (default: the fast tier)")
     ap.add_argument("--sweep", default="1,2,5,10,20,50,100,200,500",
                     help="migration bandwidths (GB/s) for the sensitivity")
     ap.add_argument("--csv")
@@ -546,6 +659,9 @@ def main(argv=None):
                 raise InputError(f"--{k.replace('_', '-')} must be positive")
         if args.efficiency is not None and not 0 < args.efficiency <= 1:
             raise InputError("--efficiency not within (0, 1]")
+        if args.budget_gib is not None and args.budget_gib < 0:
+            raise InputError("--budget-gib must not be negative")
+        BUDGET["bytes"] = None if args.budget_gib is None else args.budget_gib * GiB
         inp = load_inputs(args.inputs)
         if args.batch is None:
             args.batch = inp["batch"]
@@ -579,9 +695,10 @@ def main(argv=None):
     even = break_even(inp, m, args.batch, args.policy, d)
     print(f"  AutoMem ({args.policy}) as fast as DDR from a migration bandwidth of " +
           (f"{even:.3g} GB/s" if even is not None else "- (never, up to 1e4 GB/s)"))
-    other = "worthwhile" if args.policy == "always" else "always"
-    o = automem(inp, m, args.batch, other)
-    if o["fits"]:
+    for other in [p for p in ("hcops", "always", "worthwhile") if p != args.policy]:
+        o = automem(inp, m, args.batch, other)
+        if not o["fits"]:
+            continue
         print(f"  AutoMem, policy {other}: {o['step_s']:.3f} s, {o['migrated_entries']}/{o['param_entries']} "
               f"parameter entries migrated, stall {o['stall_s']:.3f} s")
         rows.append(dict(rows[1], placement=f"AutoMem-{other}", step_s=o["step_s"], forward_s=o["forward_s"],

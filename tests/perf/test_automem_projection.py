@@ -184,6 +184,26 @@ with tempfile.TemporaryDirectory(prefix="hcops-automem.") as tmp:
     check(part["fits"] and 0 < part["activations_in_fast"] < part["activations_saved"],
           "activations partly in the fast tier when it is too small for all")
 
+    # --policy hcops: hcops.automem.plan's placement
+    for batch in (1, 16):
+        r = pj.project(hand, mach(20), batch, "hcops")
+        a, d, f = r["automem"], r["ddr"]["step_s"], r["fast"]["step_s"]
+        check(a["migrated_bytes"] == 0 and a["stall_s"] == 0 and d >= a["step_s"] >= f * (1 - 1e-12),
+              f"hcops plan, batch {batch}: the parameters fit the tier, nothing moves, DDR {d:.4g} >= "
+              f"AutoMem {a['step_s']:.4g} >= all-fast {f:.4g}")
+    budget = 200 << 20  # three of the twelve 64 MiB layers
+    runs = [pj.automem_hcops(hand, mach(bw), 4, budget) for bw in (math.inf, 100, 10, 1)]
+    check(all(r["window_bytes"] <= budget for r in runs) and all(r["migrated_bytes"] > 0 for r in runs),
+          f"hcops plan, 200 MiB budget: pinned {runs[0]['window_bytes'] / 2**20:.0f} MiB within it, layers move")
+    check(runs[0]["stall_s"] == 0 and all(b["stall_s"] >= a["stall_s"] for a, b in zip(runs, runs[1:]))
+          and runs[-1]["stall_s"] > 0, f"hcops plan: no stall with free migration, growing as it slows: "
+          f"{[round(r['stall_s'], 4) for r in runs]}")
+    tight = pj.automem_hcops(hand, mach(20), 4, 0)
+    check(tight["window_bytes"] == 0 and tight["migrated_bytes"] == hand["param_bytes_total"]
+          and tight["activations_in_fast"] == tight["activations_saved"],
+          f"hcops plan, budget 0: no parameter moves, only the gradients' offload "
+          f"({tight['migrated_bytes'] / 2**20:.0f} MiB), activations in the fast tier")
+
     # DiT-XL/2's size: parameters counted from the blocks (the formula checked on tiny, mini and S), activations
     # bounded below by the inputs the 4 Linears of a block save (7 h floats per token)
     def dit_params(h, depth, heads):
