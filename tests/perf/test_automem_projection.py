@@ -198,6 +198,10 @@ with tempfile.TemporaryDirectory(prefix="hcops-automem.") as tmp:
     check(runs[0]["stall_s"] == 0 and all(b["stall_s"] >= a["stall_s"] for a, b in zip(runs, runs[1:]))
           and runs[-1]["stall_s"] > 0, f"hcops plan: no stall with free migration, growing as it slows: "
           f"{[round(r['stall_s'], 4) for r in runs]}")
+    slow0 = pj.automem_hcops(hand, mach(1), 4, 0)["stall_s"]
+    check(runs[-1]["stall_s"] > slow0 + 10 * (64 << 20) / G,
+          f"hcops plan at 1 GB/s: the window's prefetches are exposed on top of the gradients' offload "
+          f"({runs[-1]['stall_s']:.3f} s against {slow0:.3f} s with budget 0)")
     tight = pj.automem_hcops(hand, mach(20), 4, 0)
     check(tight["window_bytes"] == 0 and tight["migrated_bytes"] == hand["param_bytes_total"]
           and tight["activations_in_fast"] == tight["activations_saved"],
