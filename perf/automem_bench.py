@@ -19,6 +19,12 @@ Modes:
 
 Also checks that every mode gives the same losses and parameters, bitwise.
 
+The hooks' own cost, too small to see in step times on a shared 2-core
+machine, is measured apart (--hooks, default on): a Linear followed by N Tanh
+layers on a tiny input, forward and backward, with and without AutoMem (fast
+tier forced, everything fits), alternated; the difference per layer call,
+times the layer calls of a DiT step, against the step's time.
+
   HCOPS_RUN=build/tools/hcops-run $PYTHON perf/automem_bench.py --models S,B --rounds 3 --csv out.csv
 Exit status: 0 ok, 1 a mode's results differ, 2 usage or run error.
 """
@@ -39,6 +45,62 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DIT = os.path.join(HERE, "dit", "dit.py")
 MODES = ("off", "no-fast", "fits", "tight")
 PARAMS = {"tiny": 0.12e6, "mini": 5.0e6, "S": 33.0e6, "B": 130.5e6, "L": 458e6, "XL": 675e6}  # fp32 parameters
+
+
+HOOK_CHILD = r"""
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
+import torch
+from torch import nn
+from hcops import automem
+import dit
+torch.set_num_threads(1)
+N, REPS, ROUNDS = 200, 50, 7
+
+def chain():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(1024, 1024), *[nn.Tanh() for _ in range(N)])  # 4 MiB: one tracked tensor
+
+def step(m, x):
+    m(x).sum().backward()
+
+plain, hooked = chain(), chain()
+am = automem.enable(hooked)
+x = torch.randn(2, 1024)
+for m in (plain, hooked):
+    for _ in range(3):
+        step(m, x)  # the first one records AutoMem's plan
+per = {"plain": [], "hooked": []}
+for r in range(ROUNDS):
+    for name, m in ((("plain", plain), ("hooked", hooked)) if r % 2 == 0 else (("hooked", hooked), ("plain", plain))):
+        t0 = time.perf_counter()
+        for _ in range(REPS):
+            step(m, x)
+        per[name].append((time.perf_counter() - t0) / REPS)
+cost = statistics.median(h - p for h, p in zip(per["hooked"], per["plain"])) / (N + 1)
+calls = {}
+for model in sys.argv[3].split(","):
+    net = dit.DiT(*dit.CONFIGS[model])
+    counted = [0]
+    def count(module, inputs):
+        counted[0] += 1
+    handles = [mod.register_forward_pre_hook(count) for name, mod in net.named_modules()
+               if name and (next(mod.children(), None) is None or any(True for _ in mod.parameters(recurse=False))
+                            or any(True for _ in mod.buffers(recurse=False)))]
+    with torch.no_grad():
+        net(torch.randn(1, 4, 32, 32), torch.tensor([1]), torch.tensor([1]))
+    calls[model] = counted[0]
+print(json.dumps({"enabled": am is not None and am.plan is not None, "cost_s": cost, "calls": calls,
+                  "plain_s": statistics.median(per["plain"]), "hooked_s": statistics.median(per["hooked"])}))
+"""
+
+
+def hook_cost(hcops_run, models):
+    env = child_env(1, drop=["HCOPS_VERBOSE", "HCOPS_AUTOMEM_FAST_BYTES"])
+    env["HCOPS_MEM_FAST_NODES"] = "0"
+    proc = run([hcops_run, "--mem", PYTHON, "-c", HOOK_CHILD, os.path.join(HERE, "..", "python"),
+                os.path.dirname(DIT), ",".join(models)], env)
+    return json_result(proc)
 
 
 def mode_env(mode, threads, model, tight, stats_file):
@@ -95,6 +157,7 @@ def main():
     ap.add_argument("--tight", type=float, default=0.25, help="tight budget as a fraction of parameter bytes")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--csv", help="write one row per model, mode and round")
+    ap.add_argument("--no-hooks", action="store_true", help="skip the measurement of the hooks' own cost")
     args = ap.parse_args()
     hcops_run = os.environ.get("HCOPS_RUN")
     if not hcops_run or not os.access(hcops_run, os.X_OK):
@@ -109,6 +172,7 @@ def main():
           f"batch {args.batch}, {args.threads} threads, {args.steps} timed steps after {args.warmup}, "
           f"{args.rounds} rounds alternated; tight budget {args.tight:.0%} of the parameters")
     rows, status = [], 0
+    medians = {}
     for model in models:
         rounds = []
         for r in range(args.rounds):
@@ -127,6 +191,7 @@ def main():
         print(f"{'mode':8} {'median s/step':>13} {'vs off':>8} {'waited ms/step':>15} "
               f"{'prefetched MiB/step':>20} {'offloaded MiB/step':>19}  active  same result")
         ref = rounds[0]["off"]
+        medians[model] = statistics.median(rd["off"]["median_s"] for rd in rounds)
         for m in modes:
             med = statistics.median(rd[m]["median_s"] for rd in rounds)
             ratio = statistics.median(rd[m]["median_s"] / rd["off"]["median_s"] for rd in rounds)
@@ -137,6 +202,21 @@ def main():
             print(f"{m:8} {med:13.3f} {ratio:8.4f} {ps.get('waited_ms', 0):15.2f} {ps.get('prefetched', 0):20.1f} "
                   f"{ps.get('offloaded', 0):19.1f}  {'yes' if rounds[-1][m]['automem'].get('active') else 'no':6}"
                   f"  {'yes' if same else 'NO'}")
+    if not args.no_hooks:
+        try:
+            h = hook_cost(hcops_run, models)
+        except RunError as e:
+            error(str(e))
+            return 2
+        print(f"\nHooks' own cost (fast tier forced, everything fits; 1 thread): "
+              f"{h['cost_s'] * 1e6:.1f} us per layer call, forward and backward "
+              f"(chain of 201 layers: {h['plain_s'] * 1e3:.2f} ms without, {h['hooked_s'] * 1e3:.2f} ms with)")
+        for model in models:
+            calls = h["calls"][model]
+            share = calls * h["cost_s"] / medians[model]
+            print(f"  DiT-{model}/2: {calls} layer calls a step -> {calls * h['cost_s'] * 1e3:.2f} ms, "
+                  f"{100 * share:.3f}% of its {medians[model]:.3f} s step (off, median)")
+            rows.append([model, "hooks", "", calls * h["cost_s"], "", "", "", ""])
     if args.csv:
         write_csv(args.csv, ["model", "mode", "round", "median_s", "waited_ms", "prefetched_mib", "offloaded_mib",
                              "param_sha256"], rows)
