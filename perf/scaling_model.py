@@ -48,6 +48,8 @@ import sys
 import time
 
 PERF = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, PERF)  # benchlib, when imported as a module (tests)
+from benchlib.inputs import read_json  # noqa: E402
 NETWORKS = {  # name: (alpha in s, beta in bytes/s per node, where the figures come from)
     "ib-hdr": (1.5e-6, 25e9, "InfiniBand HDR: 200 Gb/s = 25 GB/s per port; 1.5 us MPI latency "
                "(small-message latency reported for HDR: 1-2 us)"),
@@ -263,16 +265,7 @@ def measure(args):
 # ----------------------------------------------------------------- inputs
 
 def load_inputs(path):
-    try:
-        with open(path) as f:
-            inp = json.load(f)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    except ValueError as e:
-        raise InputError(f"{path}: not JSON: {e}") from None
-    for key in ("steps", "timeline", "buckets", "model"):
-        if key not in inp:
-            raise InputError(f"{path}: no {key!r} (write it with: scaling_model.py measure)")
+    inp = read_json(path, ("steps", "timeline", "buckets", "model"), "scaling_model.py measure", InputError)
     if not inp["steps"] or not inp["buckets"] or inp["timeline"].get("backward_s", 0) <= 0:
         raise InputError(f"{path}: empty measurements")
     for s in inp["steps"]:

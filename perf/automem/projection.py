@@ -59,13 +59,14 @@ The model (every figure is printed with the results, "assumed" where it is ours)
 """
 import argparse
 import csv
-import json
 import math
 import os
 import sys
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # perf/, for benchlib
+from benchlib.inputs import read_json  # noqa: E402
 # The synthetic machines: $HCOPS_TOPOLOGY_DIR (as the test suite sets it), else shared/ beside the source tree.
 TOPOLOGIES = os.environ.get("HCOPS_TOPOLOGY_DIR") or os.path.normpath(
     os.path.join(HERE, "..", "..", "..", "shared", "topologies"))
@@ -173,16 +174,8 @@ def opm_distances(topo, rank=0):
 # ----------------------------------------------------------------- inputs
 
 def load_inputs(path):
-    try:
-        with open(path) as f:
-            inp = json.load(f)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    except ValueError as e:
-        raise InputError(f"{path}: not JSON: {e}") from None
-    for key in ("layers", "batch", "param_bytes_total", "peak_activation_bytes", "optimizer", "model"):
-        if key not in inp:
-            raise InputError(f"{path}: no {key!r} (write it with perf/automem/layer_traffic.py)")
+    inp = read_json(path, ("layers", "batch", "param_bytes_total", "peak_activation_bytes", "optimizer", "model"),
+                    "perf/automem/layer_traffic.py", InputError)
     if not inp["layers"]:
         raise InputError(f"{path}: no layers")
     for e in inp["layers"]:
@@ -271,7 +264,7 @@ def automem(inp, m, batch, policy="always"):
             left = max(0.0, left - e["saved"])
         frac.append(f)
     mig = m.migration_bw
-    ddr_fast = fast_moved = ddr_moved = migrated = 0.0
+    fast_moved = ddr_moved = migrated = 0.0
 
     def times(e, f, migrated_params, phase):
         if phase == "f":
@@ -296,7 +289,6 @@ def automem(inp, m, batch, policy="always"):
         cost += e["P"] / mig if mig > 0 else math.inf     # gradient offload
         plan[i] = policy == "always" or cost <= t_ddr - t_fast
     migrated_list = [i for i in pidx if plan[i]]
-    ready = {}
     order = {j: k for k, j in enumerate(migrated_list)}
     fwd = 0.0
     for i, e in enumerate(E):

@@ -11,6 +11,7 @@ measures and how it reports it:
   allocators  the allocators compared with libhcops_mem.so
   ops         the operators of ops_bench.py: names, DiT shapes, bytes moved, tolerances
   op_peers    what they run in: the PyTorch workers, oneDNN's primitive, the STREAM triad
+  inputs      a measurement's JSON file, read for a projection
 
 Scripts run from the source tree without installing anything: perf/X.py finds
 this package beside itself (Python puts a script's folder first on sys.path);

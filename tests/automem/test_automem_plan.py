@@ -32,14 +32,14 @@ is missing (the torch-free checks still run), 99 without HCOPS_MEM_LIB.
 """
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
 DIT_DIR = os.path.join(HERE, "..", "..", "perf", "dit")
-PYTHON = os.environ.get("PYTHON", sys.executable or "/usr/bin/python3")
 sys.path.insert(0, SRC_PYTHON)
+sys.path.insert(0, HERE)
+from automem_harness import check, failures, run_child as harness_run  # noqa: E402
 
 GiB, MiB = 1 << 30, 1 << 20
 TOPOLOGIES = {  # file: fast-tier budget of the calling thread's domain
@@ -48,17 +48,6 @@ TOPOLOGIES = {  # file: fast-tier budget of the calling thread's domain
     "epyc-nps4-2s.xml": 0,
 }
 CHILD_TIMEOUT_S = 120
-# Variables of the caller's that would change what the children see.
-CLEARED = ("HCOPS_MEM_FAST_NODES", "HCOPS_AUTOMEM_FAST_BYTES", "HCOPS_MEM_FAST_LIMIT", "HCOPS_MEM_STATS",
-           "HCOPS_VERBOSE", "HWLOC_XMLFILE", "HWLOC_THISSYSTEM", "LD_PRELOAD")
-
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("ok   " if ok else "FAIL ") + what + (f"  [{detail}]" if detail and not ok else ""), flush=True)
-    if not ok:
-        failures.append(what)
 
 
 # ------------------------------------------------------------------ children
@@ -107,19 +96,7 @@ def child_record():
 
 
 def run_child(mode, env_extra):
-    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    env.update(env_extra)
-    env["PYTHONPATH"] = os.pathsep.join([SRC_PYTHON] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        p = subprocess.run([PYTHON, os.path.abspath(__file__), mode], env=env, capture_output=True, text=True,
-                           timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"timeout after {CHILD_TIMEOUT_S} s"
-    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
-    if p.returncode != 0 or not lines:
-        return None, f"exit {p.returncode}: {p.stderr.strip()[-2000:]}"
-    return json.loads(lines[-1]), p.stderr
+    return harness_run(__file__, [mode], env_extra, CHILD_TIMEOUT_S, tail=2000)
 
 
 # ------------------------------------------------- DiT's events from its shape

@@ -40,15 +40,15 @@ HCOPS_MEM_LIB.
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
 DIT_DIR = os.path.join(HERE, "..", "..", "perf", "dit")
-PYTHON = os.environ.get("PYTHON", sys.executable or "/usr/bin/python3")
 sys.path.insert(0, SRC_PYTHON)
+sys.path.insert(0, HERE)
+from automem_harness import check, failures, run_child as harness_run  # noqa: E402
 
 MiB = 1 << 20
 SMALL, LARGE = 8 * MiB, 64 * MiB  # DiT-mini: 21.7 MiB of tensors >= 1 MiB, its largest layer 3.4 MiB
@@ -56,16 +56,6 @@ TIED_BUDGET = 6 * MiB             # the tied model: 12 MiB, its largest layer 4 
 STEPS, BATCH = 5, 2
 SLOW = "interleave:0"
 CHILD_TIMEOUT_S = 150
-CLEARED = ("HCOPS_MEM_FAST_NODES", "HCOPS_AUTOMEM_FAST_BYTES", "HCOPS_MEM_FAST_LIMIT", "HCOPS_MEM_STATS",
-           "HCOPS_VERBOSE", "HWLOC_XMLFILE", "HWLOC_THISSYSTEM", "LD_PRELOAD")
-
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("ok   " if ok else "FAIL ") + what + (f"  [{detail}]" if detail and not ok else ""), flush=True)
-    if not ok:
-        failures.append(what)
 
 
 # ------------------------------------------------------------------ children
@@ -347,19 +337,7 @@ CHILDREN = {"--child-dit": lambda: child_dit(sys.argv[2]), "--child-tied": child
 
 
 def run_child(mode, args, env_extra):
-    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    env.update(env_extra)
-    env["PYTHONPATH"] = os.pathsep.join([SRC_PYTHON] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        p = subprocess.run([PYTHON, os.path.abspath(__file__), mode, *args], env=env, capture_output=True,
-                           text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"timeout after {CHILD_TIMEOUT_S} s"
-    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
-    if p.returncode != 0 or not lines:
-        return None, f"exit {p.returncode}: {p.stderr.strip()[-3000:]}"
-    return json.loads(lines[-1]), p.stderr
+    return harness_run(__file__, [mode, *args], env_extra, CHILD_TIMEOUT_S, tail=3000)
 
 
 # ------------------------------------------------------------------- parent
