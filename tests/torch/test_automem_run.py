@@ -13,6 +13,8 @@ the SHA-256 of its parameters and which hcops modules got loaded. Cases:
   bitwise those of --mem alone; hcops.torch and hcops.automem both loaded;
 - --no-ops --automem: hcops.automem loaded and active, hcops.torch not;
 - --dry-run says HCOPS_RUN_HOOKS=ops,automem and preloads libhcops_mem.so;
+- HCOPS_MEM_STATS gives one libhcops_mem report, the script's: the tools
+  hcops-run runs before it (lstopo, awk) do not load the libraries;
 - this machine as it is (no fast tier) with HCOPS_VERBOSE=1: one info line says
   AutoMem does nothing, the report says inactive, results the same.
 
@@ -116,6 +118,9 @@ def main():
         if m:
             report.check(float(m[3]) <= float(m[2]) and float(m[2]) == BUDGET / 2**20,
                          f"high-water {m[3]} MiB within the budget {m[2]} MiB")
+        reports = [line for line in err.splitlines() if line.startswith("hcops_mem:") and "large allocations" in line]
+        report.check(len(reports) == 1, f"one libhcops_mem report, the script's (hcops-run's own tools run "
+                                        f"without the preloads): {len(reports)}")
         mv = re.search(r"prefetched ([\d.]+) MiB in (\d+) moves, .* offloaded ([\d.]+) MiB in (\d+)", err)
         report.check(mv is not None and int(mv[2]) > 0 and int(mv[4]) > 0,
                      f"tensors were prefetched and offloaded: {mv and mv[0]}")
