@@ -50,6 +50,7 @@ import time
 PERF = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, PERF)  # benchlib, when imported as a module (tests)
 from benchlib.inputs import read_json  # noqa: E402
+from benchlib.report import write_records  # noqa: E402
 NETWORKS = {  # name: (alpha in s, beta in bytes/s per node, where the figures come from)
     "ib-hdr": (1.5e-6, 25e9, "InfiniBand HDR: 200 Gb/s = 25 GB/s per port; 1.5 us MPI latency "
                "(small-message latency reported for HDR: 1-2 us)"),
@@ -342,12 +343,7 @@ def run_project(args):
         print(f"{r['nodes']:>6} {r['weak_async_s']:>12.3f} {fmt(r['weak_sync_eff']):>9} {fmt(r['weak_async_eff']):>10} "
               f"{fmt(r['strong_sync_eff']):>11} {fmt(r['strong_async_eff']):>12}")
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-            for n in notes:
-                f.write(f"# {n}\n")
+        write_records(args.csv, rows, notes)
     if args.png:
         plot(rows, inp, args, args.png)
     return 0

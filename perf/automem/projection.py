@@ -58,7 +58,6 @@ The model (every figure is printed with the results, "assumed" where it is ours)
   traffic (not modelled).
 """
 import argparse
-import csv
 import math
 import os
 import sys
@@ -67,6 +66,7 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # perf/, for benchlib
 from benchlib.inputs import read_json  # noqa: E402
+from benchlib.report import write_records  # noqa: E402
 # The synthetic machines: $HCOPS_TOPOLOGY_DIR (as the test suite sets it), else shared/ beside the source tree.
 TOPOLOGIES = os.environ.get("HCOPS_TOPOLOGY_DIR") or os.path.normpath(
     os.path.join(HERE, "..", "..", "..", "shared", "topologies"))
@@ -698,17 +698,11 @@ def main(argv=None):
                          fast_bytes=o["fast_bytes_moved"], ddr_bytes=o["ddr_bytes_moved"],
                          note=f"{o['migrated_entries']}/{o['param_entries']} parameter entries migrated"))
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-            for s in sw:
-                w.writerow({"model": inp["model"], "preset": args.preset, "batch": args.batch,
-                            "placement": "AutoMem-sweep", "fits": True, "step_s": s["step_s"],
-                            "stall_s": s["stall_s"], "migration_gbs": s["migration_gbs"],
-                            "note": f"stall fraction {s['stall_fraction']:.4f}"})
-            for n in notes:
-                f.write(f"# {n}\n")
+        sweep_rows = [{"model": inp["model"], "preset": args.preset, "batch": args.batch,
+                       "placement": "AutoMem-sweep", "fits": True, "step_s": s["step_s"], "stall_s": s["stall_s"],
+                       "migration_gbs": s["migration_gbs"], "note": f"stall fraction {s['stall_fraction']:.4f}"}
+                      for s in sw]
+        write_records(args.csv, rows + sweep_rows, notes)
     if args.png:
         plot(inp, res, sw, args, args.png)
     return 0

@@ -5,7 +5,7 @@ measures and how it reports it:
   child       running one benchmark process: its environment, errors, JSON result
   mpi         the mpirun command line of the MPI benchmarks
   rounds      the order of configurations round by round, medians over rounds
-  report      tables, CSV files, plots and the machine they were measured on
+  report      tables, CSV files (rows or records with notes), plots and the machine they were measured on
   blas_peers  the BLAS libraries compared with libhcops.so and hcops-replay
   traces      the recorded DiT sgemm_ traces and their --quick subsets
   allocators  the allocators compared with libhcops_mem.so

@@ -29,6 +29,18 @@ def write_csv(path, header, rows):
         w.writerows(rows)
 
 
+def write_records(path, records, notes=()):
+    """Dicts as CSV rows, the first one's keys as the header (later dicts may
+    leave fields out), then each note as a `# ` line (a projection's
+    assumptions)."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(records[0]))
+        w.writeheader()
+        w.writerows(records)
+        for n in notes:
+            f.write(f"# {n}\n")
+
+
 def cpu_model():
     with open("/proc/cpuinfo") as f:
         return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
