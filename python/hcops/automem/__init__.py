@@ -25,7 +25,7 @@ under HCOPS_VERBOSE=1.
 import weakref
 
 from . import config, stats
-from .plan import Event, Plan, make_plan, describe  # noqa: F401  (the planner, for tools and tests)
+from .plan import Event, Plan, make_plan  # noqa: F401  (the planner, for tools and tests)
 
 _shared = None
 _enabled = weakref.WeakKeyDictionary()  # model -> AutoMem

@@ -126,15 +126,3 @@ def make_plan(events, sizes, budget):
             high = max(high, sum(sizes[k] for k in resident))
             actions.append(act)
     return Plan(kept, dict(sizes), budget, actions, initial, too_large, high)
-
-
-def describe(plan, names=None):
-    """One line per event: kind, layer, fetched, prefetched, offloaded, resident MiB."""
-    mib = 1 << 20
-    lines = [f"budget {plan.budget / mib:.1f} MiB, high-water {plan.high_water / mib:.1f} MiB, "
-             f"{len(plan.events)} events"]
-    for ev, act in zip(plan.events, plan.actions):
-        name = names[ev.unit] if names else str(ev.unit)
-        lines.append(f"{ev.kind} {name}: fetch {len(act.fetch)} prefetch {len(act.prefetch)} "
-                     f"evict {len(act.evict)} resident {sum(plan.sizes[k] for k in act.resident) / mib:.1f} MiB")
-    return "\n".join(lines)

@@ -112,7 +112,6 @@ class AutoMem:
     """Returned by hcops.automem.enable(model); see that function."""
 
     def __init__(self, model, shared, min_bytes):
-        self.model_ref = weakref.ref(model)
         self.model_name = type(model).__name__
         self.shared = shared
         self.min_bytes = min_bytes
@@ -332,7 +331,7 @@ class AutoMem:
         # Gradients are allocated in backward's phase, on the fast tier: kept
         # there only if they fit beside the parameters within what the budget
         # has left, and then counted in it.
-        grads = sum(s.nbytes for s in self.slots if s.is_param and s.tensor() is not None and s.tensor().requires_grad)
+        grads = sum(s.nbytes for s in self.slots if s.is_param and getattr(s.tensor(), "requires_grad", False))
         with self.shared.lock:
             room = self.shared.budget - self.shared.pinned
             self.keep_grads = sum(sizes.values()) + grads <= room
@@ -450,13 +449,6 @@ class AutoMem:
         if t is not None and self.shared.move_async(t, self.shared.slow) is not None and nbytes is not None:
             stats.add("offloaded", nbytes)
             stats.add("offloads")
-
-    # ---- inspection ---------------------------------------------------------
-
-    def layers(self):
-        """(name, tensor bytes) of every layer AutoMem moves, in module order."""
-        return [(n, sum(self.slots[k].nbytes for k in keys))
-                for n, keys in zip(self.unit_names, self.unit_keys) if keys]
 
 
 def storage_of(t):

@@ -2,7 +2,7 @@
 """hcops-run --automem on an unmodified training script: AutoMem is applied to
 the model an optimizer is given, and to nothing else.
 
-  HCOPS_RUN=/abs/path/hcops-run $PYTHON tests/torch/test_automem_run.py
+  HCOPS_RUN=/abs/path/hcops-run $PYTHON tests/automem/test_automem_run.py
 
 The script (written here, knowing nothing of HCOps) trains a three-layer model
 with tied weights, keeps an EMA copy no optimizer steps, and prints its losses,
