@@ -6,8 +6,9 @@
 // the test names: |result| for a product of few roundings, the sum of the
 // |terms| for a reduction. A reduction of n terms in f32 is bounded by
 // reduction_k(n) * u * sum|terms|: the kernels add at least 16 partial sums
-// (4 accumulators of >= 4 lanes), each of at most ceil(n / 16) terms, then
-// combine them. A bf16 result may add one bf16 ulp of the reference (its
+// (4 accumulators of >= 4 lanes), each of at most min(ceil(n / 16), 32)
+// terms (a block is 128 vectors, ops/row_loops.h), combine blocks of at
+// least 512 elements pairwise, then the partial sums. A bf16 result may add one bf16 ulp of the reference (its
 // rounding from the f32 result). NaN and Inf must match the reference
 // exactly (NaN where it is NaN, the same infinity).
 #pragma once
@@ -44,7 +45,11 @@ constexpr double kU = 0x1p-24;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-inline double reduction_k(int64_t n) { return double((n + 15) / 16 + 8); }
+inline double reduction_k(int64_t n) {
+  double k = double(std::min<int64_t>((n + 15) / 16, 32)) + 8;
+  for (int64_t blocks = (n + 511) / 512; blocks > 1; blocks = (blocks + 1) / 2) k += 1;
+  return k;
+}
 
 // The spacing of bf16 numbers at |r| (its normal range; 2^-133 below).
 inline double bf16_ulp(double r) {

@@ -7,8 +7,13 @@
 // NaN/Inf rows; the parameter gradients accumulated over two calls on the
 // halves of the rows equal to one call, bit for bit.
 //
+// Long rows (4097 to 9.4 M elements, PyTorch's test_LayerNorm_numeric
+// shape among them) against the same bounds, which grow with log2 of the
+// length, as the kernels' blocked pairwise sums do. Rows whose range or
+// variance overflows f32, or whose mean is near FLT_MAX, as PyTorch gives them.
+//
 // Bounds (u = 2^-24, K = reduction_k(cols), per row: mu, var the f64
-// moments, A1 = mean|x - mu|, A0 = mean|x|, delta = (K + 1) u A0):
+// moments, A1 = mean|x - mu|, A0 = mean|x|, delta = (K + 2) u A0):
 //   mean   |m - mu| <= u |mu| + (K + 2) u (A1 + delta)
 //   rstd   relative (var_err / (var + eps)) / 2 + 3u, with
 //          var_err = (K + 4) u (var + delta^2) + 3 (K + 2) u delta (A1 + delta)
@@ -18,6 +23,8 @@
 //          reference computed in f64 from the same dy, x, mean, rstd, gamma
 //   dgamma (rows + 3) u (|acc0| + sum_i |dy xhat|);  dbeta (rows + 1) u (|acc0| + sum_i |dy|)
 // plus 2^-123 near the subnormal range; bf16 data may be one bf16 ulp further.
+#include <cfloat>
+
 #include "ops_check.h"
 #include "ops/layer_norm.h"
 
@@ -82,7 +89,7 @@ void check_forward(Checker &c, const std::vector<T> &x, int64_t rows, int64_t co
   for (int64_t i = 0; i < rows; ++i) {
     const double *xi = xd.data() + i * cols;
     const Moments m = moments(xi, cols);
-    const double K = reduction_k(cols), delta = (K + 1) * kU * m.a0;
+    const double K = reduction_k(cols), delta = (K + 2) * kU * m.a0;
     const double mean_bound = kU * std::fabs(m.mu) + (K + 2) * kU * (m.a1 + delta);
     c.value(mean[size_t(i)], m.mu, mean_bound, std::fabs(m.mu) + m.a1, false, "%s cols %ld row %ld mean", label,
             long(cols), long(i));
@@ -239,6 +246,25 @@ void run_backward() {
   assert_int_equal(c.failures(), 0);
 }
 
+// Rows far longer than a block of the kernels' sums: uniform [0, 1) data
+// as PyTorch's test_LayerNorm_numeric (2 rows of 256 x 256 x 144), where
+// summing along the row in 64 accumulators erred by 1.4e-5 in rstd.
+void test_long_rows(void **) {
+  Checker c("layer_norm long rows");
+  for (int64_t cols : {int64_t(4097), int64_t(100003), int64_t(256 * 256 * 144)}) {
+    const int64_t rows = cols > 200000 ? 2 : 3;
+    check_forward<float, float>(c, random_rows<float>(rows, cols, 0.5, 0.5, unsigned(cols)), rows, cols, Affine::both,
+                                "N(0.5,0.5)");
+    if (cols < 200000) {
+      check_backward<float, float>(c, random_rows<float>(rows, cols, 1, 0, unsigned(cols) + 1), rows, cols, true,
+                                   "N(0,1)");
+      check_forward<bf16, bf16>(c, random_rows<bf16>(rows, cols, 1, 1e4, unsigned(cols) + 2), rows, cols,
+                                Affine::both, "N(1e4,1)");
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
 void test_family(void **) { check_family(); }
 void test_forward(void **) {
   run_forward<float, float>();
@@ -290,7 +316,57 @@ void special_rows() {
   assert_int_equal(c.failures(), 0);
 }
 
+// Finite rows at the edge of f32 (layer_norm_impl.h):
+// row 0, range > FLT_MAX ([3e38, -3e38, 1, 2, ...]): mean, rstd, y NaN (PyTorch's);
+// row 1, every element 3e38: mean 3e38, rstd 1 / sqrt(eps), y = beta (PyTorch: rstd NaN);
+// row 2, +-1e19 alternating: var 1e38 (its f32 sum of squares overflows), rstd 1e-19;
+// row 3, +-2e19 alternating: var 4e38 > FLT_MAX: rstd and y NaN, mean finite (PyTorch's).
+template <typename T, typename P>
+void edge_rows() {
+  Checker c(std::string("layer_norm rows at the edge of f32 ") + type_name<T>());
+  for (int64_t cols : {int64_t(4), int64_t(17), int64_t(384), int64_t(5000)}) {
+    const int64_t rows = 4;
+    std::vector<T> x = random_rows<T>(rows, cols, 1, 0, unsigned(cols));
+    x[0] = from_float<T>(3e38f);
+    x[1] = from_float<T>(-3e38f);
+    for (int64_t j = 0; j < cols; ++j) {
+      x[size_t(cols + j)] = from_float<T>(3e38f);
+      x[size_t(2 * cols + j)] = from_float<T>(j % 2 ? -1e19f : 1e19f);
+      x[size_t(3 * cols + j)] = from_float<T>(j % 2 ? -2e19f : 2e19f);
+    }
+    const std::vector<P> gv = random_rows<P>(1, cols, 0.5, 1, 3), bv = random_rows<P>(1, cols, 1, 0, 4);
+    std::vector<T> y(x.size());
+    std::vector<float> mean(rows), rstd(rows);
+    hcops::ops::layer_norm_forward(x.data(), gv.data(), bv.data(), y.data(), mean.data(), rstd.data(), rows, cols,
+                                   kEps);
+    c.require(std::isnan(mean[0]) && std::isnan(rstd[0]), "range overflow: mean or rstd not NaN");
+    c.require(double(mean[1]) == to_double(x[size_t(cols)]) && rstd[1] == 1 / std::sqrt(kEps),
+              "constant 3e38 row: mean or rstd");
+    // The f64 moments of rows 2 and 3 (odd lengths do not cancel).
+    for (int64_t i : {2, 3}) {
+      double mu = 0, var = 0;
+      for (int64_t j = 0; j < cols; ++j) mu += to_double(x[size_t(i * cols + j)]) / double(cols);
+      for (int64_t j = 0; j < cols; ++j) var += std::pow(to_double(x[size_t(i * cols + j)]) - mu, 2) / double(cols);
+      const double r = var > FLT_MAX ? kNaN : 1 / std::sqrt(double(float(var)) + kEps);
+      c.value(rstd[size_t(i)], r, 4 * kU * r, r, false, "cols %ld row %ld rstd", long(cols), long(i));
+      c.value(mean[size_t(i)], mu, 4 * kU * 2e19, 2e19, false, "cols %ld row %ld mean", long(cols), long(i));
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      c.require(std::isnan(to_double(y[size_t(j)])) && std::isnan(to_double(y[size_t(3 * cols + j)])),
+                "variance overflow: y not NaN");
+      c.require(to_double(y[size_t(cols + j)]) == to_double(bv[size_t(j)]), "constant row: y is not beta");
+      const double want = (to_double(x[size_t(2 * cols + j)]) - mean[2]) * rstd[2] * to_double(gv[size_t(j)]) +
+                          to_double(bv[size_t(j)]);
+      c.value(to_double(y[size_t(2 * cols + j)]), want, 1e-5 * (std::fabs(want) + 1), 1, std::is_same_v<T, bf16>,
+              "cols %ld row 2 y", long(cols));
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
 void test_special_rows(void **) {
+  edge_rows<float, float>();
+  edge_rows<bf16, bf16>();
   special_rows<float, float>();
   special_rows<bf16, bf16>();
   special_rows<bf16, float>();
@@ -327,7 +403,7 @@ void test_empty(void **) {
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_family),       cmocka_unit_test(test_forward), cmocka_unit_test(test_backward),
-      cmocka_unit_test(test_special_rows), cmocka_unit_test(test_empty),
+      cmocka_unit_test(test_special_rows), cmocka_unit_test(test_empty),    cmocka_unit_test(test_long_rows),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
