@@ -233,31 +233,57 @@ void test_empty(void **) {
 // The forward's lean exp (vmath::exp_nonpositive), on the generic traits
 // (the same source every family compiles; generic has no fused multiply-add,
 // so its error is the largest): within 1.5 ulp of exp on every 331st float
-// of [-87.3, 0], exactly 0 below 2^-126 and at -Inf, NaN kept.
+// of [-87.3, 0]; below 2^-126 the denormal exp(x) rounds to, within one
+// denormal step (2^-149), on every 7th float of [-110, -87.3], as PyTorch's
+// softmax keeps them; 0 below -104 and at -Inf; NaN kept.
 void test_exp_nonpositive(void **) {
   using F = hcops::kernels::generic::F32;
+  auto exp1 = [](float x) {
+    float in[F::lanes], out[F::lanes];
+    for (float &v : in) v = x;
+    F::storeu(out, hcops::ops::vmath::exp_nonpositive<F>(F::loadu(in)));
+    return out[0];
+  };
   double worst = 0;
   long n = 0;
   for (uint32_t bits = 0x80000000u; bits <= 0xc2aeac4fu; bits += 331) {  // -0 .. -87.3365
-    float x, in[F::lanes], out[F::lanes];
+    float x;
     std::memcpy(&x, &bits, sizeof x);
-    for (float &v : in) v = x;
-    F::storeu(out, hcops::ops::vmath::exp_nonpositive<F>(F::loadu(in)));
     const double ref = std::exp(double(x));
     const double ulp = std::ldexp(1.0, std::ilogb(ref) - 23);
-    worst = std::max(worst, std::fabs(out[0] - ref) / ulp);
+    worst = std::max(worst, std::fabs(exp1(x) - ref) / ulp);
     ++n;
   }
-  std::printf("  exp_nonpositive: %ld arguments, worst %.3f ulp\n", n, worst);
+  double worst_denormal = 0;
+  long denormals = 0;
+  for (uint32_t bits = 0xc2aeac50u; bits <= 0xc2dc0000u; bits += 7) {  // -87.3366 .. -110
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    const float got = exp1(x);
+    worst_denormal = std::max(worst_denormal, std::fabs(got - std::exp(double(x))) / 0x1p-149);
+    denormals += got != 0;
+  }
+  std::printf("  exp_nonpositive: %ld arguments, worst %.3f ulp; below 2^-126 %ld nonzero, worst %.3f x 2^-149\n", n,
+              worst, denormals, worst_denormal);
   assert_true(worst <= 1.5);
-  const float special[] = {-87.5f, -100.0f, -INFINITY, NAN};
-  float out[F::lanes];
-  for (float x : special) {
-    float in[F::lanes];
-    for (float &v : in) v = x;
-    F::storeu(out, hcops::ops::vmath::exp_nonpositive<F>(F::loadu(in)));
-    if (std::isnan(x)) assert_true(std::isnan(out[0]));
-    else assert_true(out[0] == 0.0f);
+  assert_true(worst_denormal <= 1.0 && denormals > 0);
+  assert_true(exp1(-87.5f) == float(std::exp(-87.5)) && exp1(-88.0f) == float(std::exp(-88.0)));
+  assert_true(exp1(-100.0f) == float(std::exp(-100.0)) && exp1(-100.0f) > 0);
+  assert_true(exp1(-104.0f) == 0.0f && exp1(-200.0f) == 0.0f && exp1(-INFINITY) == 0.0f);
+  assert_true(std::isnan(exp1(NAN)));
+}
+
+// A row far longer than a block of the kernels' sums (blocked pairwise,
+// ops/row_loops.h), against the bounds of reduction_k.
+void test_long_rows(void **) {
+  for (bool log : {false, true}) {
+    Checker c(std::string(log ? "log_softmax" : "softmax") + " long rows");
+    for (int64_t cols : {int64_t(4097), int64_t(300007)}) {
+      check_forward(c, random_rows<float>(2, cols, 3, 0, unsigned(cols)), 2, cols, log, "N(0,9)");
+      check_backward(c, random_rows<float>(2, cols, 1, 0, unsigned(cols) + 1),
+                     random_rows<float>(2, cols, 1e-5, 1e-5, unsigned(cols) + 2), 2, cols, log, "N(0,1)");
+    }
+    assert_int_equal(c.failures(), 0);
   }
 }
 
@@ -267,7 +293,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_family),       cmocka_unit_test(test_forward_f32),     cmocka_unit_test(test_forward_bf16),
       cmocka_unit_test(test_backward_f32), cmocka_unit_test(test_backward_bf16),   cmocka_unit_test(test_special_rows),
-      cmocka_unit_test(test_empty),        cmocka_unit_test(test_exp_nonpositive),
+      cmocka_unit_test(test_empty),        cmocka_unit_test(test_exp_nonpositive), cmocka_unit_test(test_long_rows),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
