@@ -103,9 +103,11 @@ Tensors layer_norm(const at::Tensor &input, c10::SymIntArrayRef normalized_shape
 }
 
 // mean or rstd as the forward saved them: one value per row, of the
-// input's dtype (or f32).
+// input's dtype. PyTorch 1.13's kernel rejects any other ("expected scalar
+// type BFloat16 but found Float" for f32 statistics of a bf16 input), so
+// those go to it and raise there.
 const char *stat_reason(const at::Tensor &s, const at::Tensor &input, const Geometry &g) {
-  if (s.scalar_type() != input.scalar_type() && s.scalar_type() != at::kFloat) return "stat_dtype";
+  if (s.scalar_type() != input.scalar_type()) return "stat_dtype";
   if (s.numel() != g.rows) return "stat_shape";
   return nullptr;
 }
