@@ -192,23 +192,22 @@ HCOPS_VINLINE V<F> erf(V<F> z) {
 // exp(), for the forward pass where exp is most of the work. Results below
 // 2^-126 (x < -87.34) come out as the denormals exp() gives, as PyTorch's
 // softmax keeps them (softmax([0, -88]) is [1, 6.05e-39], not [1, 0]): there
-// 2^n is applied as 2^(n + 64) * 2^-64, the last product rounding once into
-// the denormal range; x < -110 (and -Inf) gives 0; NaN stays NaN; within
+// 2^n is applied as 2^max(n, -126) * 2^(n - max(n, -126)), the last product
+// rounding once into the denormal range; x < -104 (and -Inf) gives 0; NaN stays NaN; within
 // 1 ulp elsewhere (the same reduction and polynomial as exp, in Horner form).
 // For x > 0 it is exp(x) up to x = 88, undefined beyond.
 template <class F>
 inline V<F> exp_nonpositive(V<F> x) {
-  const auto under = F::lt(x, F::set1(-87.33654f));  // ln(2^-126): 2^n no longer normal; false for NaN
-  x = F::max(F::set1(-110.0f), x);                   // max keeps its second operand, a NaN x
-  V<F> n = F::round(F::mul(x, F::set1(1.44269504088896341f)));
+  x = F::max(F::set1(-110.0f), x);  // max keeps its second operand, a NaN x
+  const V<F> n = F::round(F::mul(x, F::set1(1.44269504088896341f)));
   V<F> r = F::fnmadd(n, F::set1(0.693145751953125f), x);
   r = F::fnmadd(n, F::set1(1.428606765330187e-6f), r);
   // exp's 1 + r + r^2 q(r), expanded.
   static constexpr float c[] = {1.0f,         1.0f,          0.49999994f,   0.16666521f,
                                 0.041668389f, 0.0083687101f, 0.0013814613f};
   const V<F> p = poly<F>(r, c);
-  n = F::add(n, F::select(under, F::set1(64.0f), F::zero()));
-  return F::mul(F::mul(p, F::pow2i(n)), F::select(under, F::set1(5.421010862427522e-20f), F::set1(1.0f)));
+  const V<F> n1 = F::max(n, F::set1(-126.0f));  // 2^n1 normal; 2^(n - n1) = 1 but below 2^-126
+  return F::mul(F::mul(p, F::pow2i(n1)), F::pow2i(F::sub(n, n1)));
 }
 
 }  // namespace hcops::ops::vmath
