@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/adam.h"
@@ -101,16 +102,29 @@ void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_
   // tensors' version counters, which autograd checks: a backward through a
   // graph that saved a parameter updated since must fail as it does with
   // stock PyTorch, not run on the new values. A custom op's CPU kernel gets
-  // no such bump from the dispatcher, so it is done here.
-  for (at::TensorList list : {params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs})
+  // no such bump from the dispatcher, so it is done here, as many times as
+  // torch.optim's _single_tensor_adam(w) updates each tensor in place:
+  // param.mul_ (AdamW's decay, even at weight_decay 0) and param.addcdiv_;
+  // exp_avg.mul_().add_(); exp_avg_sq.mul_().addcmul_(); torch.maximum(out=).
+  const std::pair<at::TensorList, int> bumps[] = {
+      {params, adamw ? 2 : 1}, {exp_avgs, 2}, {exp_avg_sqs, 2}, {max_exp_avg_sqs, 1}};
+  for (const auto &[list, times] : bumps)
     for (const at::Tensor &t : list)
-      if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
+      if (!t.is_inference())
+        for (int k = 0; k < times; ++k) t.unsafeGetTensorImpl()->bump_version();
   const int threads = at::in_parallel_region() ? 1 : at::get_num_threads();
   const std::string shape = std::to_string(count) + " tensors " + std::to_string(start.back()) + " elements";
   const std::string details = std::string(adamw ? "adamw" : "adam") + " amsgrad=" + std::to_string(amsgrad) +
                               " maximize=" + std::to_string(maximize);
   torch_ops::report_taken(torch_ops::Op::adam_step, dtype == at::kFloat ? "f32" : "bf16", shape, threads,
                           torch_ops::timing() ? torch_ops::now_seconds() - t0 : 0, details);
+}
+
+// A group python/hcops/torch/optim.py left to PyTorch's function, and why:
+// counted and reported as the aten overrides' fallbacks are.
+void adam_fallback(std::string kind, std::string reason, std::string dtype, int64_t tensors) {
+  torch_ops::report_fallback(torch_ops::Op::adam_step, dtype.c_str(), std::to_string(tensors) + " tensors " + kind,
+                             reason.c_str());
 }
 
 // Whether HCOPS_OPS selects the adam (adamw) group: python/hcops/torch/optim.py installs what it selects.
@@ -129,6 +143,7 @@ void register_adam(torch::Library &m) {
       "float weight_decay, bool adamw, bool amsgrad, bool maximize) -> ()");
   m.impl("adam_step_", c10::DispatchKey::CPU, TORCH_FN(adam_step_));
   m.def("adam_selected(bool adamw) -> bool", &adam_selected);
+  m.def("adam_fallback(str kind, str reason, str dtype, int tensors) -> ()", &adam_fallback);
 }
 
 }  // namespace hcops::torch_ops

@@ -290,6 +290,57 @@ def test_version_counter():
     print("version counters: a backward after a fused step fails as after a stock one")
 
 
+def versions(params, opt):
+    """The version counter of every parameter and state tensor, in a fixed order."""
+    out = []
+    for p in params:
+        out.append(p._version)
+        st = opt.state[p]
+        out += [st[k]._version for k in ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq") if k in st]
+    return out
+
+
+def test_version_counts():
+    """Each step bumps every tensor's version counter as often as stock's in-place updates do
+    (AdamW's param.mul_ and addcdiv_ twice, Adam's once; exp_avg and exp_avg_sq twice; max once)."""
+    for cls in (torch.optim.Adam, torch.optim.AdamW):
+        for kw in (dict(weight_decay=0.0), dict(weight_decay=0.1), dict(weight_decay=0.1, amsgrad=True)):
+            got = []
+            for fused in (True, False):
+                (optim.install if fused else optim.uninstall)()
+                params = make_params(shapes=[(7,), (33, 17)])
+                opt = run(cls, dict(SETTINGS[0], **kw), params, 2, bases(params))
+                got.append(versions(params, opt))
+            if got[0] != got[1]:
+                fail("version counts %s %s: fused %s, stock %s" % (cls.__name__, kw, got[0], got[1]))
+    optim.install()
+    print("version counts: every tensor bumped as often as by stock's step")
+
+
+def test_aliased_grad():
+    """A gradient that is its parameter (the functional adam/adamw called on a tensor and itself) takes
+    PyTorch's function, which decays the parameter before reading it as the gradient, with the reason
+    counted; the result is stock's."""
+    results = {}
+    for fused in (True, False):
+        (optim.install if fused else optim.uninstall)()
+        for name in ("adam", "adamw"):
+            fn = getattr(sys.modules["torch.optim." + name], name)
+            p = make_params(shapes=[(257,)])[0].detach()
+            m, v, step = torch.zeros_like(p), torch.zeros_like(p), torch.zeros(())
+            before = optim.calls.get(name + ":fallback", 0)
+            with torch.no_grad():
+                fn([p], [p], [m], [v], [], [step], amsgrad=False, beta1=0.9, beta2=0.99, lr=0.1, weight_decay=0.5,
+                   eps=1e-8, maximize=False)
+            if fused and optim.calls.get(name + ":fallback", 0) != before + 1:
+                fail("aliased %s: not left to PyTorch's function (calls %s)" % (name, optim.calls))
+            results[(name, fused)] = [p.clone(), m.clone(), v.clone()]
+    for name in ("adam", "adamw"):
+        compare("aliased " + name, results[(name, True)], results[(name, False)], False)
+    optim.install()
+    print("aliased gradient: PyTorch's order, stock result")
+
+
 CHILD = """
 import sys, torch
 sys.path.insert(0, %r)
@@ -299,6 +350,7 @@ p = torch.nn.Parameter(torch.ones(40000))
 p.grad = torch.ones(40000)
 for cls in (torch.optim.Adam, torch.optim.AdamW):
     cls([p], lr=0.1).step()
+torch.optim.AdamW([p], lr=0.1, foreach=True).step()
 print(sorted(optim.calls.items()))
 """
 
@@ -312,9 +364,10 @@ def child(env_extra):
 
 
 def test_selection_and_verbose():
-    """import hcops.torch installs what HCOPS_OPS selects; HCOPS_VERBOSE=1 shows each fused step."""
-    both = "[('adam:fused', 1), ('adamw:fused', 1)]"
-    cases = [({}, both, False), ({"HCOPS_OPS": "adamw,gelu"}, "[('adamw:fused', 1)]", False),
+    """import hcops.torch installs what HCOPS_OPS selects; HCOPS_VERBOSE=1 shows each fused step and
+    each group left to PyTorch with its reason."""
+    both = "[('adam:fused', 1), ('adamw:fallback', 1), ('adamw:fused', 1)]"
+    cases = [({}, both, False), ({"HCOPS_OPS": "adamw,gelu"}, "[('adamw:fallback', 1), ('adamw:fused', 1)]", False),
              ({"HCOPS_OPS": "none"}, "[]", False), ({"HCOPS_OPS": "adam,bogus"}, both, True)]
     for env, want, warns in cases:
         out, err = child(dict(env, HCOPS_VERBOSE="0"))
@@ -322,11 +375,15 @@ def test_selection_and_verbose():
             fail("HCOPS_OPS=%r: calls %s, expected %s; stderr %r" % (env.get("HCOPS_OPS"), out, want, err))
     out, err = child({"HCOPS_VERBOSE": "2"})
     lines = [line for line in err.splitlines() if line.startswith("hcops_verbose,exec,adam_step_,f32,1 tensors 40000")]
+    declined = [line for line in err.splitlines() if line.startswith("hcops_verbose,fallback,adam_step_,")]
     summary = [line for line in err.splitlines() if line.startswith("hcops_verbose,summary,adam_step_,2,")]
-    if len(lines) != 2 or "adamw amsgrad=0" not in lines[1] or len(summary) != 1:
-        fail("HCOPS_VERBOSE=2: expected two adam_step_ lines and a summary, got %r" % err)
-    print("selection and verbose: HCOPS_OPS honoured, bad value warns and means all; %s" %
-          (lines[1] if lines else "no line"))
+    if len(lines) != 2 or "adamw amsgrad=0" not in lines[1] or len(summary) != 1 or not summary[0].endswith(
+            ",1,foreach:1"):
+        fail("HCOPS_VERBOSE=2: expected two adam_step_ lines and a summary with one fallback, got %r" % err)
+    if declined != ["hcops_verbose,fallback,adam_step_,float32,1 tensors adamw,foreach"]:
+        fail("HCOPS_VERBOSE=2: expected the foreach step's fallback line, got %r" % declined)
+    print("selection and verbose: HCOPS_OPS honoured, bad value warns and means all; %s; %s" %
+          (lines[1] if lines else "no line", declined[0] if declined else "no fallback line"))
 
 
 def main():
@@ -352,6 +409,8 @@ def main():
     test_state_dict(tolerance)
     test_fallbacks()
     test_version_counter()
+    test_version_counts()
+    test_aliased_grad()
     optim.uninstall()
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

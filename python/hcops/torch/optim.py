@@ -11,7 +11,10 @@ every tensor qualifies, and PyTorch's own function, unchanged, otherwise:
   foreach not True, not capturable, not differentiable, not fused, no grad
   scaler, and autograd off (as Adam.step has it);
 - falls back: foreach=True, complex or other dtypes, mixed dtypes,
-  non-contiguous or sparse tensors, other devices, capturable/differentiable.
+  non-contiguous or sparse tensors, other devices, capturable/differentiable,
+  and a parameter whose gradient or state shares its memory (PyTorch's
+  in-place order then matters). Each fallback is counted and, under
+  HCOPS_VERBOSE, printed with its reason (`hcops_verbose,fallback,adam_step_,...`).
 
 The optimizer's state (step, exp_avg, exp_avg_sq, max_exp_avg_sq) is PyTorch's
 own, updated in place, so `state_dict()` moves between the two freely.
@@ -64,31 +67,55 @@ def _dense_cpu(t, dtype, shape):
             and t.dtype == dtype and t.shape == shape and t.is_contiguous())
 
 
-def _eligible(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad, scalars):
-    if not params or torch.is_grad_enabled():
-        return False
+def _overlap(a, b):
+    """Whether two dense tensors of one dtype and size share any memory."""
+    size = a.numel() * a.element_size()
+    return size > 0 and abs(a.data_ptr() - b.data_ptr()) < size
+
+
+def _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad, scalars):
+    """None when the group qualifies for the fused kernel, else why not (a short reason for HCOPS_VERBOSE)."""
+    if not params:
+        return "empty"
+    if torch.is_grad_enabled():
+        return "grad_enabled"
     if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in scalars):
-        return False
+        return "scalars"
     n = len(params)
     if len(grads) != n or len(exp_avgs) != n or len(exp_avg_sqs) != n or len(state_steps) != n:
-        return False
+        return "lengths"
     if len(max_exp_avg_sqs) != (n if amsgrad else 0):
-        return False
+        return "lengths"
     dtype = params[0].dtype if isinstance(params[0], torch.Tensor) else None
     if dtype not in (torch.float32, torch.bfloat16):
-        return False
+        return "dtype"
     for i, p in enumerate(params):
         if not isinstance(p, torch.Tensor):
-            return False
+            return "not_tensor"
         shape = p.shape
         group = [p, grads[i], exp_avgs[i], exp_avg_sqs[i]] + ([max_exp_avg_sqs[i]] if amsgrad else [])
         if not all(isinstance(t, torch.Tensor) and _dense_cpu(t, dtype, shape) for t in group):
-            return False
+            return "layout"
+        # PyTorch updates the tensors one after another (param.mul_ first,
+        # then exp_avg from grad, ...): a gradient that is its parameter reads
+        # the decayed values there, where the fused kernel reads each element
+        # once. Such groups take PyTorch's order.
+        if any(_overlap(group[a], group[b]) for a in range(len(group)) for b in range(a + 1, len(group))):
+            return "aliased"
         s = state_steps[i]
         if not (isinstance(s, torch.Tensor) and s.device.type == "cpu" and s.numel() == 1 and s.layout == torch.strided
                 and not s.is_complex()):
-            return False
-    return True
+            return "step"
+    return None
+
+
+def _fallback(kind, op, reason, params):
+    """Counts and reports (HCOPS_VERBOSE) a group left to PyTorch's function."""
+    _count(kind + ":fallback")
+    if op is not None:
+        first = params[0] if params and isinstance(params[0], torch.Tensor) else None
+        op_fallback = torch.ops.hcops.adam_fallback
+        op_fallback(kind, reason, str(first.dtype).replace("torch.", "") if first is not None else "none", len(params))
 
 
 def _fused(kind, op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad, beta1, beta2, lr,
@@ -107,14 +134,16 @@ def _make_adam(original):
              differentiable=False, fused=False, grad_scale=None, found_inf=None, *, amsgrad, beta1, beta2, lr,
              weight_decay, eps, maximize):
         op = _enabled_op()
-        if (op is not None and not foreach and not capturable and not differentiable and not fused
-                and grad_scale is None and found_inf is None
-                and _eligible(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
-                              (beta1, beta2, lr, weight_decay, eps))):
+        why = ("disabled" if op is None else "foreach" if foreach else "capturable" if capturable
+               else "differentiable" if differentiable else "fused" if fused
+               else "grad_scale" if grad_scale is not None or found_inf is not None
+               else _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+                             (beta1, beta2, lr, weight_decay, eps)))
+        if why is None:
             _count("adam:fused")
             return _fused("adam", op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
                           beta1, beta2, lr, weight_decay, eps, maximize)
-        _count("adam:fallback")
+        _fallback("adam", _op(), why, params)
         return original(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused, grad_scale=grad_scale,
                         found_inf=found_inf, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
@@ -129,13 +158,14 @@ def _make_adamw(original):
     def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False, *,
               amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
         op = _enabled_op()
-        if (op is not None and not foreach and not capturable
-                and _eligible(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
-                              (beta1, beta2, lr, weight_decay, eps))):
+        why = ("disabled" if op is None else "foreach" if foreach else "capturable" if capturable
+               else _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+                             (beta1, beta2, lr, weight_decay, eps)))
+        if why is None:
             _count("adamw:fused")
             return _fused("adamw", op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
                           beta1, beta2, lr, weight_decay, eps, maximize)
-        _count("adamw:fallback")
+        _fallback("adamw", _op(), why, params)
         return original(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach,
                         capturable=capturable, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
                         weight_decay=weight_decay, eps=eps, maximize=maximize)
