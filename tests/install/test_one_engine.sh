@@ -15,7 +15,8 @@
 #   holds the engine, libhcops.so.0; the HCOps entry points reached through
 #   libblas.so.3 and through libdnnl.so.2 are libhcops.so.0's; that engine
 #   made one workspace for both libraries' GEMMs; the forwarded routines go
-#   to the real OpenBLAS and libdnnl, not back into the copies; no error.
+#   to the real OpenBLAS and libdnnl, not back into the copies; no error;
+# - the same with LD_PRELOAD=<prefix>/lib/libhcops.so too: still one engine.
 set -u
 status=0
 fail() { echo "FAIL: $*"; status=1; }
@@ -91,6 +92,15 @@ else
   echo "SKIP (part): PyTorch sends bf16 matmuls to oneDNN on AVX-512 CPUs only"
 fi
 if grep '^hcops:' "$scratch/probe.err"; then fail "errors from HCOps"; fi
+
+echo "== the same with LD_PRELOAD=$lib/libhcops.so too (hcops-run under the module)"
+LD_PRELOAD=$lib/libhcops.so LD_LIBRARY_PATH=$dir OMP_NUM_THREADS=2 TMPDIR=$scratch \
+  /usr/bin/python3 "$srcdir/install/one_engine.py" "$prefix" > "$scratch/preload.out" 2> "$scratch/preload.err" ||
+  { fail "one_engine.py under LD_PRELOAD"; tail -20 "$scratch/preload.err"; }
+grep -E '^(engine_file|entry|workspaces) ' "$scratch/preload.out"
+[ "$(grep -c '^engine_file ' "$scratch/preload.out")" = 1 ] && grep -qx "engine_file $real_lib0" "$scratch/preload.out" &&
+  [ "$(grep -c "^entry .* $real_lib0\$" "$scratch/preload.out")" = 2 ] ||
+  fail "the preloaded libhcops.so and the copies' are not one engine"
 
 [ $status = 0 ] && rm -rf "$scratch"
 exit $status
