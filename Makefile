@@ -20,9 +20,16 @@ configure: $(AUTOTOOLS_INPUTS) | deps
 	autoreconf -fi
 
 # Once configured, automake's own rules regenerate after Makefile.am edits.
+# A configure regenerated here re-checks an existing build with the options
+# it was configured with (config.status --recheck): a PREFIX given to `make
+# install` must not reconfigure the build (see install below).
 $(BUILD)/Makefile: configure
 	mkdir -p $(BUILD)
-	cd $(BUILD) && ../configure --prefix=$(PREFIX) $(CONFIGURE_FLAGS)
+	if [ -f $(BUILD)/config.status ]; then \
+	  cd $(BUILD) && ./config.status --recheck && ./config.status; \
+	else \
+	  cd $(BUILD) && ../configure --prefix=$(PREFIX) $(CONFIGURE_FLAGS); \
+	fi
 
 demo: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
@@ -40,8 +47,20 @@ check-external: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 	$(MAKE) -C $(BUILD)/tests check-external || { cat $(BUILD)/tests/test-suite.log; exit 1; }
 
+# `make install PREFIX=X` installs into X whatever prefix the build was
+# configured with (and `make uninstall PREFIX=X` removes from X): PREFIX,
+# when given, reaches the build as prefix=X, from which automake derives
+# every installation directory, and every installed file that names a
+# directory (hcops-run, hcops-prof, hcops-info's RUNPATH, the modulefiles,
+# hcops.pc, the libtool .la files, hcops.torch's _paths.py) is written at
+# install time from those directories rather than copied from the build.
+# Substituting at install time, rather than reconfiguring for X, rebuilds
+# nothing, leaves the build and its tests as they were, and lets one build
+# be installed into several prefixes and staged with DESTDIR. Without
+# PREFIX: the prefix the build was configured with.
+INSTALL_PREFIX := $(if $(filter-out undefined default file,$(origin PREFIX)),prefix=$(PREFIX))
 install uninstall: $(BUILD)/Makefile
-	$(MAKE) -C $(BUILD) $@
+	$(MAKE) -C $(BUILD) $@ $(INSTALL_PREFIX)
 
 clean:
 	[ ! -f $(BUILD)/Makefile ] || $(MAKE) -C $(BUILD) clean

@@ -12,8 +12,9 @@ extern "C" {
 const char *hcops_version(void);
 
 /* Writes what hcops-info shows: version, CPU features and chosen kernel,
- * topology, the partition for an m x n x k SGEMM, the reference BLAS, and the
- * environment in effect. m, n or k <= 0 omits the partition. */
+ * topology, the packing workspaces the engine has made so far, the partition
+ * for an m x n x k SGEMM, the reference BLAS, and the environment in effect.
+ * m, n or k <= 0 omits the partition. */
 void hcops_print_info(FILE *out, long m, long n, long k);
 
 /* The GEMM kernel families this CPU can run and HCOPS_ISA allows, in the

@@ -1,6 +1,7 @@
 /* hcops-info: what HCOps detected and what it would do.
  *   hcops-info [M N K]   also show the partition of an M x N x K SGEMM
  *   hcops-info --families  the kernel families this CPU runs, one per line */
+#define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,16 +10,32 @@
 #include "hcops.h"
 
 /* libhcops_mem's view (threshold, policy, fast nodes): from the copy already
- * preloaded, else the build tree's, else the installed one. dlopen'ed
- * RTLD_LOCAL, its malloc interposes nothing here. */
+ * preloaded, else the one beside the libhcops.so.0 this program runs on (an
+ * installation keeps both in libdir; the build tree keeps it in
+ * shim/mem/.libs beside shim/.libs), else any the loader finds. Found from
+ * libhcops's own place, so that the program names no directory and an
+ * installation finds its own, wherever `make install prefix=` put it.
+ * dlopen'ed RTLD_LOCAL, its malloc interposes nothing here. */
+static void *open_beside_libhcops(const char *relative) {
+  /* dlsym, not &hcops_version: in a non-PIE program that is the PLT entry. */
+  void *fn = dlsym(RTLD_DEFAULT, "hcops_version");
+  Dl_info self;
+  if (!fn || !dladdr(fn, &self) || !self.dli_fname) return NULL;
+  const char *slash = strrchr(self.dli_fname, '/');
+  if (!slash) return NULL;
+  char path[4096];
+  int n = snprintf(path, sizeof path, "%.*s/%s", (int)(slash - self.dli_fname), self.dli_fname, relative);
+  return n > 0 && (size_t)n < sizeof path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+}
+
 static void print_mem_info(void) {
   typedef void (*info_fn)(FILE *);
   info_fn info = (info_fn)dlsym(RTLD_DEFAULT, "hcops_mem_print_info");
-  const char *const candidates[] = {HCOPS_MEM_BUILD_LIB, HCOPS_MEM_INSTALLED_LIB, "libhcops_mem.so.0"};
-  for (size_t i = 0; !info && i < sizeof candidates / sizeof *candidates; ++i) {
-    void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (h) info = (info_fn)dlsym(h, "hcops_mem_print_info");
-  }
+  void *h = NULL;
+  if (!info && !(h = open_beside_libhcops("libhcops_mem.so.0")) &&
+      !(h = open_beside_libhcops("../mem/.libs/libhcops_mem.so.0")))
+    h = dlopen("libhcops_mem.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (h) info = (info_fn)dlsym(h, "hcops_mem_print_info");
   printf("memory placement (libhcops_mem):");
   if (!info) {
     printf(" libhcops_mem.so not found\n");

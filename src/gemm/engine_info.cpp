@@ -11,6 +11,7 @@
 #include "gemm/fp32_math.h"
 #include "gemm/pack_policy.h"
 #include "gemm/partition.h"
+#include "gemm/workspace.h"
 #include "kernels/registry.h"
 
 namespace hcops {
@@ -113,6 +114,11 @@ std::string engine_info(long m, long n, long k) {
     s += format("  domain %d: %zu core(s) (first PU %d), packing memory on node %d%s%s\n", d.index, d.cores.size(),
                 d.cores.empty() ? -1 : d.cores.front(), d.mem_node, d.mem_kind.empty() ? "" : " ", d.mem_kind.c_str());
   s += format("threads: up to %d (%s)\n", max_threads(), thread_policy());
+  // The engine's own state, for a process that calls hcops_print_info after
+  // its GEMMs: how many packing workspaces it made (pooled: one per GEMM in
+  // flight). A process with two copies of the engine (one per library name)
+  // would show a count per copy.
+  s += format("workspaces: %ld made by this engine (packing memory, pooled)\n", workspaces_created());
   if (m > 0 && n > 0 && k > 0) {
     const ChosenKernel<Sgemm> &c = chosen_kernel<Sgemm>();
     const Plan plan =

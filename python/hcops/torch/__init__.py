@@ -28,14 +28,14 @@ def _candidates():
         # Named explicitly: that library or none, never a silent substitute.
         return [env]
     found = []
-    try:  # written by `make` (libdir and the build tree), absent in a bare checkout
+    try:  # written by `make install` (libdir), absent in the source tree
         from hcops.torch import _paths
         found.append(os.path.join(_paths.LIBDIR, _NAME))
     except ImportError:
         _paths = None
     # python/hcops/torch in the source tree, with the default build/ beside it.
     found.append(os.path.join(_HERE, "..", "..", "..", "build", "shim", "torch", ".libs", _NAME))
-    if _paths is not None:
+    if _paths is not None and _paths.BUILDDIR:  # an installed package names no build tree
         found.append(os.path.join(_paths.BUILDDIR, "shim", "torch", ".libs", _NAME))
     return found
 

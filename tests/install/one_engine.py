@@ -1,0 +1,107 @@
+"""Run by test_one_engine.sh with LD_LIBRARY_PATH=<prefix>/lib/hcops (what
+`module load hcops` puts first) and HCOPS_VERBOSE=1: numpy's matmul goes
+through libblas.so.3, a bf16 torch Linear through PyTorch's oneDNN
+(libdnnl.so.2), both lib/hcops's. Prints, one `key value` a line, what the
+script checks: the mapped files that hold HCOps's engine, the object that
+each library name's HCOps entry point lives in, the workspaces each engine
+reports having made, the reference libraries forwarding goes to.
+
+  one_engine.py PREFIX
+"""
+import ctypes
+import os
+import sys
+
+import numpy as np
+
+prefix = sys.argv[1]
+
+a = np.arange(96 * 80, dtype=np.float32).reshape(96, 80) / 1000
+b = np.ones((80, 64), dtype=np.float32)
+c = a @ b
+assert abs(float(c[5, 7]) - float(a[5].sum())) < 1e-3, "numpy's product is wrong"
+# A routine HCOps forwards to the reference BLAS (cblas_sdot).
+v = np.ones(1000, dtype=np.float32)
+assert float(v @ v) == 1000.0, "numpy's dot is wrong"
+
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("torch none")
+if torch is not None:
+    torch.manual_seed(0)
+    # bf16 Linear: PyTorch 1.13 sends it to oneDNN's matmul primitive (AVX-512
+    # CPUs; see tests/torch/test_dnnl_torch.py). Run twice: the engine reuses
+    # its one workspace.
+    lin = torch.nn.Linear(80, 64).to(torch.bfloat16)
+    x = torch.randn(96, 80).to(torch.bfloat16)
+    for _ in range(2):
+        y = lin(x)
+    ref = x.float() @ lin.weight.float().t() + lin.bias.float()
+    assert float((y.float() - ref).abs().max()) < 0.1, "torch's Linear is wrong"
+    print("torch", torch.__version__)
+
+# The mappings, to tell which file an address lies in.
+maps = []
+for line in open("/proc/self/maps"):
+    f = line.split()
+    if len(f) >= 6 and f[5].startswith("/"):
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        maps.append((lo, hi, f[5]))
+
+
+def file_of(addr):
+    for lo, hi, path in maps:
+        if lo <= addr < hi:
+            return os.path.realpath(path)
+    return "?"
+
+
+# Every mapped file that holds the engine (the format of its verbose info
+# line is in the engine's own code): one copy of HCOps, one engine.
+MARKER = b"hcops_verbose,info,isa="
+for path in sorted({os.path.realpath(p) for _, _, p in maps}):
+    try:
+        if os.path.getsize(path) < 256 << 20:
+            with open(path, "rb") as fh:
+                if MARKER in fh.read():
+                    print("engine_file", path)
+    except OSError:
+        pass
+
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+# The libraries numpy and PyTorch loaded, by the names they were linked with.
+for name in ("libblas.so.3", "libdnnl.so.2"):
+    try:
+        lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError as e:
+        print("not_loaded", name, e)
+        continue
+    entry = ctypes.cast(lib.hcops_print_info, ctypes.c_void_p).value
+    print("entry", name, file_of(entry))
+    # The engine that entry point reports on: its workspaces so far.
+    lib.hcops_print_info.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_long]
+    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), "one_engine.%d.info" % os.getpid())
+    fh = libc.fopen(out.encode(), b"w")
+    lib.hcops_print_info(fh, 0, 0, 0)
+    libc.fclose(fh)
+    with open(out) as f:
+        for line in f:
+            if line.startswith("workspaces:"):
+                print("workspaces", name, line.split()[1])
+            if line.startswith("reference BLAS"):
+                print("reference_blas", name, os.path.realpath(line.split(": ", 1)[1].strip()))
+    os.unlink(out)
+    try:
+        fn = lib.hcops_reference_dnnl
+    except AttributeError:  # a libblas.so.3 without HCOps's oneDNN layer
+        print("reference_dnnl", name, "none")
+        continue
+    fn.restype = ctypes.c_char_p
+    ref = fn()
+    print("reference_dnnl", name, os.path.realpath(ref.decode()) if ref else "none")
+print("threads", len(os.listdir("/proc/self/task")))
