@@ -20,7 +20,9 @@ under each route checks that HCOps is really in the process (and the family
 asked for runs), so a route that loads nothing cannot pass unseen.
 
     HCOPS_LIB=... HCOPS_RUN=... HCOPS_TORCH_LIB=... HCOPS_TEST_BUILDDIR=...
-    HCOPS_TEST_TOP_BUILDDIR=... HCOPS_TEST_PREFIX=... python3 torch_suite.py quick|full [ROUTE...]
+    HCOPS_TEST_TOP_BUILDDIR=... HCOPS_TEST_PREFIX=... python3 torch_suite.py quick|full [GROUP...] [ROUTE...]
+
+GROUP (nn, ops, linalg...) and ROUTE narrow the run to those named.
 
 The source is fetched once into $HCOPS_TEST_BUILDDIR/torch-suite-src
 (debian_source.py, ~18 MB); where it cannot be, one line says so and the
@@ -190,12 +192,16 @@ def probe(report, name, route, workdir, order):
 
 
 def plan(mode, wanted):
-    """[(group, [route names])] for `mode`; `wanted` narrows the routes."""
+    """[(group, [route names])] for `mode`; group and route names in `wanted`
+    narrow either."""
     every = ["hcops-run"] + [f"hcops-run:{f}" for f in families()] + ["preload", "libdir"]
+    groups = FULL if mode == "full" else QUICK
+    want_groups = [w for w in wanted if w in {g.name for g in groups}]
+    want_routes = [w for w in wanted if w not in want_groups]
     out = []
-    for g in FULL if mode == "full" else QUICK:
-        names = [n for n in (g.routes or every) if not wanted or n in wanted]
-        if names:
+    for g in groups:
+        names = [n for n in (g.routes or every) if not want_routes or n in want_routes]
+        if names and (not want_groups or g.name in want_groups):
             out.append((g, names))
     return out
 
@@ -210,7 +216,7 @@ def main(argv):
     mode, wanted = argv[0], argv[1:]
     todo = plan(mode, wanted)
     if not todo:
-        print(f"ERROR: no group runs under {' '.join(wanted)} in {mode}")
+        print(f"ERROR: nothing of {mode} is {' '.join(wanted)} (groups and routes are in {__file__})")
         return 99
     probe_env = linalg_suites.child_env(linalg_suites.BASELINE, "", "")
     proc = subprocess.run([PYTHON, "-c", "import pytest, torch, hypothesis"], env=probe_env, capture_output=True,
