@@ -41,8 +41,11 @@ check: deps $(BUILD)/Makefile
 	@awk '/^# PASS:/ {p = $$3} /^# SKIP:/ {s = $$3} /^# (FAIL|ERROR|XPASS):/ {f += $$3} \
 	  END {printf "check: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD)/tests/test-suite.log
 
-# numpy's and scipy's own linalg suites under the preloads (tests/external;
-# scipy.linalg takes several minutes per configuration).
+# numpy's and scipy's own linalg suites under the preloads, and PyTorch's own
+# tests of the operators and GEMMs HCOps replaces, from Debian's source package
+# (fetched once into $(BUILD)/tests, ~18 MB), under every route (hcops-run,
+# LD_PRELOAD, the installed lib/hcops copies) and every kernel family this CPU
+# runs (tests/external). make check runs a quick selection of PyTorch's.
 check-external: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 	$(MAKE) -C $(BUILD)/tests check-external || { cat $(BUILD)/tests/test-suite.log; exit 1; }

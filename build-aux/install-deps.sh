@@ -15,6 +15,10 @@ set -eu
 # HWLOC_XMLFILE topologies too. python3-pytest, python3-scipy: numpy's and
 # scipy's own linalg suites under the preloads (tests/external); scipy's complex
 # SVD and lstsq (OpenBLAS over-reads) under libhcops_mem (test_mem_scipy.py).
+# python3-hypothesis: PyTorch's own tests (tests/external/torch_suite.py; its
+# test_nn.py imports it); their other import, expecttest, is not packaged by
+# Debian 12 and the suite brings a stand-in for it. dpkg-dev is not needed:
+# only the orig tarball of the source package is unpacked, by tar.
 # lmod: tests/modules loads HCOps's modulefiles with it. Debian's
 # environment-modules conflicts with lmod, so it is not installed: its .deb is
 # downloaded into $HCOPS_DEB_CACHE (below) and tests/modules unpacks it into a
@@ -23,7 +27,7 @@ packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
-python3-scipy hwloc lmod tcl"
+python3-scipy python3-hypothesis hwloc lmod tcl"
 
 # The packages downloaded, not installed (see above); tests/modules looks here.
 deb_cache=${HCOPS_DEB_CACHE:-/var/cache/hcops}

@@ -1,6 +1,9 @@
 """Runs a library's own pytest suite (numpy.linalg, scipy.linalg) as its user
 would, once without HCOps (the baseline) and once under each preload, and
-compares the outcome of every test with the baseline's.
+compares the outcome of every test with the baseline's. torch_suite.py runs
+PyTorch's suite through the same functions: test files of a source tree with
+-k selections (a Suite), each under a command prefix (hcops-run) and
+variables of its own (a Config).
 
 A configuration fails when a test that passes in the baseline (passed,
 xfailed, or skipped) does not under it: fails, errors, crashes the
@@ -8,8 +11,9 @@ interpreter, hangs, or goes missing. Tests that already fail in the baseline
 are listed but are not HCOps's to answer for.
 
 Each run is `python3 -m pytest --pyargs SUITE -p no:cacheprovider` in a
-temporary directory (nothing written beside the installed package), with the
-outcome_log plugin recording each test as it runs. When the interpreter dies
+temporary directory (nothing written beside the installed package; a Suite of
+files runs in their folder), with the outcome_log plugin recording each test
+as it runs. When the interpreter dies
 (signal, hang), the test that was running is named as crashed, with the
 fatal error pytest's faulthandler printed, and the run goes on in a new
 interpreter after it, deselecting what is already done.
@@ -37,10 +41,36 @@ MAX_RESTARTS = 25  # crashes tolerated in one configuration before giving up
 PASSING = {"passed", "xfailed", "skipped", "xpassed"}
 
 Run = collections.namedtuple("Run", "outcomes messages crashed seconds problems")
+# What pytest runs: `args` choose the tests (["--pyargs", "numpy.linalg"], or
+# test files and -k); `cwd` is where it runs (None: the run's temporary
+# directory, so nothing is written beside an installed package); `pythonpath`
+# lists folders the tests import from, besides outcome_log's.
+Suite = collections.namedtuple("Suite", "name args cwd pythonpath")
+# How a run differs from the baseline: `label` names it in the report, `tag`
+# names its files; pytest runs under the command `prefix` (hcops-run), with
+# the variables `env` set (LD_LIBRARY_PATH's value goes before the caller's).
+Config = collections.namedtuple("Config", "label tag prefix env")
+BASELINE = Config("no preload", "baseline", [], {})
+
+
+def pyargs_suite(module):
+    """An installed package's suite, run as `pytest --pyargs MODULE`."""
+    return Suite(module, ["--pyargs", module], None, [])
+
+
+def preload_config(items):
+    """A Config from libraries to preload and HCOPS_* settings ("HCOPS_X=V")."""
+    settings = [p for p in items if p.startswith("HCOPS_") and "=" in p]
+    libs = [p for p in items if p not in settings]
+    env = dict(s.split("=", 1) for s in settings)
+    if libs:
+        env["LD_PRELOAD"] = " ".join(libs)
+    tag = "-".join(os.path.basename(p).split(".")[0] for p in items)
+    return Config(" + ".join(os.path.basename(p) for p in items), tag, [], env)
 
 
 def preload_sets():
-    """The configurations by name: the libraries each preloads (checked to exist)."""
+    """The configurations by name (their libraries checked to exist)."""
     blas, mem = os.environ.get("HCOPS_LIB"), os.environ.get("HCOPS_MEM_LIB")
     for var, lib in (("HCOPS_LIB", blas), ("HCOPS_MEM_LIB", mem)):
         if not lib or not os.path.isfile(lib):
@@ -49,30 +79,27 @@ def preload_sets():
     blas, mem = os.path.abspath(blas), os.path.abspath(mem)
     # mem4k: every block of 4 KiB or more on libhcops_mem (the issue 13
     # crashes of lstsq, cossin and ldl on complex data showed only there).
-    return {"mem": [mem], "blas": [blas], "both": [blas, mem], "mem4k": [mem, "HCOPS_MEM_THRESHOLD=4K"]}
+    sets = {"mem": [mem], "blas": [blas], "both": [blas, mem], "mem4k": [mem, "HCOPS_MEM_THRESHOLD=4K"]}
+    return {name: preload_config(items) for name, items in sets.items()}
 
 
-def label(preloads):
-    return " + ".join(os.path.basename(p) for p in preloads) if preloads else "no preload"
-
-
-def child_env(preloads, log, skip):
+def child_env(config, log, skip, pythonpath=()):
     env = dict(os.environ)
     # The suites run as the user would: no HCOps setting of the caller's (or
     # of make check's) leaks in, and only the preloads under test are loaded.
-    for var in [v for v in env if v.startswith("HCOPS_")] + ["LD_PRELOAD"]:
+    # PyTorch's switches (PYTORCH_TEST_WITH_SLOW, ..._SKIP_FAST, ...) would
+    # change which of its tests run.
+    for var in [v for v in env if v.startswith(("HCOPS_", "PYTORCH_TEST"))] + ["LD_PRELOAD"]:
         env.pop(var, None)
-    env["PYTHONPATH"] = HERE + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    paths = [HERE] + list(pythonpath) + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no .pyc written into the installed package
     env["HCOPS_OUTCOME_LOG"] = log
     env["HCOPS_OUTCOME_SKIP"] = skip
-    # A configuration's items are libraries to preload and HCOPS_* settings.
-    settings = [p for p in preloads if p.startswith("HCOPS_") and "=" in p]
-    libs = [p for p in preloads if p not in settings]
-    for s in settings:
-        env[s.split("=", 1)[0]] = s.split("=", 1)[1]
-    if libs:
-        env["LD_PRELOAD"] = " ".join(libs)
+    for var, value in config.env.items():
+        if var == "LD_LIBRARY_PATH" and env.get(var):
+            value += os.pathsep + env[var]
+        env[var] = value
     return env
 
 
@@ -141,19 +168,19 @@ def run_once(cmd, workdir, env, log):
         return rc, out.read(), err.read()
 
 
-def run_suite(suite, preloads, workdir):
-    """Every test of `suite` under `preloads`, restarting after each crash."""
-    tag = "-".join(os.path.basename(p).split(".")[0] for p in preloads) or "baseline"
-    log, skip = os.path.join(workdir, f"{tag}.jsonl"), os.path.join(workdir, f"{tag}.skip")
+def run_suite(suite, config, workdir):
+    """Every test of `suite` under `config`, restarting after each crash."""
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{suite.name}-{config.tag}")
+    log, skip = os.path.join(workdir, f"{stem}.jsonl"), os.path.join(workdir, f"{stem}.skip")
     open(log, "w").close()
     open(skip, "w").close()
-    env = child_env(preloads, log, skip)
-    cmd = [PYTHON, "-m", "pytest", "--pyargs", suite, "-p", "no:cacheprovider", "-p", "outcome_log", "-q",
-           "--color=no"]
+    env = child_env(config, log, skip, suite.pythonpath)
+    cmd = list(config.prefix) + [PYTHON, "-m", "pytest", *suite.args, "-p", "no:cacheprovider", "-p",
+                                 "outcome_log", "-q", "--color=no"]
     crashed, problems = {}, []
     start = time.monotonic()
     for attempt in range(MAX_RESTARTS + 1):
-        rc, stdout, stderr = run_once(cmd, workdir, env, log)
+        rc, stdout, stderr = run_once(cmd, suite.cwd or workdir, env, log)
         outcomes, messages, running = read_log(log)
         if rc in (0, 1, 5):  # all passed, some failed, none collected: a finished session
             break
@@ -178,8 +205,10 @@ def summary(outcomes):
     return ", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "no tests"
 
 
-def compare(report, suite, base, preloads, run):
-    name = f"{suite} under {label(preloads)}"
+def compare(report, suite, base, config, run):
+    """Prints `run` against the baseline `base`, and checks that nothing that
+    passes there does not under `config`."""
+    name = f"{suite.name} under {config.label}"
     print(f"\n== {name}: {summary(run.outcomes)} in {run.seconds:.0f} s")
     broken = sorted(t for t, o in base.outcomes.items() if o in PASSING and run.outcomes.get(t, "missing")
                     not in PASSING)
@@ -196,6 +225,21 @@ def compare(report, suite, base, preloads, run):
         print(f"    {line}")
     report.check(not broken and not run.problems, f"{name}: every test that passes in the baseline passes",
                  f"{len(broken)} regressed" if broken else "; ".join(run.problems[:1]))
+    return broken
+
+
+def baseline(report, suite, workdir, config=BASELINE):
+    """The run that the others are compared with, printed with the tests that
+    do not pass in it; checks that it ran."""
+    base = run_suite(suite, config, workdir)
+    print(f"== {suite.name} with {config.label} (the baseline): {summary(base.outcomes)} in {base.seconds:.0f} s")
+    for test in sorted(t for t, o in base.outcomes.items() if o not in PASSING):
+        print(f"    baseline {base.outcomes[test]}: {test}: {base.messages.get(test, '')}")
+    for line in base.problems:
+        print(f"    {line}")
+    report.check(bool(base.outcomes) and not base.problems, f"{suite.name} baseline ran",
+                 f"{len(base.outcomes)} tests")
+    return base
 
 
 def main(argv):
@@ -205,28 +249,21 @@ def main(argv):
     if len(argv) < 1:
         print(__doc__)
         return 99
-    suite = argv[0]
+    suite = pyargs_suite(argv[0])
     wanted = argv[1:] or os.environ.get("HCOPS_EXTERNAL_CONFIGS", "mem blas both mem4k").split()
     configs = preload_sets()
     if any(w not in configs for w in wanted):
         print(f"ERROR: configurations are {', '.join(configs)} (got {' '.join(wanted)})")
         return 99
-    probe = subprocess.run([PYTHON, "-c", f"import pytest, {suite}"], env=child_env([], "", ""), capture_output=True,
-                           text=True)
+    probe = subprocess.run([PYTHON, "-c", f"import pytest, {suite.name}"], env=child_env(BASELINE, "", ""),
+                           capture_output=True, text=True)
     if probe.returncode != 0:
-        print(f"SKIP: {PYTHON} cannot import pytest and {suite}: {probe.stderr.strip().splitlines()[-1:]}")
+        print(f"SKIP: {PYTHON} cannot import pytest and {suite.name}: {probe.stderr.strip().splitlines()[-1:]}")
         return 77
     report = Report()
     workdir = tempfile.mkdtemp(prefix="hcops-external-")
     try:
-        base = run_suite(suite, [], workdir)
-        print(f"== {suite} with no preload (the baseline): {summary(base.outcomes)} in {base.seconds:.0f} s")
-        for test in sorted(t for t, o in base.outcomes.items() if o not in PASSING):
-            print(f"    baseline {base.outcomes[test]}: {test}: {base.messages.get(test, '')}")
-        for line in base.problems:
-            print(f"    {line}")
-        report.check(bool(base.outcomes) and not base.problems, f"{suite} baseline ran",
-                     f"{len(base.outcomes)} tests")
+        base = baseline(report, suite, workdir)
         for w in wanted:
             compare(report, suite, base, configs[w], run_suite(suite, configs[w], workdir))
     finally:
