@@ -23,11 +23,16 @@ set -eu
 # environment-modules conflicts with lmod, so it is not installed: its .deb is
 # downloaded into $HCOPS_DEB_CACHE (below) and tests/modules unpacks it into a
 # throw-away folder and runs its modulecmd.tcl with tclsh (package tcl).
+# ocl-icd-opencl-dev: oneDNN's benchdnn (tests/external/benchdnn.mk) is built
+# against libdnnl-dev's headers, whose dnnl_config.h says Debian's libdnnl has
+# the OpenCL GPU runtime: benchdnn then includes CL/cl.h and links -lOpenCL.
+# (Its source comes with `apt-get source`, which unpacks with dpkg-dev's
+# dpkg-source, there with build-essential.)
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
-python3-scipy python3-hypothesis hwloc lmod tcl"
+python3-scipy python3-hypothesis hwloc lmod tcl ocl-icd-opencl-dev"
 
 # The packages downloaded, not installed (see above); tests/modules looks here.
 deb_cache=${HCOPS_DEB_CACHE:-/var/cache/hcops}
