@@ -34,8 +34,9 @@ check: deps $(BUILD)/Makefile
 	@awk '/^# PASS:/ {p = $$3} /^# SKIP:/ {s = $$3} /^# (FAIL|ERROR|XPASS):/ {f += $$3} \
 	  END {printf "check: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD)/tests/test-suite.log
 
-# numpy's and scipy's own linalg suites under the preloads (tests/external;
-# scipy.linalg takes several minutes per configuration).
+# numpy's and scipy's own linalg suites under the preloads, and oneDNN's
+# benchdnn matmul and ip batches in full under HCOps (tests/external; scipy.linalg
+# takes several minutes per configuration, benchdnn most of the time).
 check-external: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 	$(MAKE) -C $(BUILD)/tests check-external || { cat $(BUILD)/tests/test-suite.log; exit 1; }
