@@ -41,11 +41,12 @@ check: deps $(BUILD)/Makefile
 	@awk '/^# PASS:/ {p = $$3} /^# SKIP:/ {s = $$3} /^# (FAIL|ERROR|XPASS):/ {f += $$3} \
 	  END {printf "check: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD)/tests/test-suite.log
 
-# numpy's and scipy's own linalg suites under the preloads, and PyTorch's own
+# numpy's and scipy's own linalg suites under the preloads, PyTorch's own
 # tests of the operators and GEMMs HCOps replaces, from Debian's source package
 # (fetched once into $(BUILD)/tests, ~18 MB), under every route (hcops-run,
 # LD_PRELOAD, the installed lib/hcops copies) and every kernel family this CPU
-# runs (tests/external). make check runs a quick selection of PyTorch's.
+# runs, and oneDNN's benchdnn matmul and ip batches in full (tests/external).
+# make check runs a quick selection of PyTorch's and of benchdnn's.
 check-external: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 	$(MAKE) -C $(BUILD)/tests check-external || { cat $(BUILD)/tests/test-suite.log; exit 1; }

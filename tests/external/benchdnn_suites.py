@@ -311,9 +311,9 @@ def run_cases(program, driver, cases, env, prefix, workdir, tag):
             outcomes[current] = "HUNG" if str(rc).startswith("hung") else "CRASHED"
             details[current] = death(rc)
         remaining = [c for c in remaining if c not in outcomes]
+        if current is None and (not isinstance(rc, int) or rc < 0):
+            problems.append(f"benchdnn {death(rc)} outside any case")
         if current is None or not remaining:
-            if not isinstance(rc, int) or rc < 0:
-                problems.append(f"benchdnn {death(rc)} outside any case")
             break
     else:
         problems.append(f"gave up after {MAX_RESTARTS} restarts")
