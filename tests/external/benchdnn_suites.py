@@ -50,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import linalg_suites
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -260,17 +262,8 @@ def run_once(cmd, env, log):
     log has not grown for STALL_S is taken for hung."""
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        size, since = -1, time.monotonic()
-        while proc.poll() is None:
-            time.sleep(0.2)
-            now = os.path.getsize(log)
-            if now != size:
-                size, since = now, time.monotonic()
-            elif time.monotonic() - since > STALL_S:
-                proc.kill()
-                proc.wait()
-                return f"hung: nothing printed in {STALL_S} s (killed)"
-        return proc.returncode
+        rc = linalg_suites.wait_growing(proc, log, STALL_S, poll_s=0.2)
+        return f"hung: nothing printed in {STALL_S} s (killed)" if rc is None else rc
 
 
 def run_cases(program, driver, cases, env, prefix, workdir, tag):

@@ -145,24 +145,31 @@ def death(rc):
     return f"exit {rc}"
 
 
+def wait_growing(proc, log, stall_s, poll_s=0.5):
+    """Waits for `proc`; its return code, or None when the file `log` has not
+    grown for `stall_s` seconds (the process is then killed: taken for hung).
+    Shared with benchdnn_suites.py."""
+    size, since = -1, time.monotonic()
+    while proc.poll() is None:
+        time.sleep(poll_s)
+        now = os.path.getsize(log)
+        if now != size:
+            size, since = now, time.monotonic()
+        elif time.monotonic() - since > stall_s:
+            proc.kill()
+            proc.wait()
+            return None
+    return proc.returncode
+
+
 def run_once(cmd, workdir, env, log):
     """One pytest session; (returncode or why it was killed, stdout, stderr).
     A session whose log has not grown for STALL_S is taken for hung."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=err, text=True, errors="replace")
-        size, since = -1, time.monotonic()
-        while proc.poll() is None:
-            time.sleep(0.5)
-            now = os.path.getsize(log)
-            if now != size:
-                size, since = now, time.monotonic()
-            elif time.monotonic() - since > STALL_S:
-                proc.kill()
-                proc.wait()
-                rc = f"hung: no test finished in {STALL_S} s (killed)"
-                break
-        else:
-            rc = proc.returncode
+        rc = wait_growing(proc, log, STALL_S)
+        if rc is None:
+            rc = f"hung: no test finished in {STALL_S} s (killed)"
         out.seek(0)
         err.seek(0)
         return rc, out.read(), err.read()
