@@ -16,41 +16,16 @@
 #include <string>
 
 #include "gemm/gemm.h"
+#include "gemm/matmul_geometry.h"
 #include "ops/output_ops.h"
 
 namespace hcops::dnnl {
 
+// A memory's batch dimensions are all but its last two.
+static_assert(DNNL_MAX_NDIMS - 2 <= kMaxBatchDims, "a Matrix holds every batch dimension of a memory");
+
 // The engine's datatypes: f32 (Sgemm), bf16 -> f32 (Bf16Gemm), bf16 -> bf16 (Bf16Bf16Gemm).
 enum class Types : uint8_t { f32, bf16_f32, bf16_bf16 };
-
-// A 2-D matrix of a oneDNN memory, rows x cols with element strides, and
-// its batch dimensions (size 1 where it is broadcast).
-struct Matrix {
-  long rows = 0, cols = 0, rs = 0, cs = 0;
-  long offset = 0;  // offset0, elements
-  int nbatch = 0;
-  long bdims[DNNL_MAX_NDIMS] = {}, bstrides[DNNL_MAX_NDIMS] = {};
-};
-
-// C = A * B as the engine runs it: column-major, per batch.
-struct Geometry {
-  Trans ta = Trans::N, tb = Trans::N;
-  long m = 0, n = 0, k = 0, lda = 1, ldb = 1, ldc = 1;
-  long a_offset = 0, b_offset = 0, c_offset = 0;
-  bool swapped = false;    // engine A is oneDNN's B (C row-major: C^T = B^T A^T)
-  bool bias_rows = false;  // a bias runs along oneDNN C's rows (one per row), else its columns
-  // The batches left after folding: the loop, with each operand's strides.
-  int nbatch = 0;
-  long bdims[DNNL_MAX_NDIMS] = {};
-  long a_bstride[DNNL_MAX_NDIMS] = {}, b_bstride[DNNL_MAX_NDIMS] = {}, c_bstride[DNNL_MAX_NDIMS] = {};
-  long batches() const;
-};
-
-// Engine geometry for C[b] = A[b] * B[b] (oneDNN's operands: A is M x K, B
-// K x N, C M x N). `bias_rows` / `bias_cols`: a bias runs along C's rows /
-// columns (keeps that dimension out of the batch fold). False when a matrix
-// has no unit stride or overlapping rows/columns (not claimed).
-bool make_geometry(const Matrix &a, const Matrix &b, const Matrix &c, bool bias_rows, bool bias_cols, Geometry *g);
 
 // The 2-D matrix of the last two dims of a plain descriptor without
 // runtime values, the others its batch; false when it is not one.

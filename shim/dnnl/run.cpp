@@ -2,11 +2,8 @@
 // then one gemm() per batch left after folding (none allocated, no operand
 // copied: the engine packs).
 #include <oneapi/dnnl/dnnl.h>
-#include <omp.h>
 
-#include <string_view>
-
-#include "common/team.h"
+#include "gemm/batched.h"
 #include "shim/dnnl/diff_bias.h"
 #include "shim/dnnl/plan.h"
 
@@ -48,45 +45,7 @@ const char *run_gemms(const Plan &p, const Geometry &g, const void *a, const voi
   // Bias and activation on each block of C while it is in cache; a bf16 C
   // is rounded once, after them (gemm/gemm.h).
   args.epilogue = ops::output_epilogue(ops);
-  const long batches = g.batches();
-  // Batch b's operands: b's batch index, dimension by dimension.
-  auto run_batch = [&](long bi) {
-    GemmArgs<Ty> one = args;
-    long oa = 0, ob = 0, oc = 0;
-    for (int d = g.nbatch - 1; d >= 0; --d) {
-      const long i = bi % g.bdims[d];
-      bi /= g.bdims[d];
-      oa += i * g.a_bstride[d];
-      ob += i * g.b_bstride[d];
-      oc += i * g.c_bstride[d];
-    }
-    one.a = ea + oa;
-    one.b = eb + ob;
-    one.c = ec + oc;
-    return gemm(one);
-  };
-  // Many small products (attention's batched matmuls: 48 of 256x256x64 in
-  // DiT-S/2) run a product per thread, each serial (gemm() is serial inside
-  // a parallel region), rather than one team started per product: the
-  // outputs of different batches never overlap. Large ones keep the
-  // engine's own partition of each product.
-  const int threads = max_threads();
-  const double macs = double(g.m) * double(g.n) * double(g.k);
-  if (threads > 1 && batches >= threads && macs <= double(1 << 24) && !omp_in_parallel()) {
-    const char *family = "none";
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (long bi = 0; bi < batches; ++bi) {
-      const GemmReport rep = run_batch(bi);
-      if (bi == 0) family = rep.family;
-    }
-    return family;
-  }
-  const char *family = "none";
-  for (long bi = 0; bi < batches; ++bi) {
-    const GemmReport rep = run_batch(bi);
-    if (rep.family && std::string_view(rep.family) != "none") family = rep.family;
-  }
-  return family;
+  return gemm_batched(args, g).family;
 }
 
 }  // namespace
