@@ -8,13 +8,13 @@
 namespace hcops {
 
 void report_gemm(const char *routine, char ta, char tb, long m, long n, long k, double alpha, long lda, long ldb,
-                 double beta, long ldc, const GemmReport &rep, double seconds, const char *math) {
+                 double beta, long ldc, const GemmReport &rep, double seconds, const char *math, long batches) {
   char call[256], key[160];
   std::snprintf(key, sizeof key, "%s,%c,%c,%ld,%ld,%ld", routine, ta, tb, m, n, k);
   std::snprintf(call, sizeof call, "%s,%g,%ld,%ld,%g,%ld", key, alpha, lda, ldb, beta, ldc);
   report_exec("routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc", "routine,transa,transb,m,n,k", call, key,
               std::string("hcops:") + rep.family, gemm_details(rep, alpha == 0 || k == 0, math), rep.threads,
-              2.0 * m * n * k, seconds);
+              2.0 * m * n * k * batches, seconds);
 }
 
 std::string gemm_details(const GemmReport &rep, bool scaled_only, const char *math) {

@@ -18,8 +18,10 @@ namespace hcops {
 
 // The verbose line of one native GEMM (gemm_call.cpp); `math`, when not
 // null, is appended to its details (fp32_math_detail()).
+// `batches`: products of this shape in the call (the dispatcher's bmm), for the flop rate.
 void report_gemm(const char *routine, char ta, char tb, long m, long n, long k, double alpha, long lda, long ldb,
-                 double beta, long ldc, const GemmReport &rep, double seconds, const char *math = nullptr);
+                 double beta, long ldc, const GemmReport &rep, double seconds, const char *math = nullptr,
+                 long batches = 1);
 
 // The <details> field of a GEMM's verbose line: how gemm() ran (`rep`), or
 // that C was only scaled; `math` appended when not null.

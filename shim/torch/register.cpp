@@ -24,12 +24,22 @@ std::vector<std::string> &registered_names() {
 namespace {
 
 // Swallows the warnings of our own registration: the guard holds the
-// handler (process-wide in 1.13) only while the overrides register, at
+// handler (process-wide in 1.13, per thread in 2.x) only while the overrides register, at
 // load time, which Python runs under the GIL.
 class Silent : public c10::WarningHandler {
  public:
+#if HCOPS_TORCH_MAJOR >= 2
+  void process(const c10::Warning &) override {}
+#else
   void process(const c10::SourceLocation &, const std::string &, const bool) override {}
+#endif
 };
+
+#if HCOPS_TORCH_MAJOR >= 2
+using WarningGuard = c10::WarningUtils::WarningHandlerGuard;
+#else
+using WarningGuard = c10::Warning::WarningHandlerGuard;
+#endif
 
 void set_enabled(bool on) { enabled.store(on, std::memory_order_relaxed); }
 bool is_enabled() { return enabled.load(std::memory_order_relaxed); }
@@ -58,7 +68,7 @@ std::string first_line(const char *what) {
 
 void register_overrides() {
   Silent silent;
-  c10::Warning::WarningHandlerGuard guard(&silent);
+  WarningGuard guard(&silent);
   // A registration PyTorch refuses (a second copy of this library loaded
   // from another path, a PyTorch whose schemas differ) throws, here in a
   // static initialiser, where an exception would abort the host process:
@@ -73,6 +83,7 @@ void register_overrides() {
     register_eltwise(*m);
     register_softmax(*m);
     register_layer_norm(*m);
+    register_gemm(*m);
   } catch (const std::exception &e) {
     error("libhcops_torch.so could not register its operators, PyTorch's own kernels stay in use: %s",
           first_line(e.what()).c_str());
@@ -82,5 +93,12 @@ void register_overrides() {
 const int registered = (register_overrides(), 0);
 
 }  // namespace
+
+// The torch this library was built against, as a marker in its bytes:
+// hcops.torch reads it from the file before loading, to load only the
+// build made for the torch running (a library built against another torch
+// would bring that torch's libtorch_cpu in beside it, or fail to resolve).
+extern "C" __attribute__((used, visibility("hidden"))) const char hcops_torch_built_for[] =
+    "hcops-torch-built-for:" HCOPS_TORCH_VERSION;
 
 }  // namespace hcops::torch_ops

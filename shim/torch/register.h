@@ -25,6 +25,7 @@ void override_kernel(torch::Library &m, const char *name, Fn &&fn) {
 void register_eltwise(torch::Library &m);     // gelu, silu
 void register_softmax(torch::Library &m);     // softmax, log_softmax
 void register_layer_norm(torch::Library &m);  // layer_norm
+void register_gemm(torch::Library &m);        // mm, addmm, bmm, baddbmm
 void register_adam(torch::Library &m);        // hcops::adam_step_, hcops::adam_selected (a FRAGMENT of hcops::)
 
 }  // namespace hcops::torch_ops

@@ -24,7 +24,11 @@ constexpr const char *names[] = {"gelu",
                                  "_log_softmax_backward_data",
                                  "native_layer_norm",
                                  "native_layer_norm_backward",
-                                 "adam_step_"};
+                                 "adam_step_",
+                                 "mm",
+                                 "addmm",
+                                 "bmm",
+                                 "baddbmm"};
 static_assert(sizeof(names) / sizeof(names[0]) == size_t(Op::count), "a name for every op");
 
 std::atomic<int64_t> taken[size_t(Op::count)];
@@ -104,6 +108,8 @@ void report_fallback(Op op, const char *dtype, const std::string &shape, const c
   std::lock_guard<std::mutex> g(lock);
   ++summaries[size_t(op)].reasons[reason];
 }
+
+void count_taken(Op op) { taken[size_t(op)].fetch_add(1, std::memory_order_relaxed); }
 
 int64_t taken_calls(Op op) { return taken[size_t(op)].load(); }
 int64_t fallback_calls(Op op) { return fallen[size_t(op)].load(); }

@@ -27,6 +27,10 @@ enum class Op : uint8_t {
   layer_norm,
   layer_norm_backward,
   adam_step,  // hcops::adam_step_, the fused optimizer step (adam.cpp)
+  mm,
+  addmm,
+  bmm,
+  baddbmm,
   count
 };
 
@@ -40,6 +44,9 @@ Op op_named(const std::string &name);
 void report_taken(Op op, const char *dtype, const std::string &shape, int threads, double seconds,
                   const std::string &details);
 void report_fallback(Op op, const char *dtype, const std::string &shape, const char *reason);
+// A call HCOps computed that prints its own line (the GEMMs: the BLAS
+// lines' format, shim/common/gemm_call.h): the counter only.
+void count_taken(Op op);
 
 // Calls taken and fallen back so far in this process.
 int64_t taken_calls(Op op);

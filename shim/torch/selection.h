@@ -11,7 +11,8 @@ namespace hcops::torch_ops {
 
 // Operator groups as HCOPS_OPS names them. Each aten override belongs to
 // one: gelu covers gelu, gelu_, gelu.out, gelu_backward(.grad_input).
-enum class OpGroup : uint8_t { gelu, silu, softmax, log_softmax, layer_norm, adam, adamw, count };
+// gemm covers mm, addmm, bmm and baddbmm (functional, out= and in-place).
+enum class OpGroup : uint8_t { gelu, silu, softmax, log_softmax, layer_norm, adam, adamw, gemm, count };
 
 const char *group_name(OpGroup g);
 

@@ -24,10 +24,11 @@ constexpr double kSmallProductMacs = double(1 << 24);
 
 // `base`: the GemmArgs of batch 0 (m, n, k, ld*, alpha, beta, epilogue and
 // a, b, c at that batch's element (0, 0)); `g` supplies the batch loop.
-// The report of the first product that ran kernels (threads: those that
-// took part).
+// `run`: gemm<Ty> itself, or a mode of it (gemm_fp32). The report of the
+// first product that ran kernels (threads: those that took part).
 template <typename Ty>
-GemmReport gemm_batched(const GemmArgs<Ty> &base, const Geometry &g) {
+GemmReport gemm_batched(const GemmArgs<Ty> &base, const Geometry &g,
+                        GemmReport (*run)(const GemmArgs<Ty> &) = &gemm<Ty>) {
   const long batches = g.batches();
   auto one = [&](long bi) {
     GemmArgs<Ty> args = base;
@@ -42,7 +43,7 @@ GemmReport gemm_batched(const GemmArgs<Ty> &base, const Geometry &g) {
     args.a += oa;
     args.b += ob;
     args.c += oc;
-    return gemm(args);
+    return run(args);
   };
   GemmReport report;
   const int threads = max_threads();

@@ -1,0 +1,65 @@
+#!/bin/sh
+# Sets up the virtual environment in which HCOps builds and tests its
+# PyTorch 2.x library (libhcops_torch2.so): `build-aux/torch2-venv.sh DIR`
+# makes DIR a venv with the torch wheel of the Python package index (the
+# default Linux wheel: a CUDA build with its nvidia-* wheels, ~5 GB
+# installed, ~3.5 GB downloaded once into pip's cache; it runs on the CPU),
+# numpy, and expecttest (which PyTorch's own test helpers import). Prints
+# DIR/bin/python on success. Where the index cannot be reached, or the
+# install fails, it says so in one line on stderr, leaves no half-made
+# environment, and exits 1: the build then goes on without the 2.x library.
+#
+# HCOPS_TORCH2_SPEC: the torch requirement (default: the version this
+# project was last measured with). HCOPS_VENV_PYTHON: the interpreter the
+# venv is made from (default: the first python3 >= 3.10 with venv and
+# ensurepip, not Debian's system one, whose venv needs python3-venv).
+set -eu
+dir=${1:?usage: torch2-venv.sh DIR}
+spec=${HCOPS_TORCH2_SPEC:-torch==2.15.0}
+stamp="$dir/.hcops-torch2-spec"
+
+say() { echo "hcops: torch 2.x environment: $*" >&2; }
+
+if [ -x "$dir/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$spec" ] &&
+   "$dir/bin/python" -c 'import torch, numpy, expecttest' >/dev/null 2>&1; then
+  echo "$dir/bin/python"
+  exit 0
+fi
+
+python=${HCOPS_VENV_PYTHON:-}
+if [ -z "$python" ]; then
+  for p in python3.13 python3.12 python3.11 python3.10 python3 /usr/bin/python3; do
+    command -v "$p" >/dev/null 2>&1 || continue
+    if "$p" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1; then
+      python=$p
+      break
+    fi
+  done
+fi
+if [ -z "$python" ]; then
+  say "no python3 >= 3.10 with the venv and ensurepip modules (apt-get install python3-venv); skipped"
+  exit 1
+fi
+
+rm -rf "$dir"
+log="$dir.log"
+if ! "$python" -m venv "$dir" >"$log" 2>&1; then
+  say "$python -m venv $dir failed (see $log); skipped"
+  rm -rf "$dir"
+  exit 1
+fi
+say "installing $spec, numpy, expecttest with pip into $dir (first time: ~3.5 GB from the package index)"
+if ! "$dir/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+     "$spec" numpy expecttest >>"$log" 2>&1; then
+  why=$(grep -E '^ERROR|Could not|No matching|Network' "$log" | head -1)
+  say "pip install $spec failed: ${why:-see $log}; skipped"
+  rm -rf "$dir"
+  exit 1
+fi
+if ! "$dir/bin/python" -c 'import torch, numpy, expecttest' >>"$log" 2>&1; then
+  say "torch does not import in $dir (see $log); skipped"
+  rm -rf "$dir"
+  exit 1
+fi
+echo "$spec" >"$stamp"
+echo "$dir/bin/python"
