@@ -23,12 +23,27 @@ configure: $(AUTOTOOLS_INPUTS) | deps
 # A configure regenerated here re-checks an existing build with the options
 # it was configured with (config.status --recheck): a PREFIX given to `make
 # install` must not reconfigure the build (see install below).
+#
+# The first configure also sets up the PyTorch 2.x environment that
+# libhcops_torch2.so builds and is tested against (build-aux/torch2-venv.sh:
+# a venv in $(TORCH2_VENV) with the index's torch wheel, ~3.5 GB downloaded
+# once into pip's cache, ~5 GB installed). Where the index cannot be reached
+# it says so in one line and the build goes on without the 2.x library (its
+# tests skip). TORCH2=no skips it; TORCH2_PYTHON=PATH uses an existing
+# environment's python instead.
+TORCH2        ?= yes
+TORCH2_VENV   ?= $(BUILD)/torch2-venv
+TORCH2_PYTHON ?=
 $(BUILD)/Makefile: configure
 	mkdir -p $(BUILD)
 	if [ -f $(BUILD)/config.status ]; then \
 	  cd $(BUILD) && ./config.status --recheck && ./config.status; \
 	else \
-	  cd $(BUILD) && ../configure --prefix=$(PREFIX) $(CONFIGURE_FLAGS); \
+	  t2='$(TORCH2_PYTHON)'; \
+	  if [ -z "$$t2" ] && [ '$(TORCH2)' = yes ]; then \
+	    t2=$$(sh build-aux/torch2-venv.sh '$(abspath $(TORCH2_VENV))') || t2=; \
+	  fi; \
+	  cd $(BUILD) && ../configure --prefix=$(PREFIX) $${t2:+--with-torch-python=$$t2} $(CONFIGURE_FLAGS); \
 	fi
 
 demo: deps $(BUILD)/Makefile

@@ -110,6 +110,10 @@ bool c_fits(const at::Tensor &c) {
 // Runs `p`; false (having done nothing) when C's layout does not suit the
 // engine. A or B without a unit stride is copied contiguous.
 bool run(Product p) {
+  if (p.c.numel() == 0) {  // nothing to compute (k = 0 with an empty result too)
+    count_taken(p.op);
+    return true;
+  }
   Geometry g;
   const bool bias = p.bias.defined();
   if (!make_geometry(matrix_of(p.a), matrix_of(p.b), matrix_of(p.c), false, bias, &g)) {
@@ -206,6 +210,7 @@ bool run_with_input(Op op, const char *routine, const at::Tensor &self, const at
                     double beta, double alpha, const at::Tensor &out, Input how) {
   Product p = product(op, routine, a, b, out);
   p.alpha = float(alpha);
+  if (out.numel() == 0) return run(p);  // no row to take a bias from
   switch (how) {
     case Input::ignored: p.beta = 0; break;
     case Input::in_place: p.beta = float(beta); break;
@@ -257,7 +262,7 @@ struct Gemm {
     const char *why = operands_reason(a, b, Nd);
     if (!why) {
       at::Tensor out = at::empty(result_shape(a, b), a.options());
-      if (out.numel() == 0 || run(product(plain, plain_name, a, b, out))) return out;
+      if (run(product(plain, plain_name, a, b, out))) return out;
       why = "layout";
     }
     fall_back(plain, a, why);
@@ -268,7 +273,7 @@ struct Gemm {
     const char *why = operands_reason(a, b, Nd);
     if (!why) why = out_reason(out, a, b);
     if (!why) {
-      if (out.numel() == 0 || run(product(plain, plain_name, a, b, out))) return out;
+      if (run(product(plain, plain_name, a, b, out))) return out;
       why = "out_layout";
     }
     fall_back(plain, a, why);
@@ -283,7 +288,7 @@ struct Gemm {
     if (!why) why = input_reason(self, a, shape, scalar(beta), nullptr, &how);
     if (!why) {
       at::Tensor out = at::empty(shape, a.options());
-      if (out.numel() == 0 || run_with_input(added, added_name, self, a, b, scalar(beta), scalar(alpha), out, how))
+      if (run_with_input(added, added_name, self, a, b, scalar(beta), scalar(alpha), out, how))
         return out;
       why = "layout";
     }
@@ -298,7 +303,7 @@ struct Gemm {
     if (!why) why = out_reason(out, a, b);
     if (!why) why = input_reason(self, a, out.sizes(), scalar(beta), &out, &how);
     if (!why) {
-      if (out.numel() == 0 || run_with_input(added, added_name, self, a, b, scalar(beta), scalar(alpha), out, how))
+      if (run_with_input(added, added_name, self, a, b, scalar(beta), scalar(alpha), out, how))
         return out;
       why = "out_layout";
     }
@@ -312,7 +317,7 @@ struct Gemm {
     Input how = Input::in_place;
     if (!why) why = out_reason(self, a, b);
     if (!why) {
-      if (self.numel() == 0 || run_with_input(added, added_name, self, a, b, scalar(beta), scalar(alpha), self, how))
+      if (run_with_input(added, added_name, self, a, b, scalar(beta), scalar(alpha), self, how))
         return self;
       why = "out_layout";
     }

@@ -12,13 +12,13 @@ if [ ! -f "$lib" ]; then
   echo "SKIP: libhcops_torch.so not built (configure --without-torch?): $lib"
   exit 77
 fi
-py="/usr/bin/python3 ${srcdir:-../../tests}/torch/test_adam.py $lib"
+py="${PYTHON:-/usr/bin/python3} ${srcdir:-../../tests}/torch/test_adam.py $lib ${HCOPS_ADAM_ARGS:-}"
 status=0
 echo "== chosen family, 2 threads"
 $py --threads 2 || status=1
 echo "== chosen family, 1 thread, quick"
 $py --threads 1 --quick || status=1
-chosen=$(HCOPS_VERBOSE=1 /usr/bin/python3 -c "
+chosen=$(HCOPS_VERBOSE=1 ${PYTHON:-/usr/bin/python3} -c "
 import torch; torch.ops.load_library('$lib')
 torch.ops.hcops.adam_step_([torch.ones(1)], [torch.ones(1)], [torch.ones(1)], [torch.ones(1)], [], [torch.zeros(())],
                            0.1, 0.9, 0.999, 1e-8, 0.0, False, False, False)" 2>&1 | sed -n 's/^hcops_verbose,exec,adam_step_,.*,hcops:\([a-z0-9_]*\),.*/\1/p')

@@ -74,6 +74,14 @@ def compare(torch, got, ref, exact=None, ulps=None, floor=0.0):
         return True, ""
     g, r = got.double(), ref.double()
     nan_r, nan_g = torch.isnan(r), torch.isnan(g)
+    if exact is not None:
+        # PyTorch 2.x's vectorised f32 GeLU gives NaN at +Inf where its f64
+        # kernel (and 1.13, and the tanh form) give +Inf: where PyTorch's
+        # result is NaN and its f64 one is not, HCOps may give the f64 value.
+        e = exact.double()
+        fixed = nan_r & ~torch.isnan(e) & (g == e)
+        r = torch.where(fixed, e, r)
+        nan_r = nan_r & ~fixed
     if not torch.equal(nan_r, nan_g):
         return False, f"NaN positions differ ({int(nan_r.sum())} vs {int(nan_g.sum())})"
     inf_r = torch.isinf(r)
@@ -378,7 +386,10 @@ def child_ops(threads, full):
                     errs.append(None)
                 except RuntimeError as e:
                     errs.append(str(e).splitlines()[0])
-        c.check(errs[0] is not None and errs[0] == errs[1], f"{what}: PyTorch's own error", repr(errs))
+        # PyTorch 2.x accepts bf16 input with f32 weight (HCOps leaves it to
+        # PyTorch's kernel): then both run and neither raises.
+        allowed = what.startswith("layer_norm") and int(torch.__version__.split(".")[0]) >= 2
+        c.check(errs[0] == errs[1] and (errs[0] is not None or allowed), f"{what}: PyTorch's own error", repr(errs))
     print(json.dumps({"passed": c.passed, "failed": c.failed}), flush=True)
 
 

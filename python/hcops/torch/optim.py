@@ -24,6 +24,7 @@ not select; hcops.torch.set_enabled(False) sends every step to PyTorch.
 `import hcops.torch` calls `install()`.
 """
 import importlib
+import inspect
 import math
 import numbers
 import sys
@@ -35,6 +36,14 @@ calls = {}
 
 _warned = set()
 _original = {}  # "adam"/"adamw" -> PyTorch's function, while installed
+
+
+# The fused kernel matches 1.13's single-tensor Adam bit for bit, version
+# counters included. PyTorch 2.x orders that arithmetic differently (exp_avg
+# by lerp_, one version bump where 1.13 has two; parameters within ~1e-5
+# relative of the kernel's after a few steps at lr 0.03): until the kernel
+# has 2.x's order, 2.x steps stay PyTorch's, reported as "torch2_order".
+_TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 
 def _warn_once(key, message):
@@ -77,6 +86,8 @@ def _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
     """None when the group qualifies for the fused kernel, else why not (a short reason for HCOPS_VERBOSE)."""
     if not params:
         return "empty"
+    if _TORCH2:
+        return "torch2_order"
     if torch.is_grad_enabled():
         return "grad_enabled"
     if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in scalars):
@@ -130,24 +141,36 @@ def _count(key):
 
 
 def _make_adam(original):
+    # PyTorch 2.x adds has_complex and decoupled_weight_decay (its AdamW is
+    # Adam with decoupled_weight_decay=True, stepping through this function);
+    # they go on to PyTorch's function only when set, so 1.13's, which has
+    # neither, is called as before.
     def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
-             differentiable=False, fused=False, grad_scale=None, found_inf=None, *, amsgrad, beta1, beta2, lr,
-             weight_decay, eps, maximize):
+             differentiable=False, fused=False, grad_scale=None, found_inf=None, has_complex=False,
+             decoupled_weight_decay=False, *, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
+        kind = "adamw" if decoupled_weight_decay else "adam"
         op = _enabled_op()
-        why = ("disabled" if op is None else "foreach" if foreach else "capturable" if capturable
+        why = ("not_selected" if not selected(kind) else "disabled" if op is None else "foreach" if foreach else "capturable" if capturable
                else "differentiable" if differentiable else "fused" if fused
                else "grad_scale" if grad_scale is not None or found_inf is not None
+               else "complex" if has_complex
                else _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
                              (beta1, beta2, lr, weight_decay, eps)))
         if why is None:
-            _count("adam:fused")
-            return _fused("adam", op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+            _count(kind + ":fused")
+            return _fused(kind, op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
                           beta1, beta2, lr, weight_decay, eps, maximize)
-        _fallback("adam", _op(), why, params)
+        if why != "not_selected":  # HCOPS_OPS left this kind alone: not ours to count
+            _fallback(kind, _op(), why, params)
+        extra = {}
+        if has_complex:
+            extra["has_complex"] = True
+        if decoupled_weight_decay:
+            extra["decoupled_weight_decay"] = True
         return original(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused, grad_scale=grad_scale,
                         found_inf=found_inf, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
-                        weight_decay=weight_decay, eps=eps, maximize=maximize)
+                        weight_decay=weight_decay, eps=eps, maximize=maximize, **extra)
 
     adam.__doc__ = original.__doc__
     adam.hcops_original = original
@@ -155,10 +178,14 @@ def _make_adam(original):
 
 
 def _make_adamw(original):
-    def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False, *,
+    def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+              differentiable=False, fused=None, grad_scale=None, found_inf=None, has_complex=False, *,
               amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
         op = _enabled_op()
         why = ("disabled" if op is None else "foreach" if foreach else "capturable" if capturable
+               else "differentiable" if differentiable else "fused" if fused
+               else "grad_scale" if grad_scale is not None or found_inf is not None
+               else "complex" if has_complex
                else _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
                              (beta1, beta2, lr, weight_decay, eps)))
         if why is None:
@@ -166,9 +193,12 @@ def _make_adamw(original):
             return _fused("adamw", op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
                           beta1, beta2, lr, weight_decay, eps, maximize)
         _fallback("adamw", _op(), why, params)
+        # Only what 1.13's adamw (foreach, capturable) does not take, and only when set.
+        extra = {k: v for k, v in (("differentiable", differentiable), ("fused", fused), ("grad_scale", grad_scale),
+                                   ("found_inf", found_inf), ("has_complex", has_complex)) if v}
         return original(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach,
                         capturable=capturable, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
-                        weight_decay=weight_decay, eps=eps, maximize=maximize)
+                        weight_decay=weight_decay, eps=eps, maximize=maximize, **extra)
 
     adamw.__doc__ = original.__doc__
     adamw.hcops_original = original
@@ -186,10 +216,13 @@ def install():
                    "Adam and AdamW stay PyTorch's")
         return []
     for name, make in _MAKERS.items():
-        if name in _original or not selected(name):
-            continue
         module = importlib.import_module("torch.optim." + name)
         original = getattr(module, name)
+        # PyTorch 2.x's AdamW steps through torch.optim.adam.adam
+        # (decoupled_weight_decay=True): that function serves either selection.
+        both = name == "adam" and "decoupled_weight_decay" in inspect.signature(original).parameters
+        if name in _original or not (selected(name) or both and selected("adamw")):
+            continue
         _original[name] = original
         setattr(module, name, make(original))
     return sorted(_original)
