@@ -171,6 +171,10 @@ Tensors layer_norm_backward(const at::Tensor &grad_out, const at::Tensor &input,
 
 void register_layer_norm(torch::Library &m) {
   if (!group_selected(OpGroup::layer_norm)) return;
+#if HCOPS_TORCH_MAJOR >= 2
+  // 2.x: a finite row whose variance overflows f32 has rstd 0 (1.13: NaN).
+  ops::set_variance_overflow(ops::VarianceOverflow::zero_rstd);
+#endif
   override_kernel(m, "native_layer_norm", TORCH_FN(layer_norm));
   override_kernel(m, "native_layer_norm_backward", TORCH_FN(layer_norm_backward));
 }

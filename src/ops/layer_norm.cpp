@@ -2,6 +2,8 @@
 // (ops/family.h, chosen once from the CPU and HCOPS_ISA).
 #include "ops/layer_norm.h"
 
+#include <atomic>
+
 #include "ops/family.h"
 #include "ops/layer_norm_families.h"
 
@@ -31,7 +33,12 @@ void backward(const T *dy, const T *x, const float *mean, const float *rstd, con
   generic::layer_norm_backward(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, rows, cols);
 }
 
+std::atomic<int> overflow{int(VarianceOverflow::nan_rstd)};
+
 }  // namespace
+
+void set_variance_overflow(VarianceOverflow v) { overflow.store(int(v), std::memory_order_relaxed); }
+VarianceOverflow variance_overflow() { return VarianceOverflow(overflow.load(std::memory_order_relaxed)); }
 
 void layer_norm_forward(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,
                         int64_t rows, int64_t cols, float eps) {

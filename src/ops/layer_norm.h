@@ -12,6 +12,14 @@
 
 namespace hcops::ops {
 
+// The rstd of a finite row whose variance exceeds FLT_MAX (|x| ~ 2e19):
+// NaN, as PyTorch 1.13 (the default), or 0, as PyTorch 2.x (whose f32 sums
+// overflow to Inf there: y = beta, no gradient). Process-wide, set once by
+// the framework layer when it loads.
+enum class VarianceOverflow : int { nan_rstd, zero_rstd };
+void set_variance_overflow(VarianceOverflow v);
+VarianceOverflow variance_overflow();
+
 // y = (x - mean) * rstd * gamma + beta per row, with mean and
 // rstd = 1 / sqrt(biased variance + eps) saved per row (as PyTorch's
 // native_layer_norm saves them; f32 here, the caller converts).

@@ -17,7 +17,8 @@
 // sometimes +-Inf, depending on where the Inf sits in its lanes). A finite
 // row whose f32 sum of squares (or sum(d)^2) overflows takes a slower path
 // in f64 (layer_norm_moments_f64): a variance over FLT_MAX gives rstd and
-// outputs NaN, as PyTorch ([3e38, -3e38, 1, 2], +-2e19 alternating), and a
+// outputs NaN, as PyTorch 1.13 ([3e38, -3e38, 1, 2], +-2e19 alternating; under
+// PyTorch 2.x rstd 0 and y = beta, as 2.x: ops::variance_overflow()), and a
 // mean NaN too where the range overflows f32 (PyTorch's running difference
 // does, then Inf - Inf); a variance that fits f32 gets its true rstd (+-1e19
 // alternating: 1e-19, where PyTorch's f32 sum of squares overflows to rstd 0).
@@ -39,6 +40,7 @@
 #include <limits>
 
 #include "common/dtype.h"
+#include "ops/layer_norm.h"
 #include "ops/row_loops.h"
 
 namespace hcops::ops::rows {
@@ -58,7 +60,10 @@ void layer_norm_moments_f64(const T *x, int64_t n, float eps, float &mean, float
   const double var = s2 / double(n);
   const bool range_overflows = std::isinf(max<F>(x, n) + max_negated<F>(x, n));
   mean = range_overflows ? kNaN : float(mu);
-  rstd = var > double(std::numeric_limits<float>::max()) ? kNaN : 1.0f / std::sqrt(float(var) + eps);
+  // A range that overflows makes PyTorch's mean NaN, and so its rstd, in 2.x too.
+  const float overflowed =
+      !range_overflows && ops::variance_overflow() == ops::VarianceOverflow::zero_rstd ? 0.0f : kNaN;
+  rstd = var > double(std::numeric_limits<float>::max()) ? overflowed : 1.0f / std::sqrt(float(var) + eps);
 }
 
 template <class F, class T, class P>

@@ -320,10 +320,14 @@ void special_rows() {
 // row 0, range > FLT_MAX ([3e38, -3e38, 1, 2, ...]): mean, rstd, y NaN (PyTorch's);
 // row 1, every element 3e38: mean 3e38, rstd 1 / sqrt(eps), y = beta (PyTorch: rstd NaN);
 // row 2, +-1e19 alternating: var 1e38 (its f32 sum of squares overflows), rstd 1e-19;
-// row 3, +-2e19 alternating: var 4e38 > FLT_MAX: rstd and y NaN, mean finite (PyTorch's).
+// row 3, +-2e19 alternating: var 4e38 > FLT_MAX: rstd and y NaN, mean finite (PyTorch's);
+// under VarianceOverflow::zero_rstd (PyTorch 2.x) rstd 0 and y = beta there,
+// rows 0 to 2 as before.
 template <typename T, typename P>
-void edge_rows() {
-  Checker c(std::string("layer_norm rows at the edge of f32 ") + type_name<T>());
+void edge_rows(hcops::ops::VarianceOverflow policy) {
+  const bool zero = policy == hcops::ops::VarianceOverflow::zero_rstd;
+  hcops::ops::set_variance_overflow(policy);
+  Checker c(std::string("layer_norm rows at the edge of f32 ") + type_name<T>() + (zero ? " (rstd 0)" : ""));
   for (int64_t cols : {int64_t(4), int64_t(17), int64_t(384), int64_t(5000)}) {
     const int64_t rows = 4;
     std::vector<T> x = random_rows<T>(rows, cols, 1, 0, unsigned(cols));
@@ -347,13 +351,15 @@ void edge_rows() {
       double mu = 0, var = 0;
       for (int64_t j = 0; j < cols; ++j) mu += to_double(x[size_t(i * cols + j)]) / double(cols);
       for (int64_t j = 0; j < cols; ++j) var += std::pow(to_double(x[size_t(i * cols + j)]) - mu, 2) / double(cols);
-      const double r = var > FLT_MAX ? kNaN : 1 / std::sqrt(double(float(var)) + kEps);
+      const double r = var > FLT_MAX ? (zero ? 0.0 : kNaN) : 1 / std::sqrt(double(float(var)) + kEps);
       c.value(rstd[size_t(i)], r, 4 * kU * r, r, false, "cols %ld row %ld rstd", long(cols), long(i));
       c.value(mean[size_t(i)], mu, 4 * kU * 2e19, 2e19, false, "cols %ld row %ld mean", long(cols), long(i));
     }
     for (int64_t j = 0; j < cols; ++j) {
-      c.require(std::isnan(to_double(y[size_t(j)])) && std::isnan(to_double(y[size_t(3 * cols + j)])),
-                "variance overflow: y not NaN");
+      c.require(std::isnan(to_double(y[size_t(j)])), "range overflow: y not NaN");
+      if (zero)
+        c.require(to_double(y[size_t(3 * cols + j)]) == to_double(bv[size_t(j)]), "variance overflow: y is not beta");
+      else c.require(std::isnan(to_double(y[size_t(3 * cols + j)])), "variance overflow: y not NaN");
       c.require(to_double(y[size_t(cols + j)]) == to_double(bv[size_t(j)]), "constant row: y is not beta");
       const double want = (to_double(x[size_t(2 * cols + j)]) - mean[2]) * rstd[2] * to_double(gv[size_t(j)]) +
                           to_double(bv[size_t(j)]);
@@ -361,12 +367,15 @@ void edge_rows() {
               "cols %ld row 2 y", long(cols));
     }
   }
+  hcops::ops::set_variance_overflow(hcops::ops::VarianceOverflow::nan_rstd);
   assert_int_equal(c.failures(), 0);
 }
 
 void test_special_rows(void **) {
-  edge_rows<float, float>();
-  edge_rows<bf16, bf16>();
+  for (auto policy : {hcops::ops::VarianceOverflow::nan_rstd, hcops::ops::VarianceOverflow::zero_rstd}) {
+    edge_rows<float, float>(policy);
+    edge_rows<bf16, bf16>(policy);
+  }
   special_rows<float, float>();
   special_rows<bf16, bf16>();
   special_rows<bf16, float>();
