@@ -62,6 +62,13 @@ void run(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, a
   });
 }
 
+// The torch this library is built for orders Adam as 2.x does (exp_avg by lerp_).
+#if HCOPS_TORCH_MAJOR >= 2
+constexpr bool kTorch2 = true;
+#else
+constexpr bool kTorch2 = false;
+#endif
+
 void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
                 at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
                 double eps, double weight_decay, bool adamw, bool amsgrad, bool maximize) {
@@ -94,6 +101,7 @@ void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_
     // As `step_t += 1; step = step_t.item()`: the count in the step tensor's own dtype.
     at::Tensor(step).add_(1);
     configs[i] = AdamConfig{lr, beta1, beta2, eps, weight_decay, adamw, amsgrad, maximize, step.item<double>()};
+    configs[i].lerp_exp_avg = kTorch2;
     start[i + 1] = start[i] + params[i].numel();
   }
   if (dtype == at::kFloat) run<float>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, configs, start);
@@ -106,8 +114,10 @@ void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_
   // torch.optim's _single_tensor_adam(w) updates each tensor in place:
   // param.mul_ (AdamW's decay, even at weight_decay 0) and param.addcdiv_;
   // exp_avg.mul_().add_(); exp_avg_sq.mul_().addcmul_(); torch.maximum(out=).
+  // PyTorch 2.x: param.mul_ only where weight_decay != 0, exp_avg.lerp_ once.
+  const int param_bumps = adamw && (!kTorch2 || weight_decay != 0) ? 2 : 1;
   const std::pair<at::TensorList, int> bumps[] = {
-      {params, adamw ? 2 : 1}, {exp_avgs, 2}, {exp_avg_sqs, 2}, {max_exp_avg_sqs, 1}};
+      {params, param_bumps}, {exp_avgs, kTorch2 ? 1 : 2}, {exp_avg_sqs, 2}, {max_exp_avg_sqs, 1}};
   for (const auto &[list, times] : bumps)
     for (const at::Tensor &t : list)
       if (!t.is_inference())

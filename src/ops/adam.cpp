@@ -31,6 +31,12 @@ AdamScalars scalars_of(const AdamConfig &c) {
   s.l2 = !c.decoupled_weight_decay && c.weight_decay != 0;  // Adam: `if weight_decay != 0`
   s.amsgrad = c.amsgrad;
   s.maximize = c.maximize;
+  s.lerp = c.lerp_exp_avg;
+  // The weight as PyTorch's lerp takes a Python float (to f32), its
+  // coefficient in f32 arithmetic.
+  const float w = s.one_minus_beta1;
+  s.lerp_from_end = !(std::fabs(w) < 0.5f);
+  s.lerp_coeff = s.lerp_from_end ? w - 1.0f : w;
   return s;
 }
 

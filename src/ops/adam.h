@@ -17,6 +17,8 @@ struct AdamConfig {
   bool amsgrad;                 // max_exp_avg_sq kept and used
   bool maximize;                // ascend: the gradient's sign flipped
   double step;                  // this step's number, counted from 1
+  // PyTorch 2.x's order: exp_avg.lerp_(grad, 1 - beta1) (1.13: mul_ then add_).
+  bool lerp_exp_avg = false;
 };
 
 void adam_step(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq, int64_t n,

@@ -9,6 +9,7 @@
 //   g  = fma(param, wd, g)                       Adam with weight_decay: grad.add(param, alpha=wd)
 //   p  = p * (1 - lr*wd)                         AdamW: param.mul_(1 - lr*wd)
 //   m  = fma(g, 1-beta1, m*beta1)                exp_avg.mul_(beta1).add_(grad, alpha=1-beta1)
+//        (PyTorch 2.x, lerp: exp_avg.lerp_(grad, 1-beta1): fma(w, g - m, m), w = 1-beta1 < 0.5)
 //   v  = fma((1-beta2)*g, g, v*beta2)            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1-beta2)
 //   vm = maximum(vmax, v)  (NaN if either)       amsgrad: torch.maximum(max_exp_avg_sq, exp_avg_sq, out=...)
 //   d  = sqrt(vm or v) / bias_correction2_sqrt + eps
@@ -33,6 +34,10 @@ struct AdamScalars {
   float bias_correction2_sqrt;  // sqrt(1 - beta2^step)
   float eps;
   float neg_step_size;  // -lr / (1 - beta1^step)
+  // PyTorch 2.x's exp_avg.lerp_(g, w = 1 - beta1), as its vectorised lerp:
+  // fma(w, g - m, m) for |w| < 0.5, else fma(w - 1, g - m, g).
+  float lerp_coeff;
+  bool lerp, lerp_from_end;
   bool l2, adamw, amsgrad, maximize;
 };
 
@@ -90,7 +95,13 @@ inline void step_at(T *param, const T *grad, T *exp_avg, T *exp_avg_sq, T *max_e
   if (s.maximize) g = VT::mul(g, VT::set1(-1.0f));  // -grad exactly, zeros' signs included (0 - g is not)
   if (s.l2) g = VT::fma(p, VT::set1(s.weight_decay), g);
   if (s.adamw) p = rounded(VT::mul(p, VT::set1(s.decay)));
-  V mo = VT::fma(g, VT::set1(s.one_minus_beta1), VT::mul(load(exp_avg), VT::set1(s.beta1)));
+  V mo;
+  if (s.lerp) {
+    const V m0 = load(exp_avg);
+    mo = VT::fma(VT::set1(s.lerp_coeff), VT::sub(g, m0), s.lerp_from_end ? g : m0);
+  } else {
+    mo = VT::fma(g, VT::set1(s.one_minus_beta1), VT::mul(load(exp_avg), VT::set1(s.beta1)));
+  }
   V v = VT::fma(VT::mul(VT::set1(s.one_minus_beta2), g), g, VT::mul(load(exp_avg_sq), VT::set1(s.beta2)));
   store(exp_avg, mo);
   store(exp_avg_sq, v);

@@ -1,9 +1,9 @@
 """hcops-run with a venv's python (PyTorch 2.x wheel): the start-up hook loads
 libhcops_torch2.so into that interpreter with no change to the script; the
-GEMMs of nn.Linear and matmul and the operators then run on HCOps
+GEMMs of nn.Linear and matmul, the operators and AdamW then run on HCOps
 (verbose lines with api=aten, counters); five steps of a small DiT-style
 transformer block (LayerNorm, attention through matmul/softmax, GeLU MLP,
-AdamW, which stays PyTorch's under 2.x with its reason) give losses within f32 / bf16-autocast tolerance of stock PyTorch
+AdamW) give losses within f32 / bf16-autocast tolerance of stock PyTorch
 (hcops-run --no-ops); a torch.compile'd function still runs and matches;
 a library built for another torch (HCOPS_TORCH_LIB naming the 1.13 build)
 gets one `hcops: warning:` line naming the versions, and the script runs on
@@ -115,8 +115,7 @@ def main():
             check(o["counts"][op][0] > 0, f"{dtype}: {op} taken by HCOps", str(o["counts"][op]))
         check("api=aten" in ours.stderr and "hcops_verbose,exec,aten::addmm" in ours.stderr,
               f"{dtype}: verbose lines of the dispatcher GEMMs")
-        # Not fused under 2.x yet (python/hcops/torch/optim.py): each step says why.
-        check("torch2_order" in ours.stderr, f"{dtype}: AdamW steps left to PyTorch 2.x, reason given")
+        check("hcops_verbose,exec,adam_step_" in ours.stderr, f"{dtype}: AdamW steps fused")
         rel = max(abs(a - b) / max(abs(b), 1e-6) for a, b in zip(o["losses"], s["losses"]))
         check(rel <= tol, f"{dtype}: losses within {tol:g} of stock", f"{o['losses']} vs {s['losses']} ({rel:.3g})")
         print(f"   {dtype} losses hcops {['%.6f' % v for v in o['losses']]}")

@@ -38,14 +38,6 @@ _warned = set()
 _original = {}  # "adam"/"adamw" -> PyTorch's function, while installed
 
 
-# The fused kernel matches 1.13's single-tensor Adam bit for bit, version
-# counters included. PyTorch 2.x orders that arithmetic differently (exp_avg
-# by lerp_, one version bump where 1.13 has two; parameters within ~1e-5
-# relative of the kernel's after a few steps at lr 0.03): until the kernel
-# has 2.x's order, 2.x steps stay PyTorch's, reported as "torch2_order".
-_TORCH2 = int(torch.__version__.split(".")[0]) >= 2
-
-
 def _warn_once(key, message):
     if key not in _warned:
         _warned.add(key)
@@ -86,8 +78,6 @@ def _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
     """None when the group qualifies for the fused kernel, else why not (a short reason for HCOPS_VERBOSE)."""
     if not params:
         return "empty"
-    if _TORCH2:
-        return "torch2_order"
     if torch.is_grad_enabled():
         return "grad_enabled"
     if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in scalars):
