@@ -2,7 +2,9 @@
 printed, with what it was (part, name, shape), where it ran (impl) and its
 time. The line formats are those of the libraries' own printers:
 
-  GEMM (shim/common/verbose.h, gemm_call.cpp, shim/dnnl/gemm.cpp):
+  GEMM (shim/common/verbose.h, gemm_call.cpp, shim/dnnl/gemm.cpp, and the
+  dispatcher's shim/torch/gemm.cpp, routine aten::mm etc., with "batches=N"
+  and "dtype=bf16" in its details):
     hcops_verbose,exec,<routine>,<transa>,<transb>,<m>,<n>,<k>,<alpha>,<lda>,<ldb>,<beta>,<ldc>,
                        <threads>,<ms>,<gflops>,hcops:<family>,<details>
   operators (shim/torch/report.h):
@@ -25,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 
 TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:")
-GEMM_ROUTINE = re.compile(r"^(cblas_)?[sdchz]?[a-z0-9_]*gemm[a-z0-9_]*$")
+GEMM_ROUTINE = re.compile(r"^((cblas_)?[sdchz]?[a-z0-9_]*gemm[a-z0-9_]*|aten::(mm|addmm|bmm|baddbmm))$")
+DETAIL = re.compile(r"\b(batches|dtype)=([a-z0-9]+)")
 TRANSPOSES = {"N", "T", "C", "n", "t", "c"}
 
 
@@ -91,8 +94,16 @@ def _gemm(f, lineno):
     dtype = {"s": "f32", "d": "f64"}.get(routine.removeprefix("cblas_").removeprefix("dnnl_")[:1], "")
     if "bf16" in routine or "bgemm" in routine:  # dnnl_gemm_bf16bf16f32, sbgemm_, cblas_sbgemm
         dtype = "bf16"
-    return Record("gemm", routine, f"{ta}{tb} {m}x{n}x{k}", dtype or "f32", f[14], ms, threads,
-                  dims={"m": m, "n": n, "k": k}, lineno=lineno,
+    shape, batches = f"{ta}{tb} {m}x{n}x{k}", 1
+    if routine.startswith("aten::"):  # the dispatcher's: the details say the rest
+        details = dict(DETAIL.findall(",".join(f[15:])))
+        dtype = details.get("dtype", "f32")
+        batches = _number(details.get("batches", "1"), lineno, "batches", int)
+        if batches != 1:
+            shape = f"{batches}x {shape}"
+    # batches x m x n x k: a bmm's products are one call (cost.py counts m n k).
+    return Record("gemm", routine, shape, dtype or "f32", f[14], ms, threads,
+                  dims={"m": m * batches, "n": n, "k": k}, lineno=lineno,
                   raw=",".join([ta, tb, str(m), str(n), str(k), f[6], str(lda), str(ldb), f[9], str(ldc)]))
 
 
