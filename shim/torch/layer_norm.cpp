@@ -73,13 +73,22 @@ std::vector<int64_t> stat_shape(const at::Tensor &input, size_t axis) {
   return shape;
 }
 
-Tensors layer_norm(const at::Tensor &input, c10::SymIntArrayRef normalized_shape,
+// A strided input of the kernels' dtypes as PyTorch's own kernel takes it
+// (X = input.expect_contiguous()): a contiguous copy, the output contiguous.
+// DiT's residual stream is one under 2.x (channels-last from the patch
+// embedding's transpose, kept by the elementwise ops).
+at::Tensor dense(const at::Tensor &t) {
+  return fast_dtype(t.scalar_type()) && t.layout() == at::kStrided ? t.contiguous() : t;
+}
+
+Tensors layer_norm(const at::Tensor &strided_input, c10::SymIntArrayRef normalized_shape,
                    const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias, double eps) {
-  const auto g = geometry(input, normalized_shape);
-  if (const char *why = common_reason(input, g, weight, bias)) {
-    fall_back(Op::layer_norm, input, why);
-    return at::cpu::native_layer_norm_symint(input, normalized_shape, weight, bias, eps);
+  const auto g = geometry(strided_input, normalized_shape);
+  if (const char *why = common_reason(strided_input.contiguous(), g, weight, bias)) {
+    fall_back(Op::layer_norm, strided_input, why);
+    return at::cpu::native_layer_norm_symint(strided_input, normalized_shape, weight, bias, eps);
   }
+  const at::Tensor input = dense(strided_input);
   const auto f32 = input.options().dtype(at::kFloat);
   at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
   at::Tensor mean = at::empty({g->rows}, f32), rstd = at::empty({g->rows}, f32);
@@ -112,9 +121,12 @@ const char *stat_reason(const at::Tensor &s, const at::Tensor &input, const Geom
   return nullptr;
 }
 
-Tensors layer_norm_backward(const at::Tensor &grad_out, const at::Tensor &input, c10::SymIntArrayRef normalized_shape,
-                            const at::Tensor &mean, const at::Tensor &rstd, const c10::optional<at::Tensor> &weight,
-                            const c10::optional<at::Tensor> &bias, std::array<bool, 3> output_mask) {
+Tensors layer_norm_backward(const at::Tensor &strided_grad_out, const at::Tensor &strided_input,
+                            c10::SymIntArrayRef normalized_shape, const at::Tensor &mean, const at::Tensor &rstd,
+                            const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias,
+                            std::array<bool, 3> output_mask) {
+  // As PyTorch's kernel: X and dY contiguous (copies of strided ones).
+  const at::Tensor input = dense(strided_input), grad_out = dense(strided_grad_out);
   const auto g = geometry(input, normalized_shape);
   const char *why = common_reason(input, g, weight, bias);
   if (!why) why = paired_reason(grad_out, input);
@@ -124,8 +136,8 @@ Tensors layer_norm_backward(const at::Tensor &grad_out, const at::Tensor &input,
   if (!why && ((output_mask[1] && !defined(weight)) || (output_mask[2] && !defined(bias)))) why = "output_mask";
   if (why) {
     fall_back(Op::layer_norm_backward, input, why);
-    return at::cpu::native_layer_norm_backward_symint(grad_out, input, normalized_shape, mean, rstd, weight, bias,
-                                                      output_mask);
+    return at::cpu::native_layer_norm_backward_symint(strided_grad_out, strided_input, normalized_shape, mean, rstd,
+                                                      weight, bias, output_mask);
   }
   const int64_t rows = g->rows, cols = g->cols;
   const at::Tensor mean32 = mean.to(at::kFloat).contiguous(), rstd32 = rstd.to(at::kFloat).contiguous();

@@ -2,7 +2,8 @@
 each replaced operator (GeLU none/tanh, SiLU, Softmax, LogSoftmax, LayerNorm,
 forward and backward through autograd, and the out= / in-place overloads) on
 shapes 0, 1, odd, last dims off the vector width, and DiT's; f32 and bf16
-take HCOps' kernels, f64, non-contiguous inputs and softmax over another dim
+take HCOps' kernels (LayerNorm's strided inputs copied contiguous, as
+PyTorch's kernel does), f64, non-contiguous inputs and softmax over another dim
 fall back to PyTorch (bitwise equal, and the fallback counted); NaN and Inf.
 Run once per kernel family this CPU runs (HCOPS_ISA) under 1 and 2 threads
 (DiT's shapes under 2 threads on the family chosen by default),
@@ -368,9 +369,15 @@ def child_ops(threads, full):
     x = randn((6, 40), torch.float64).requires_grad_()
     run_case(torch, ht, c, "layer_norm f64 falls back", autograd_fn(torch, lambda x: F.layer_norm(x, (40,))),
              [x, randn((6, 40), torch.float64)], ["native_layer_norm", "native_layer_norm_backward"], False)
-    x = randn((40, 6), torch.float32).t().requires_grad_()
-    run_case(torch, ht, c, "layer_norm non-contiguous falls back", lambda x: F.layer_norm(x, (40,)), [x],
-             ["native_layer_norm"], False)
+    # A transposed input (and gradient) is copied contiguous, as PyTorch's own
+    # kernel does, and taken.
+    for dt in (torch.float32, torch.bfloat16):
+        x = randn((40, 6), dt).t().requires_grad_()
+        w = randn((40, 6), dt).t()
+        run_case(torch, ht, c, f"layer_norm non-contiguous {dt} copied and taken",
+                 autograd_fn(torch, lambda x: F.layer_norm(x, (40,))), [x, w],
+                 ["native_layer_norm", "native_layer_norm_backward"], True, values=dt == torch.float32,
+                 ulps=(None, row_ulps(40)))
     x = randn((6, 40), torch.float32)
     run_case(torch, ht, c, "gelu broadcast backward falls back",
              lambda x: torch.ops.aten.gelu_backward(torch.ones(40), x, approximate="tanh"), [x], ["gelu_backward"], False)

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""DiT training steps on a PyTorch 2.x wheel: stock eager against `hcops-run`
+(the dispatcher GEMMs, operators and fused AdamW of libhcops_torch2.so), f32
+and under bf16 autocast.
+
+Runs perf/dit/dit.py (the authors' DiT; its attention is matmul + softmax,
+which the dispatcher takes) with the venv's python, each configuration in a
+process of its own, alternating the two in every round (A-B, B-A, ...), and
+reports the median of the per-round ratios of median step times, the losses
+of both (which must agree: f32 1e-4, bf16 1e-2 relative), the machine's
+FLOP rate of the step against hcops-peak's, and where HCOps' step spends its
+time (one verbose step read by hcops-prof).
+
+  HCOPS_RUN=build/tools/hcops-run perf/dit/torch2_step.py --python build/torch2-venv/bin/python \
+      [--model S] [--batch 8] [--rounds 5] [--steps 3] [--csv doc/perf/torch2_dit_S.csv]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/, for benchlib
+from benchlib.build import BUILD  # noqa: E402
+from benchlib.child import child_env, json_result, run  # noqa: E402
+from benchlib.report import cpu_model, load_average, write_csv  # noqa: E402
+from benchlib.rounds import alternated, rel_diff  # noqa: E402
+
+DIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dit.py")
+LOSS_RTOL = {"none": 1e-4, "bf16": 1e-2}
+# DiT's configurations (dit.py CONFIGS): depth, hidden; 256 tokens (32x32 latents, patch 2).
+SHAPES = {"mini": (2, 384), "S": (12, 384), "B": (12, 768), "L": (24, 1024), "XL": (28, 1152)}
+
+
+def step_flops(model, batch, tokens=256):
+    """Forward + backward GEMM flops of a DiT step (3x the forward's): per block
+    qkv, proj, the two MLP layers (4x), adaLN (6 hidden x hidden on one token),
+    and attention's two batched products."""
+    depth, h = SHAPES[model]
+    per_block = 2 * tokens * (3 * h * h + h * h + 8 * h * h) + 2 * 6 * h * h + 2 * 2 * tokens * tokens * h
+    return 3 * batch * depth * per_block
+
+
+def peak_gflops(threads):
+    """{"f32_gflops", "bf16_gflops"}: the best kernel family's rate at `threads`
+    threads as hcops-peak measures it now (its own processes, this machine)."""
+    peak = os.path.join(BUILD, "perf", "hcops-peak")
+    try:
+        out = subprocess.run([peak, "--json"], capture_output=True, text=True, timeout=600).stdout
+        data = json.loads(out.splitlines()[-1])
+    except Exception:  # noqa: BLE001 - the peak is context, not the measurement
+        return None
+    best = {}
+    for fam in data.values():
+        for dt, key in (("f32", "f32_gflops"), ("bf16", "bf16_gflops")):
+            rate = fam.get(dt, {}).get(str(threads))
+            if rate:
+                best[key] = max(best.get(key, 0), rate)
+    return best
+
+
+def run_dit(python, prefix, args, amp, env, steps, warmup):
+    cmd = [*prefix, python, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
+           "--warmup", str(warmup), "--threads", str(args.threads), "--json", "--autocast", amp]
+    proc = run(cmd, env)
+    return json_result(proc), proc.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--python", required=True, help="the venv's python (torch 2.x)")
+    ap.add_argument("--model", choices=sorted(SHAPES) + ["mini"], default="S")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--amp", nargs="+", default=["none", "bf16"], choices=["none", "bf16"])
+    ap.add_argument("--csv")
+    args = ap.parse_args()
+    hcops_run = os.environ.get("HCOPS_RUN", os.path.join(BUILD, "tools", "hcops-run"))
+    env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
+    torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True).stdout.strip()
+    print(f"DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, torch {torch_version} ({args.python})")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, 1-min load average at start {load_average():.2f}")
+    peak = peak_gflops(args.threads)
+    flops = step_flops(args.model, args.batch)
+    variants = {"stock": (), "hcops": (hcops_run,)}
+    rows, ok = [], True
+    for amp in args.amp:
+        label = "f32" if amp == "none" else "bf16 autocast"
+        print(f"\n== {label}: stock {torch_version} eager vs hcops-run, {args.rounds} rounds alternated")
+        ratios, times = [], {"stock": [], "hcops": []}
+        losses = {}
+        for r in range(args.rounds):
+            order = alternated(list(variants), r)
+            res = {name: run_dit(args.python, variants[name], args, amp, env, args.steps, args.warmup)[0]
+                   for name in order}
+            ratio = res["stock"]["median_s"] / res["hcops"]["median_s"]
+            ratios.append(ratio)
+            for name in variants:
+                times[name] += res[name]["step_times"]
+                losses.setdefault(name, res[name]["losses"])
+                for s, t in enumerate(res[name]["step_times"]):
+                    rows.append([args.model, args.batch, args.threads, torch_version, label, r + 1, name,
+                                 order.index(name) + 1, s, f"{t:.6f}", repr(res[name]["losses"][s]), f"{ratio:.4f}"])
+            print(f"round {r + 1}: stock {res['stock']['median_s']:.3f} s, hcops {res['hcops']['median_s']:.3f} s, "
+                  f"ratio {ratio:.3f} ({order[0]} first)", flush=True)
+        rel = max(rel_diff(a, b) for a, b in zip(losses["stock"], losses["hcops"]))
+        agree = rel <= LOSS_RTOL[amp]
+        ok = ok and agree
+        med = {n: statistics.median(t) for n, t in times.items()}
+        speedup = statistics.median(ratios)
+        print(f"median step: stock {med['stock']:.3f} s, hcops {med['hcops']:.3f} s; "
+              f"speedup (median of per-round ratios) {speedup:.3f}x")
+        print(f"losses agree within {rel:.2e} (limit {LOSS_RTOL[amp]:g}): {'yes' if agree else 'NO'}")
+        for n in variants:
+            rate = flops / med[n] / 1e9
+            key = "f32_gflops" if amp == "none" else "bf16_gflops"
+            of_peak = f", {100 * rate / peak[key]:.0f}% of hcops-peak's {peak[key]:.0f}" if peak and key in peak else ""
+            print(f"  {n}: {rate:.0f} GFLOPS of the step's GEMM flops ({flops / 1e9:.1f} GFLOP){of_peak}")
+        # Where HCOps' step goes: one verbose step, read by hcops-prof.
+        _, stderr = run_dit(args.python, variants["hcops"], args, amp, dict(env, HCOPS_VERBOSE="1"), 1, 1)
+        log = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"hcops-torch2-{args.model}-{amp}.log")
+        with open(log, "w") as f:
+            f.write(stderr)
+        prof = subprocess.run([os.path.join(BUILD, "tools", "hcops-prof"), "--top", "12", log], capture_output=True,
+                              text=True)
+        print(prof.stdout)
+    if args.csv:
+        write_csv(args.csv, ["model", "batch", "threads", "torch", "dtype", "round", "variant", "position", "step",
+                             "time_s", "loss", "round_ratio"], rows)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
