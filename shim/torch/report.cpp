@@ -28,7 +28,9 @@ constexpr const char *names[] = {"gelu",
                                  "mm",
                                  "addmm",
                                  "bmm",
-                                 "baddbmm"};
+                                 "baddbmm",
+                                 "_scaled_dot_product_flash_attention_for_cpu",
+                                 "_scaled_dot_product_flash_attention_for_cpu_backward"};
 static_assert(sizeof(names) / sizeof(names[0]) == size_t(Op::count), "a name for every op");
 
 std::atomic<int64_t> taken[size_t(Op::count)];

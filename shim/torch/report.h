@@ -31,6 +31,8 @@ enum class Op : uint8_t {
   addmm,
   bmm,
   baddbmm,
+  sdpa,           // _scaled_dot_product_flash_attention_for_cpu
+  sdpa_backward,  // ... _backward
   count
 };
 

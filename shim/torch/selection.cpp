@@ -13,7 +13,7 @@ std::atomic<bool> enabled{true};
 
 namespace {
 
-constexpr const char *names[] = {"gelu", "silu", "softmax", "log_softmax", "layer_norm", "adam", "adamw", "gemm"};
+constexpr const char *names[] = {"gelu", "silu", "softmax", "log_softmax", "layer_norm", "adam", "adamw", "gemm", "attention"};
 static_assert(sizeof(names) / sizeof(names[0]) == size_t(OpGroup::count), "a name for every group");
 constexpr uint32_t all_groups = (1u << uint32_t(OpGroup::count)) - 1;
 

@@ -11,8 +11,9 @@ namespace hcops::torch_ops {
 
 // Operator groups as HCOPS_OPS names them. Each aten override belongs to
 // one: gelu covers gelu, gelu_, gelu.out, gelu_backward(.grad_input).
-// gemm covers mm, addmm, bmm and baddbmm (functional, out= and in-place).
-enum class OpGroup : uint8_t { gelu, silu, softmax, log_softmax, layer_norm, adam, adamw, gemm, count };
+// gemm covers mm, addmm, bmm and baddbmm (functional, out= and in-place);
+// attention PyTorch 2.x's _scaled_dot_product_flash_attention_for_cpu(_backward).
+enum class OpGroup : uint8_t { gelu, silu, softmax, log_softmax, layer_norm, adam, adamw, gemm, attention, count };
 
 const char *group_name(OpGroup g);
 

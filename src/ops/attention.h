@@ -1,0 +1,66 @@
+// Scaled dot-product attention of one (batch, head) slice, forward and
+// backward, blocked over the queries so that the scores of a block of
+// query_block(S) rows (about kScoreBlock f32 values, 512 KiB: in L2) live in
+// a per-thread buffer and the L x S score matrix never goes to memory. The products run on the GEMM engine (serial: the framework layer
+// parallelises over slices, inside its own parallel region), the row
+// softmax and its backward on the operators' kernels (ops/softmax.h), so
+// each kernel family's vector code serves attention too.
+//
+// Forward: S = scale Q K^T (causal: -Inf above the diagonal, top-left
+// aligned, as PyTorch's is_causal), P = softmax(S) per row,
+// logsumexp = max + log(sum exp) = s_max - log(p_max), O = P V.
+// Backward (from O's gradient dO and the forward's logsumexp-free
+// recomputation of P): dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P))
+// (the softmax backward), dQ = scale dS K, dK = scale dS^T Q.
+//
+// f32 data is read in place (rows of any stride, unit stride within a row);
+// bf16 slices are widened to f32 once per slice and every product and sum is
+// f32, the results rounded once.
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+
+namespace hcops::ops {
+
+// Scores per query block, and the query rows of a block for S keys: as many
+// as fit kScoreBlock, a multiple of 16, at least 16.
+constexpr int64_t kScoreBlock = 128 * 1024;
+inline int64_t query_block(int64_t S) {
+  const int64_t rows = kScoreBlock / (S > 0 ? S : 1);
+  return rows < 16 ? 16 : rows / 16 * 16;
+}
+// Keys per slice the blocked kernel takes (longer sequences: the caller's own kernel).
+constexpr int64_t kMaxKeys = 8192;
+
+// One slice: L queries, S keys and values, head dimension E (values too).
+// Row r of X at x + r * ld_x, its E elements contiguous.
+template <typename T>
+struct AttentionSlice {
+  const T *q, *k, *v;
+  int64_t ld_q, ld_k, ld_v;
+  T *out;  // L x E, row stride ld_out
+  int64_t ld_out;
+  float *lse;  // L values, stride ld_lse
+  int64_t ld_lse;
+};
+
+template <typename T>
+struct AttentionGradSlice {
+  const T *q, *k, *v, *dout;
+  int64_t ld_q, ld_k, ld_v, ld_dout;
+  const float *lse;  // unused by the recomputation; kept for the caller's checks
+  int64_t ld_lse;
+  T *dq, *dk, *dv;  // L x E, S x E, S x E; row strides below
+  int64_t ld_dq, ld_dk, ld_dv;
+};
+
+void attention_forward(const AttentionSlice<float> &s, int64_t L, int64_t S, int64_t E, float scale, bool causal);
+void attention_forward(const AttentionSlice<bf16> &s, int64_t L, int64_t S, int64_t E, float scale, bool causal);
+void attention_backward(const AttentionGradSlice<float> &s, int64_t L, int64_t S, int64_t E, float scale,
+                        bool causal);
+void attention_backward(const AttentionGradSlice<bf16> &s, int64_t L, int64_t S, int64_t E, float scale,
+                        bool causal);
+
+}  // namespace hcops::ops

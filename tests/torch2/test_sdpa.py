@@ -1,0 +1,160 @@
+"""PyTorch 2.x's CPU flash attention (aten::_scaled_dot_product_flash_attention_for_cpu
+and its backward, what F.scaled_dot_product_attention runs) on libhcops_torch2
+against the wheel's own kernel in the same process: f32 and bf16; (B, H, L, E)
+contiguous, timm's q/k/v views into one qkv tensor, transposed rows (E not
+contiguous: copied), L != S, L and S not multiples of the query block, a
+custom scale, is_causal; NaN in a query; the output, its strides, the
+logsumexp and the gradients of q, k and v. f32: within 2e-6 of stock relative
+to the tensor's largest value (both sum in f32 in different orders); bf16:
+within 2^-6 relative (HCOps computes in f32 and rounds once; stock rounds
+the probabilities to bf16 before its second product, so stock is the less
+exact side). Left to PyTorch, counted, with the reason under HCOPS_VERBOSE:
+dropout (which the wheel's kernel rejects), an attention mask, is_causal
+with L != S, f64. Deliberately not stock's (shim/torch/attention.cpp): a
+strided last dimension (the wheel's kernel is wrong there: the reference is
+its result on contiguous copies) and a NaN query (a NaN row, not 0).
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+OP = "_scaled_dot_product_flash_attention_for_cpu"
+
+
+def child():
+    import torch
+    import torch.nn.functional as F
+    import hcops.torch as ht
+
+    torch.manual_seed(0)
+    passed = failed = 0
+
+    def check(ok, name, detail=""):
+        nonlocal passed, failed
+        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if not ok and detail else ""), flush=True)
+        passed, failed = passed + bool(ok), failed + (not ok)
+
+    def operands(B, H, L, S, E, dt, layout):
+        if layout == "qkv_view":  # timm: qkv(x).reshape(B, N, 3, H, E).permute(2, 0, 3, 1, 4)
+            qkv = torch.randn(B, L, 3, H, E).to(dt).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+        elif layout == "e_strided":  # E not contiguous
+            q, k, v = (torch.randn(B, H, E, n).to(dt).transpose(-1, -2) for n in (L, S, S))
+        else:
+            q, k, v = torch.randn(B, H, L, E).to(dt), torch.randn(B, H, S, E).to(dt), torch.randn(B, H, S, E).to(dt)
+        return [t.detach().requires_grad_() for t in (q, k, v)] if layout != "qkv_view" else \
+            [t.requires_grad_() for t in (q.detach(), k.detach(), v.detach())]
+
+    def run(q, k, v, g, on, **kw):
+        with ht.enabled(on):
+            for t in (q, k, v):
+                t.grad = None
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, **kw)
+            o.backward(g)
+            return o.detach(), lse.detach(), q.grad.clone(), k.grad.clone(), v.grad.clone()
+
+    def rel(a, b):
+        a, b = a.double(), b.double()
+        if not torch.equal(torch.isnan(a), torch.isnan(b)):
+            return float("inf")
+        fin = torch.isfinite(b)
+        if not fin.any():
+            return 0.0
+        return ((a - b).abs()[fin].max() / b.abs()[fin].max().clamp(min=1e-30)).item()
+
+    cases = [(2, 3, 5, 7, 8, {}, "contiguous"), (8, 6, 256, 256, 64, {}, "qkv_view"),
+             (1, 2, 130, 70, 16, {}, "contiguous"), (2, 2, 33, 33, 32, {"is_causal": True}, "contiguous"),
+             (2, 2, 40, 50, 8, {"scale": 0.3}, "e_strided"), (1, 1, 600, 600, 16, {"is_causal": True}, "contiguous")]
+    for dt, tol in ((torch.float32, 2e-6), (torch.bfloat16, 2.0 ** -6)):
+        for B, H, L, S, E, kw, layout in cases:
+            q, k, v = operands(B, H, L, S, E, dt, layout)
+            g = torch.randn(B, H, L, E).to(dt)
+            before = ht.call_counts(OP)[0], ht.call_counts(OP + "_backward")[0]
+            got = run(q, k, v, g, True, **kw)
+            taken = ht.call_counts(OP)[0] - before[0], ht.call_counts(OP + "_backward")[0] - before[1]
+            # The wheel's kernel is wrong on a strided last dimension (HCOps is
+            # not): its reference is the wheel's kernel on contiguous copies.
+            ref = run(*(t.detach().contiguous().requires_grad_() for t in (q, k, v)), g, False, **kw) \
+                if layout == "e_strided" else run(q, k, v, g, False, **kw)
+            if layout == "e_strided":
+                ref = (torch.empty_like(q).copy_(ref[0]),) + ref[1:]  # its strides: empty_like(query)
+            name = f"{str(dt)[6:]} {B}x{H}x{L}x{S}x{E} {layout} {kw}"
+            check(taken == (1, 1), f"{name}: forward and backward taken", str(taken))
+            check(got[0].stride() == ref[0].stride() and got[1].stride() == ref[1].stride()
+                  and got[1].dtype == ref[1].dtype, f"{name}: output and logsumexp strides as stock",
+                  f"{got[0].stride()} {got[1].stride()} vs {ref[0].stride()} {ref[1].stride()}")
+            for what, a, b in zip(("out", "logsumexp", "dq", "dk", "dv"), got, ref):
+                # logsumexp is f32 for either dtype: within f32 of stock, plus bf16's input noise.
+                t = tol if what != "logsumexp" or dt == torch.float32 else 1e-2
+                r = rel(a, b)
+                check(r <= t, f"{name}: {what}", f"relative error {r:.3g} > {t:g}")
+        # NaN in one query: its row NaN, the others as stock.
+        q, k, v = operands(1, 2, 9, 9, 8, dt, "contiguous")
+        with torch.no_grad():
+            q[0, 1, 4, 3] = float("nan")
+        g = torch.randn(1, 2, 9, 8).to(dt)
+        got, ref = run(q, k, v, g, True), run(q, k, v, g, False)
+        # HCOps: that row NaN (attention's math); PyTorch's flash kernel: 0. The others as stock.
+        row = torch.zeros_like(got[0], dtype=torch.bool)
+        row[0, 1, 4] = True
+        check(bool(torch.isnan(got[0][row]).all()) and not torch.isnan(got[0][~row]).any()
+              and rel(got[0][~row], ref[0][~row]) <= tol, f"{str(dt)[6:]}: a NaN query gives a NaN row, the rest as stock")
+    # F.scaled_dot_product_attention reaches it (forward and backward).
+    q, k, v = operands(2, 3, 16, 16, 8, torch.float32, "contiguous")
+    before = ht.call_counts(OP)[0], ht.call_counts(OP + "_backward")[0]
+    F.scaled_dot_product_attention(q, k, v).sum().backward()
+    check(ht.call_counts(OP)[0] == before[0] + 1 and ht.call_counts(OP + "_backward")[0] == before[1] + 1,
+          "F.scaled_dot_product_attention runs HCOps' forward and backward")
+    # PyTorch's: dropout, a mask, causal with L != S, f64 - counted, results PyTorch's.
+    q, k, v = (torch.randn(1, 2, 6, 8) for _ in range(3))
+    k7, v7 = torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8)
+    for name, fn in (("mask", lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                         q, k, v, attn_mask=torch.zeros(6, 6))),
+                     ("causal_rectangular", lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                         q, k7, v7, is_causal=True)),
+                     ("dtype", lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                         q.double(), k.double(), v.double()))):
+        before = ht.call_counts(OP)[1]
+        got = fn()
+        fell = ht.call_counts(OP)[1] - before
+        with ht.enabled(False):
+            ref = fn()
+        check(fell == 1 and torch.equal(got[0], ref[0]),
+              f"{name}: PyTorch's kernel, counted")
+    # Dropout: PyTorch's kernel, whose error it is (its CPU flash attention has none).
+    errors = []
+    for on in (True, False):
+        with ht.enabled(on):
+            try:
+                torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p=0.5)
+                errors.append(None)
+            except RuntimeError as e:
+                errors.append(str(e).splitlines()[0])
+    check(errors[0] == errors[1], "dropout: PyTorch's kernel and its answer", repr(errors))
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child()
+    env = dict(os.environ, HCOPS_VERBOSE="1")
+    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=1200)
+    sys.stdout.write(p.stdout)
+    ok = p.returncode == 0
+    for needle in (f"hcops_verbose,exec,{OP},f32,", f"hcops_verbose,exec,{OP}_backward,bf16,",
+                   f"hcops_verbose,fallback,{OP},f32,1x2x6x8,dropout", f"hcops_verbose,fallback,{OP},f32,1x2x6x8,mask",
+                   f"hcops_verbose,fallback,{OP},f32,1x2x6x8,causal_rectangular",
+                   f"hcops_verbose,fallback,{OP},f64,1x2x6x8,dtype"):
+        found = needle in p.stderr
+        print(f"{'PASS' if found else 'FAIL'}: verbose has {needle!r}")
+        ok = ok and found
+    if p.returncode != 0:
+        sys.stdout.write(p.stderr[-3000:])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
