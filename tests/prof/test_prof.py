@@ -73,7 +73,10 @@ def real_logs():
     check(p.returncode == 0, f"fp32 log profiled (status {p.returncode}: {p.stderr.strip()})")
     check("By routine, operator and primitive" in p.stdout and "By shape" in p.stdout, "fp32: both tables")
     rows = read_csv(out_csv)
-    gemm_calls, gemm_ms = exec_sums(fp32, "hcops_verbose,exec,sgemm_,", 14)
+    # hcops-run's GEMMs: the dispatcher's (aten::mm, ...) and any sgemm_ left.
+    blas_calls, blas_ms = exec_sums(fp32, "hcops_verbose,exec,sgemm_,", 14)
+    aten_calls, aten_ms = exec_sums(fp32, "hcops_verbose,exec,aten::", 14)
+    gemm_calls, gemm_ms = blas_calls + aten_calls, blas_ms + aten_ms
     csv_gemm = [r for r in rows if r["part"] == "gemm"]
     check(sum(int(r["calls"]) for r in csv_gemm) == gemm_calls and gemm_calls > 0,
           f"fp32: CSV GEMM calls {sum(int(r['calls']) for r in csv_gemm)} = the log's {gemm_calls}")
@@ -84,8 +87,11 @@ def real_logs():
           "fp32: operator rows (gelu, adam_step_)")
     check(abs(sum(float(r["share"]) for r in rows) - 1) < 1e-4, "fp32: shares sum to 1")
     for r in csv_gemm:
-        m, n, k = (int(x) for x in r["shape"].split()[1].split("x"))
-        if float(r["work_per_call"]) != 2.0 * m * n * k:
+        # "NN 100x200x300", or a batched call's "8x NN 64x64x32"
+        parts = r["shape"].split()
+        batches = int(parts[0][:-1]) if len(parts) == 3 else 1
+        m, n, k = (int(x) for x in parts[-1].split("x"))
+        if float(r["work_per_call"]) != 2.0 * batches * m * n * k:
             check(False, f"fp32: flops of {r['shape']}")
             break
     with open(out_png, "rb") as f:
@@ -102,10 +108,16 @@ def real_logs():
     bf16 = log_of([RUN] + dit + ["--autocast", "bf16"], {"HCOPS_VERBOSE": "1"}, os.path.join(TMP, "bf16.log"))
     p = prof(bf16, "--csv", os.path.join(TMP, "bf16.csv"), "--no-peak")
     check(p.returncode == 0, "bf16 log profiled")
-    calls, _ = exec_sums(bf16, "hcops_verbose,exec,cpu,matmul,", 10)
+    # bf16 matmuls: the dispatcher's (aten::mm ... dtype=bf16) under hcops-run,
+    # and any oneDNN matmul the preloaded libhcops.so took.
+    dnnl_calls, _ = exec_sums(bf16, "hcops_verbose,exec,cpu,matmul,", 10)
+    with open(bf16) as f:
+        aten_calls = sum(1 for line in f if line.startswith("hcops_verbose,exec,aten::") and "dtype=bf16" in line)
+    calls = dnnl_calls + aten_calls
     rows = read_csv(os.path.join(TMP, "bf16.csv"))
-    check(calls > 0 and sum(int(r["calls"]) for r in rows if r["part"] == "dnnl") == calls,
-          f"bf16: HCOps's matmul lines counted ({calls})")
+    counted = sum(int(r["calls"]) for r in rows
+                  if r["part"] == "dnnl" or (r["part"] == "gemm" and r["name"].startswith("aten::") and r["dtype"] == "bf16"))
+    check(calls > 0 and counted == calls, f"bf16: HCOps's bf16 matmul lines counted ({calls}, CSV {counted})")
 
     stock = log_of(dit + ["--autocast", "bf16"], {"ONEDNN_VERBOSE": "1"}, os.path.join(TMP, "stock.log"))
     p = prof(stock, "--project", "--quick", "--rounds", "1", "--no-peak", "--project-csv",

@@ -101,10 +101,15 @@ def _gemm(f, lineno):
         batches = _number(details.get("batches", "1"), lineno, "batches", int)
         if batches != 1:
             shape = f"{batches}x {shape}"
-    # batches x m x n x k: a bmm's products are one call (cost.py counts m n k).
+    # A bmm's products are one call: its flops those of (batches x m) x n x k,
+    # and a replay (--project) runs it as that one GEMM (lda and ldc at
+    # least that tall).
+    mb = m * batches
+    if batches != 1:
+        lda, ldc = max(lda, mb if ta in "Nn" else lda), max(ldc, mb)
     return Record("gemm", routine, shape, dtype or "f32", f[14], ms, threads,
-                  dims={"m": m * batches, "n": n, "k": k}, lineno=lineno,
-                  raw=",".join([ta, tb, str(m), str(n), str(k), f[6], str(lda), str(ldb), f[9], str(ldc)]))
+                  dims={"m": mb, "n": n, "k": k}, lineno=lineno,
+                  raw=",".join([ta, tb, str(mb), str(n), str(k), f[6], str(lda), str(ldb), f[9], str(ldc)]))
 
 
 def _operator(f, lineno):
