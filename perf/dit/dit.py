@@ -31,6 +31,7 @@ import statistics
 import time
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 CONFIGS = {  # name: (hidden size, depth, heads)
@@ -95,6 +96,10 @@ class LabelEmbedder(nn.Module):
 
 
 class Attention(nn.Module):
+    # True: F.scaled_dot_product_attention, as timm's Attention with fused_attn
+    # (its default in PyTorch 2.x); False: timm's explicit matmul and softmax.
+    fused = False
+
     def __init__(self, hidden, heads):
         super().__init__()
         self.heads = heads
@@ -106,6 +111,9 @@ class Attention(nn.Module):
         b, n, c = x.shape
         qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
+        if self.fused:
+            out = F.scaled_dot_product_attention(q, k, v)
+            return self.proj(out.transpose(1, 2).reshape(b, n, c))
         attn = torch.matmul(q * self.scale, k.transpose(-2, -1))  # timm scales q, then multiplies
         out = torch.matmul(attn.softmax(dim=-1), v)
         return self.proj(out.transpose(1, 2).reshape(b, n, c))
@@ -384,6 +392,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         "threads": threads,
         "autocast": amp,
         "variant": variant,
+        "attention": "sdpa" if Attention.fused else "matmul",
         "step_times": step_times,
         "median_s": statistics.median(step_times),
         "losses": losses,
@@ -405,10 +414,16 @@ def main():
     ap.add_argument("--variant", choices=VARIANTS, default="dit",
                     help="dit: the authors' model and loss (default); gemm-only: a Linear patch embedding and the "
                     "epsilon MSE alone, every GEMM through BLAS")
+    ap.add_argument("--attention", choices=("matmul", "sdpa"), default="matmul",
+                    help="matmul: q k^T, softmax, then v (default); sdpa: F.scaled_dot_product_attention, as timm's "
+                    "Attention in PyTorch 2.x")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
     args = ap.parse_args()
     if args.steps < 1:
         ap.error("--steps must be at least 1")
+    if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+        ap.error(f"--attention sdpa: torch {torch.__version__} has no F.scaled_dot_product_attention")
+    Attention.fused = args.attention == "sdpa"
     result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast,
                  args.variant)
     if args.json:

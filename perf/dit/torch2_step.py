@@ -62,7 +62,8 @@ def peak_gflops(threads):
 
 def run_dit(python, prefix, args, amp, env, steps, warmup):
     cmd = [*prefix, python, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
-           "--warmup", str(warmup), "--threads", str(args.threads), "--json", "--autocast", amp]
+           "--warmup", str(warmup), "--threads", str(args.threads), "--json", "--autocast", amp,
+           "--attention", args.attention]
     proc = run(cmd, env)
     return json_result(proc), proc.stderr
 
@@ -77,13 +78,17 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--amp", nargs="+", default=["none", "bf16"], choices=["none", "bf16"])
+    ap.add_argument("--attention", choices=("matmul", "sdpa"), default="sdpa",
+                    help="dit.py's attention: sdpa (F.scaled_dot_product_attention, as timm's Attention in 2.x; "
+                    "the default) or matmul")
     ap.add_argument("--csv")
     args = ap.parse_args()
     hcops_run = os.environ.get("HCOPS_RUN", os.path.join(BUILD, "tools", "hcops-run"))
     env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
     torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
-    print(f"DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, torch {torch_version} ({args.python})")
+    print(f"DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, attention {args.attention}, "
+          f"torch {torch_version} ({args.python})")
     print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, 1-min load average at start {load_average():.2f}")
     peak = peak_gflops(args.threads)
     flops = step_flops(args.model, args.batch)
@@ -132,6 +137,7 @@ def main():
     if args.csv:
         write_csv(args.csv, ["model", "batch", "threads", "torch", "dtype", "round", "variant", "position", "step",
                              "time_s", "loss", "round_ratio"], rows)
+        print(f"wrote {args.csv}")
     return 0 if ok else 1
 
 

@@ -61,6 +61,22 @@ const char *common_reason(const at::Tensor &q, const at::Tensor &k, const at::Te
   return nullptr;
 }
 
+// Runs body(tag, b, h) for every (batch, head) slice on PyTorch's pool (T
+// = decltype(tag): float or bf16), timed and reported as a call of `op`.
+template <class Body>
+void for_each_slice(Op op, const at::Tensor &q, int64_t S, bool causal, const Body &body) {
+  const int64_t B = q.size(0), H = q.size(1);
+  run_taken(op, q, "S=" + std::to_string(S) + (causal ? " causal" : ""), [&] {
+    int threads = 1;
+    with_fast_type(q.scalar_type(), [&](auto tag) {
+      threads = split(B * H, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t bh = b0; bh < b1; ++bh) body(tag, bh / H, bh % H);
+      });
+    });
+    return threads;
+  });
+}
+
 float scale_of(const at::Tensor &q, std::optional<double> scale) {
   return scale.has_value() ? float(*scale) : float(1.0 / std::sqrt(double(q.size(3))));
 }
@@ -81,28 +97,20 @@ Pair forward(const at::Tensor &query, const at::Tensor &key, const at::Tensor &v
   at::Tensor out = result.stride(3) == 1 ? result : at::empty({B, H, L, E}, q.options());
   at::Tensor lse = at::empty({B, L, H}, q.options().dtype(at::kFloat)).permute({0, 2, 1});
   const float sc = scale_of(q, scale);
-  run_taken(Op::sdpa, q, "S=" + std::to_string(S) + (is_causal ? " causal" : ""), [&] {
-    int threads = 1;
-    with_fast_type(q.scalar_type(), [&](auto tag) {
-      using T = decltype(tag);
-      threads = split(B * H, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t bh = b0; bh < b1; ++bh) {
-          const int64_t b = bh / H, h = bh % H;
-          ops::AttentionSlice<T> s{data_as<T>(q) + b * q.stride(0) + h * q.stride(1),
-                                   data_as<T>(k) + b * k.stride(0) + h * k.stride(1),
-                                   data_as<T>(v) + b * v.stride(0) + h * v.stride(1),
-                                   q.stride(2),
-                                   k.stride(2),
-                                   v.stride(2),
-                                   data_as<T>(out) + b * out.stride(0) + h * out.stride(1),
-                                   out.stride(2),
-                                   lse.data_ptr<float>() + b * lse.stride(0) + h * lse.stride(1),
-                                   lse.stride(2)};
-          ops::attention_forward(s, L, S, E, sc, is_causal);
-        }
-      });
-    });
-    return threads;
+  for_each_slice(Op::sdpa, q, S, is_causal, [&](auto tag, int64_t b, int64_t h) {
+    using T = decltype(tag);
+    auto at_bh = [&](const at::Tensor &t) { return b * t.stride(0) + h * t.stride(1); };
+    ops::AttentionSlice<T> s{data_as<T>(q) + at_bh(q),
+                             data_as<T>(k) + at_bh(k),
+                             data_as<T>(v) + at_bh(v),
+                             q.stride(2),
+                             k.stride(2),
+                             v.stride(2),
+                             data_as<T>(out) + at_bh(out),
+                             out.stride(2),
+                             lse.data_ptr<float>() + at_bh(lse),
+                             lse.stride(2)};
+    ops::attention_forward(s, L, S, E, sc, is_causal);
   });
   if (!out.is_same(result)) result.copy_(out);
   return {result, lse};
@@ -127,35 +135,26 @@ Triple backward(const at::Tensor &grad_out, const at::Tensor &query, const at::T
   auto grad = [&](int64_t rows) { return at::empty({B, rows, H, E}, q.options()).transpose(1, 2); };
   at::Tensor dq = grad(L), dk = grad(S), dv = grad(S);
   const float sc = scale_of(q, scale);
-  run_taken(Op::sdpa_backward, q, "S=" + std::to_string(S) + (is_causal ? " causal" : ""), [&] {
-    int threads = 1;
-    with_fast_type(q.scalar_type(), [&](auto tag) {
-      using T = decltype(tag);
-      threads = split(B * H, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t bh = b0; bh < b1; ++bh) {
-          const int64_t b = bh / H, h = bh % H;
-          auto at_bh = [&](const at::Tensor &t) { return b * t.stride(0) + h * t.stride(1); };
-          ops::AttentionGradSlice<T> s{data_as<T>(q) + at_bh(q),
-                                       data_as<T>(k) + at_bh(k),
-                                       data_as<T>(v) + at_bh(v),
-                                       data_as<T>(dout) + at_bh(dout),
-                                       q.stride(2),
-                                       k.stride(2),
-                                       v.stride(2),
-                                       dout.stride(2),
-                                       logsumexp.data_ptr<float>() + b * logsumexp.stride(0) + h * logsumexp.stride(1),
-                                       logsumexp.stride(2),
-                                       data_as<T>(dq) + at_bh(dq),
-                                       data_as<T>(dk) + at_bh(dk),
-                                       data_as<T>(dv) + at_bh(dv),
-                                       dq.stride(2),
-                                       dk.stride(2),
-                                       dv.stride(2)};
-          ops::attention_backward(s, L, S, E, sc, is_causal);
-        }
-      });
-    });
-    return threads;
+  for_each_slice(Op::sdpa_backward, q, S, is_causal, [&](auto tag, int64_t b, int64_t h) {
+    using T = decltype(tag);
+    auto at_bh = [&](const at::Tensor &t) { return b * t.stride(0) + h * t.stride(1); };
+    ops::AttentionGradSlice<T> s{data_as<T>(q) + at_bh(q),
+                                 data_as<T>(k) + at_bh(k),
+                                 data_as<T>(v) + at_bh(v),
+                                 data_as<T>(dout) + at_bh(dout),
+                                 q.stride(2),
+                                 k.stride(2),
+                                 v.stride(2),
+                                 dout.stride(2),
+                                 logsumexp.data_ptr<float>() + at_bh(logsumexp),
+                                 logsumexp.stride(2),
+                                 data_as<T>(dq) + at_bh(dq),
+                                 data_as<T>(dk) + at_bh(dk),
+                                 data_as<T>(dv) + at_bh(dv),
+                                 dq.stride(2),
+                                 dk.stride(2),
+                                 dv.stride(2)};
+    ops::attention_backward(s, L, S, E, sc, is_causal);
   });
   return {dq, dk, dv};
 }
