@@ -39,7 +39,7 @@ $(BUILD)/Makefile: configure
 	if [ -f $(BUILD)/config.status ]; then \
 	  cd $(BUILD) && ./config.status --recheck && ./config.status; \
 	else \
-	  t2='$(TORCH2_PYTHON)'; \
+	  t2='$(if $(findstring /,$(TORCH2_PYTHON)),$(abspath $(TORCH2_PYTHON)),$(TORCH2_PYTHON))'; \
 	  if [ -z "$$t2" ] && [ '$(TORCH2)' = yes ]; then \
 	    t2=$$(sh build-aux/torch2-venv.sh '$(abspath $(TORCH2_VENV))') || t2=; \
 	  fi; \

@@ -41,25 +41,37 @@ if [ -z "$python" ]; then
   exit 1
 fi
 
-rm -rf "$dir"
+# A directory this script did not make (no stamp) is someone's: left alone.
+if [ -e "$dir" ] && [ ! -f "$stamp" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+  say "$dir exists and was not made by this script; not touched (name another directory, or TORCH2_PYTHON=its python); skipped"
+  exit 1
+fi
+# Made beside it and moved into place only when it works: a failed attempt
+# (no network) leaves the previous environment as it was.
+new="$dir.new"
+rm -rf "$new"
 log="$dir.log"
-if ! "$python" -m venv "$dir" >"$log" 2>&1; then
-  say "$python -m venv $dir failed (see $log); skipped"
-  rm -rf "$dir"
+if ! "$python" -m venv "$new" >"$log" 2>&1; then
+  say "$python -m venv $new failed (see $log); skipped"
+  rm -rf "$new"
   exit 1
 fi
 say "installing $spec, numpy, expecttest with pip into $dir (first time: ~3.5 GB from the package index)"
-if ! "$dir/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+if ! "$new/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
      "$spec" numpy expecttest >>"$log" 2>&1; then
   why=$(grep -E '^ERROR|Could not|No matching|Network' "$log" | head -1)
   say "pip install $spec failed: ${why:-see $log}; skipped"
-  rm -rf "$dir"
+  rm -rf "$new"
   exit 1
 fi
-if ! "$dir/bin/python" -c 'import torch, numpy, expecttest' >>"$log" 2>&1; then
-  say "torch does not import in $dir (see $log); skipped"
-  rm -rf "$dir"
+if ! "$new/bin/python" -c 'import torch, numpy, expecttest' >>"$log" 2>&1; then
+  say "torch does not import in $new (see $log); skipped"
+  rm -rf "$new"
   exit 1
 fi
+# Into place; the venv's scripts (pip, activate) name its directory: renamed too.
+rm -rf "$dir"
+mv "$new" "$dir"
+grep -rlF "$new" "$dir/bin" 2>/dev/null | while read -r f; do sed -i "s|$new|$dir|g" "$f"; done
 echo "$spec" >"$stamp"
 echo "$dir/bin/python"
