@@ -83,12 +83,12 @@ at::Tensor dense(const at::Tensor &t) {
 
 Tensors layer_norm(const at::Tensor &strided_input, c10::SymIntArrayRef normalized_shape,
                    const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias, double eps) {
-  const auto g = geometry(strided_input, normalized_shape);
-  if (const char *why = common_reason(strided_input.contiguous(), g, weight, bias)) {
+  const at::Tensor input = dense(strided_input);  // one copy, checked and computed on
+  const auto g = geometry(input, normalized_shape);
+  if (const char *why = common_reason(input, g, weight, bias)) {
     fall_back(Op::layer_norm, strided_input, why);
     return at::cpu::native_layer_norm_symint(strided_input, normalized_shape, weight, bias, eps);
   }
-  const at::Tensor input = dense(strided_input);
   const auto f32 = input.options().dtype(at::kFloat);
   at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
   at::Tensor mean = at::empty({g->rows}, f32), rstd = at::empty({g->rows}, f32);
