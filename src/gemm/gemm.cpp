@@ -162,13 +162,18 @@ void run_thread(const Job<Ty> &job, int t) {
       blk.csb = csb;
       blk.ldc = g.ldc;
       tile_range(nc, part.grid_n, in, nr, blk.j0, blk.j1);
+      // A family that fuses the epilogue gets it with the last k block.
+      const bool fused = last_k && g.epilogue && job.kern.fuses_epilogue;
+      if (fused) blk.epilogue = g.epilogue;
+      blk.j_origin = jc;
       for (long ic = i0; ic < i1; ic += job.blk.mc) {
         blk.mc = std::min(job.blk.mc, i1 - ic);
         blk.c = g.c + ic + jc * g.ldc;
+        blk.i_origin = ic;
         job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, blk.mc, pc, kc);
         job.kern.macro(job.kern, blk);
         // The block's final values, still in cache: the epilogue's turn.
-        if (last_k && g.epilogue) apply_epilogue(g, ic, blk.mc, jc + blk.j0, blk.j1 - blk.j0);
+        if (last_k && g.epilogue && !fused) apply_epilogue(g, ic, blk.mc, jc + blk.j0, blk.j1 - blk.j0);
       }
     }
   }
@@ -197,7 +202,7 @@ template <typename Ty>
 Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &kern, bool &direct_b) {
   WorkspaceLease ws;
   ws->shape(plan.parts.size(), plan.threads);
-  const Blocking blk = blocking_for(topology(), kern);
+  const Blocking blk = blocking_for_product(topology(), kern, g.k);
   direct_b = read_b_in_place(g, kern, blk);
   // Every buffer is sized here, before the team starts: a buffer that grows
   // is remapped, which must never happen under a thread still reading it.
@@ -257,10 +262,11 @@ using WideC = GemmTypes<typename Ty::a_type, typename Ty::b_type, Acc<Ty>, Acc<T
 // block after the first reads it back (beta = 1): a product deeper than one
 // k block would round every partial sum, several bf16 ulps off. Such a
 // product is computed into an f32 copy of C with the f32-C kernels of the
-// same datatypes, then rounded. With an epilogue, always (one k block, alpha
-// = 0 and k = 0 too): it must see the f32 sum, and C be rounded after it.
-// False (nothing done) when it needs no copy or there is no memory for one:
-// the kernels then round per k block.
+// same datatypes, then rounded. With an epilogue too (alpha = 0 and k = 0
+// as well): it must see the f32 sum, and C be rounded after it; except for
+// one k block on a family that fuses the epilogue, which applies it to each
+// tile's f32 values before rounding them. False (nothing done) when it needs
+// no copy or there is no memory for one: the kernels then round per k block.
 template <typename Ty>
 bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
   using C = typename Ty::c_type;
@@ -270,7 +276,8 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
     using Wide = WideC<Ty>;
     const ChosenKernel<Wide> &wide = chosen_kernel<Wide>();
     if (!wide.kernel || g.m == 0 || g.n == 0) return false;
-    if (!g.epilogue && (g.alpha == Acc<Ty>(0) || g.k <= blocking_for(topology(), kern).kc)) return false;
+    const bool one_k_block = g.alpha == Acc<Ty>(0) || g.k <= blocking_for_product(topology(), kern, g.k).kc;
+    if (one_k_block && (!g.epilogue || (kern.fuses_epilogue && g.alpha != Acc<Ty>(0) && g.k != 0))) return false;
     // Column blocks of C at most kWideBytes of f32 each: the copy stays
     // bounded however large C is (overcommit would let a whole-C copy of a
     // huge C be allocated, then kill the process when touched).

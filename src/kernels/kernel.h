@@ -64,6 +64,12 @@ struct MacroBlock {
   long rsb, csb;                               // its strides
   typename Ty::c_type *c;                      // C at the block's first row and column
   long ldc;
+  // Set on the last k block only, for a family that fuses_epilogue: the
+  // GEMM's epilogue, which such a macro-kernel applies to each finished
+  // tile's f32 values before it rounds and stores them, and the block's
+  // first row and column in C (the epilogue's coordinates).
+  Epilogue<typename Ty::acc_type> epilogue;
+  long i_origin, j_origin;
 };
 
 // A family may replace the loops (an AMX family configures its tiles once
@@ -83,6 +89,11 @@ struct GemmKernel {
   PackA<Ty> pack_a;
   PackB<Ty> pack_b;
   MacroKernel<Ty> macro;
+  // The macro-kernel applies MacroBlock::epilogue itself. For a C narrower
+  // than the accumulation (bf16), that is the only way a product of one k
+  // block gets its epilogue before C is rounded without an f32 copy of C
+  // (gemm.cpp's gemm_through_wide_c).
+  bool fuses_epilogue = false;
 };
 
 // The depth of a packed panel of kc logical k steps, in packed steps: kc

@@ -53,6 +53,29 @@ double seen(T x) {
 struct Case {
   float alpha, beta;
 };
+
+// An epilogue that adds offset(i, j) to C(i, j) and counts its calls per
+// element: the family's fused epilogue (gemm_family.h) must give each
+// element of C exactly once, at C's own coordinates, before rounding.
+struct AddingEpilogue {
+  long m, n;
+  std::vector<int> calls;
+  bool outside = false;
+  static float offset(long i, long j) { return float(i % 7 - 3) + 0.25f * float(j % 5); }
+  static void apply(const void *ctx, float *c, long ldc, long i0, long rows, long j0, long cols) {
+    auto *self = const_cast<AddingEpilogue *>(static_cast<const AddingEpilogue *>(ctx));
+    for (long j = 0; j < cols; ++j)
+      for (long i = 0; i < rows; ++i) {
+        const long ci = i0 + i, cj = j0 + j;
+        if (ci < 0 || ci >= self->m || cj < 0 || cj >= self->n) {
+          self->outside = true;
+          continue;
+        }
+        c[i + j * ldc] += offset(ci, cj);
+        ++self->calls[ci + cj * self->m];
+      }
+  }
+};
 // alpha = 1 with beta 0 or 1 takes the tiles' straight stores (and loads)
 // of C; the others the scratch-tile epilogue; beta = 0 with NaN in C.
 constexpr Case kCases[] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 0.0f}, {-1.5f, 0.75f}};
@@ -61,7 +84,7 @@ constexpr Case kCases[] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 0.0f}, {-1.5f, 0.7
 // GemmReport) and checks it; `family` is the family run must report.
 template <typename Ty, typename Run>
 void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *family, Trans ta, Trans tb, long m, long n,
-                   long k, Case cs) {
+                   long k, Case cs, bool with_epilogue = false) {
   using A = typename Ty::a_type;
   using B = typename Ty::b_type;
   using C = typename Ty::c_type;
@@ -80,13 +103,21 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
                        : cs.beta == 0.0f ? C(std::numeric_limits<float>::quiet_NaN())  // must not be read
                                          : C(u(rng));
   c0 = c;
-  const hcops::GemmReport rep =
-      run(hcops::GemmArgs<Ty>{ta, tb, m, n, k, cs.alpha, a.data(), lda, b.data(), ldb, cs.beta, c.data(), ldc});
+  hcops::GemmArgs<Ty> args{ta, tb, m, n, k, cs.alpha, a.data(), lda, b.data(), ldb, cs.beta, c.data(), ldc};
+  AddingEpilogue added{m, n, std::vector<int>(m * n, 0)};
+  if (with_epilogue) args.epilogue = {&AddingEpilogue::apply, &added};
+  const hcops::GemmReport rep = run(args);
   assert_string_equal(rep.family, family);
+  if (with_epilogue) {
+    if (added.outside) fail_msg("the epilogue was given elements outside C (m=%ld n=%ld k=%ld)", m, n, k);
+    for (long x = 0; x < m * n; ++x)
+      if (added.calls[x] != 1)
+        fail_msg("C(%ld,%ld) got the epilogue %d times (m=%ld n=%ld k=%ld)", x % m, x / m, added.calls[x], m, n, k);
+  }
   assert_string_equal(rep.b, "packed");
 
   // The k blocks the driver cut k into (gemm.cpp's part_blocks).
-  const hcops::Blocking blk = hcops::blocking_for(hcops::topology(), kern);
+  const hcops::Blocking blk = hcops::blocking_for_product(hcops::topology(), kern, k);
   const long kcb = hcops::balanced_block(k, blk.kc, std::lcm(8, kern.k_align));
   const long k_blocks = (k + kcb - 1) / kcb;
 
@@ -100,8 +131,9 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
         mag += std::fabs(at(i, p) * bt(p, j));
       }
       const double cin = cs.beta == 0.0f ? 0.0 : double(as_float(c0[i + j * ldc]));
-      const double want = cs.alpha * sum + cs.beta * cin;
-      const double scale = std::fabs(cs.alpha) * mag + std::fabs(cs.beta * cin);
+      const double extra = with_epilogue ? double(AddingEpilogue::offset(i, j)) : 0.0;
+      const double want = cs.alpha * sum + cs.beta * cin + extra;
+      const double scale = std::fabs(cs.alpha) * mag + std::fabs(cs.beta * cin) + std::fabs(extra);
       double bound = (double(k) * Ty::splits + 2) * std::ldexp(1.0, -24) * scale;
       if (Ty::splits == 3) bound += std::ldexp(1.0, -14) * std::fabs(cs.alpha) * mag;
       if (sizeof(C) == 2) {
@@ -127,13 +159,49 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
 constexpr long kShapes[][3] = {{1, 1, 1},    {5, 3, 7},    {15, 17, 5},  {16, 16, 32},  {17, 15, 33},
                                {32, 32, 64}, {33, 47, 65}, {31, 64, 96}, {70, 41, 300}, {45, 37, 1100}};
 
+// A bf16 C whose values are f32 denormals is rounded as bf16(float) rounds
+// them (bf16 has the same exponent range), not flushed to zero as
+// vcvtneps2bf16 would. TDPBF16PS flushes denormal sums, so they come from
+// alpha: 2^-100 * 3 * 2^-30 = 3 * 2^-130, and -2^-130 where a row's A is
+// negative, next to normal values in the same vector of the store.
+template <typename Ty, typename Run>
+void check_denormal_c(Run run, const char *family) {
+  if constexpr (sizeof(typename Ty::c_type) == 2) {
+    using A = typename Ty::a_type;
+    using B = typename Ty::b_type;
+    const long m = 37, n = 19, k = 3;  // edges in m and n
+    const float tiny = std::ldexp(1.0f, -15), alpha = std::ldexp(1.0f, -100);
+    std::vector<A> a(m * k);
+    std::vector<B> b(k * n, B(tiny));
+    for (long i = 0; i < m; ++i)
+      for (long p = 0; p < k; ++p)
+        a[i + p * m] = i % 5 == 1 ? A(p == 0 ? -tiny : 0.0f) : i % 5 == 3 ? A(1.0f) : A(tiny);
+    std::vector<bf16> c(m * n, bf16(7.0f));
+    const hcops::GemmReport rep =
+        run(hcops::GemmArgs<Ty>{Trans::N, Trans::N, m, n, k, alpha, a.data(), m, b.data(), k, 0.0f, c.data(), m});
+    assert_string_equal(rep.family, family);
+    for (long j = 0; j < n; ++j)
+      for (long i = 0; i < m; ++i) {
+        const float want = i % 5 == 1   ? -std::ldexp(1.0f, -130)
+                           : i % 5 == 3 ? 3 * tiny * alpha
+                                        : 3 * std::ldexp(1.0f, -130);
+        const float got = float(c[i + j * m]);
+        if (got != want) fail_msg("denormal C(%ld,%ld) = %g, want %g", i, j, double(got), double(want));
+      }
+  }
+}
+
 // Every shape, transpose and alpha/beta case for datatypes Ty.
 template <typename Ty, typename Run>
 void check_all(const hcops::GemmKernel<Ty> &kern, Run run, const char *family) {
   for (const auto &s : kShapes)
     for (Trans ta : {Trans::N, Trans::T})
       for (Trans tb : {Trans::N, Trans::T})
-        for (const Case &cs : kCases) check_product<Ty>(kern, run, family, ta, tb, s[0], s[1], s[2], cs);
+        for (const Case &cs : kCases) {
+          check_product<Ty>(kern, run, family, ta, tb, s[0], s[1], s[2], cs);
+          check_product<Ty>(kern, run, family, ta, tb, s[0], s[1], s[2], cs, true);
+        }
+  check_denormal_c<Ty>(run, family);
 }
 
 }  // namespace amx_check

@@ -47,6 +47,7 @@ extern "C" {
 
 #include "common/team.h"
 #include "output_ops_ref.h"
+#include "gemm/blocking.h"
 #include "gemm/fp32_math.h"
 #include "gemm/gemm.h"
 #include "gemm/gemm_with.h"
@@ -127,7 +128,8 @@ double round_bf16(double x) {
 double bf16_ulp(double x) { return x == 0 ? 0x1p-133 : std::ldexp(1.0, std::ilogb(x) - 7); }
 
 // The datatypes whose kernels compute: a bf16 C with an epilogue goes
-// through an f32 copy, computed with the f32-C kernels of the same inputs.
+// through an f32 copy, computed with the f32-C kernels of the same inputs,
+// unless its family fuses the epilogue and k fits one block (gemm.cpp).
 template <typename Ty>
 using Computing =
     hcops::GemmTypes<typename Ty::a_type, typename Ty::b_type, typename Ty::acc_type, typename Ty::acc_type,
@@ -430,7 +432,10 @@ void test_every_op(void **) {
 // without beta.
 template <typename Ty>
 void test_exactly_once(void **) {
-  const long shapes[][3] = {{1, 1, 1}, {17, 13, 7}, {300, 257, 129}, {61, 45, 2101}, {97, 400, 520}};
+  // k = 4133: deeper than a bf16 C takes in one block on any family
+  // (blocking.h's kNarrowCMaxKc), so through the f32 copy of C.
+  const long shapes[][3] = {{1, 1, 1}, {17, 13, 7}, {300, 257, 129}, {61, 45, 2101}, {97, 400, 520}, {33, 21, 4133}};
+  static_assert(4133 > hcops::kNarrowCMaxKc, "a k deeper than a bf16 C's one block");
   bool two_threads = false;
   for (const auto &s : shapes)
     for (int t = 0; t < 4; ++t) {

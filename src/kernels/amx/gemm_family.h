@@ -2,9 +2,10 @@
 // (tiles_hw.h, the instructions; kernels/amx/ukernel.cpp, what the registry
 // lists) or EmulatedTiles (tiles_emulated.h, the SDM's semantics in
 // software; what the tests run on CPUs without AMX). Everything else,
-// packing, tile configuration, the blocked loops, edges, alpha/beta and the
-// bf16 rounding of C, is this one code, compiled with AVX-512 (F, BW, VL,
-// DQ, BF16) flags.
+// packing, tile configuration, the blocked loops, edges, alpha/beta, the
+// GEMM's epilogue (fused: applied to each tile's f32 values on the last k
+// block, so a bf16 C needs no f32 copy) and the bf16 rounding of C, is this
+// one code, compiled with AVX-512 (F, BW, VL, DQ, BF16) flags.
 //
 // Layout: the tiles compute C^T, so that a result tile's rows are columns
 // of the column-major C and store there directly (stride ldc):
@@ -36,6 +37,7 @@
 
 #include "common/dtype.h"
 #include "kernels/amx/tile_config.h"
+#include "kernels/avx512_bf16/convert.h"
 #include "kernels/kernel.h"
 #include "kernels/pack_pairs.h"
 
@@ -55,6 +57,72 @@ inline const TileConfig &block_config() {
 }
 
 // ---- packing
+
+// GCC 12's AVX-512 headers start some intrinsics from a self-initialised
+// "undefined" vector, which -Wmaybe-uninitialized reports once inlined here
+// (GCC bug 105593, fixed in 13), or -Wuninitialized for the unpacks of a
+// transpose: nothing of ours is uninitialised.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// r[t] (row t, 16 dwords) becomes column t: a 16 x 16 transpose of dwords.
+inline void transpose_16x16_epi32(__m512i *r) {
+  __m512i t[16], u[16];
+  // t[2i]: in 128-bit lane L, columns 4L and 4L + 1 of rows 2i and 2i + 1,
+  // interleaved; t[2i + 1]: columns 4L + 2 and 4L + 3.
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4g + s]: in lane L, column 4L + s of rows 4g .. 4g + 3.
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  // Column 4L + s gathers lane L of u[s], u[4 + s], u[8 + s], u[12 + s].
+  for (int s = 0; s < 4; ++s) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[s], u[4 + s], 0x88), w0 = _mm512_shuffle_i32x4(u[8 + s], u[12 + s], 0x88);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[s], u[4 + s], 0xdd), w1 = _mm512_shuffle_i32x4(u[8 + s], u[12 + s], 0xdd);
+    r[s] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+    r[8 + s] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
+    r[4 + s] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+    r[12 + s] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
+  }
+}
+
+// One B panel of op(B) = B^T in bf16 (the weight gradient's second operand):
+// row k of B holds the panel's columns side by side. Two rows (k = 2q, 2q +
+// 1) interleave into one dword per column, the pair row of pack_pairs.h's
+// layout; sixteen of them, transposed as dwords, give 16 columns of one
+// chunk ([n][32 bf16]). Zero past kc and past `cols`.
+inline void pack_b_transposed_panel(bf16 *__restrict dst, const bf16 *__restrict b, long ldb, long kc, long cols) {
+  alignas(64) static constexpr uint16_t kInterleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                           8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i idx = _mm512_load_si512(kInterleave);
+  for (long k0 = 0; k0 < kc; k0 += kChunk) {
+    bf16 *chunk = dst + k0 / kChunk * (kNr * kChunk);
+    for (int h = 0; h < 2; ++h) {  // columns 16 h .. 16 h + 15
+      const long n_left = cols - 16 * h;
+      if (n_left <= 0) break;  // the panel's zeros stay
+      const __mmask16 nmask = n_left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n_left) - 1);
+      __m512i r[16];
+      for (int q = 0; q < 16; ++q) {
+        const long k = k0 + 2 * q;
+        const __m512i lo = k < kc ? _mm512_zextsi256_si512(_mm256_maskz_loadu_epi16(nmask, b + 16 * h + k * ldb))
+                                  : _mm512_setzero_si512();
+        const __m512i hi = k + 1 < kc
+                               ? _mm512_zextsi256_si512(_mm256_maskz_loadu_epi16(nmask, b + 16 * h + (k + 1) * ldb))
+                               : _mm512_setzero_si512();
+        r[q] = _mm512_permutex2var_epi16(lo, idx, hi);  // dword n: (B(k, n), B(k + 1, n))
+      }
+      transpose_16x16_epi32(r);  // r[n]: the 16 pairs of column 16 h + n
+      for (int n = 0; n < 16; ++n) _mm512_storeu_si512(chunk + (16 * h + n) * kChunk, r[n]);
+    }
+  }
+}
 
 // op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc / NR) panels, each
 // packed_steps(kc, S, 32) / 32 chunks of [NR][32] bf16: packed step t of
@@ -99,6 +167,8 @@ void pack_b_tiles(bf16 *__restrict dst, const Src *__restrict b, long ldb, Trans
           for (int s = 0; s < S; ++s) d[slot(k / 2, s, k % 2)] = slots[s];
         }
       }
+    } else if constexpr (S == 1 && std::is_same_v<Src, bf16>) {
+      pack_b_transposed_panel(dst, b + (j0 + jr) + p0 * ldb, ldb, kc, cols);
     } else {
       // op(B) = B^T: row k of B holds the panel's columns side by side.
       for (long k = 0; k < kc; ++k) {
@@ -126,14 +196,48 @@ inline __m512i load_column(const float *p, __mmask32 mask) {
   return v;
 }
 
+// op(A) = A^T of bf16 (nn.Linear's weight in the forward product): row i of
+// op(A) is contiguous in k, so each of its k pairs is one dword, and a pair
+// row (32 m x 2) is a column of dwords across 32 rows. Sixteen rows by 16
+// pairs at a time: 16 loads, a dword transpose, 16 stores.
+inline void pack_a_transposed(bf16 *__restrict dst, const bf16 *__restrict a, long lda, long i0, long mc, long p0,
+                              long kc) {
+  const long depth = packed_steps(kc, 1, kChunk), pairs = (kc + 1) / 2;
+  for (long ir = 0; ir < mc; ir += kMr, dst += kMr * depth) {
+    const long rows = std::min<long>(kMr, mc - ir);
+    long q0 = 0;
+    for (; q0 < pairs; q0 += 16) {  // pairs q0 .. q0 + 15: k from 2 q0, 32 values, zero past kc
+      const long left = kc - 2 * q0;
+      const __mmask32 kmask = left >= 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << left) - 1);
+      for (int h = 0; h < 2; ++h) {  // rows 16 h .. 16 h + 15 of the panel
+        __m512i r[16];
+        for (int t = 0; t < 16; ++t) {
+          const long row = 16 * h + t;
+          r[t] = row < rows ? _mm512_maskz_loadu_epi16(kmask, a + p0 + 2 * q0 + (i0 + ir + row) * lda)
+                            : _mm512_setzero_si512();
+        }
+        transpose_16x16_epi32(r);
+        for (int q = 0; q < 16; ++q) _mm512_storeu_si512(dst + (q0 + q) * 2 * kMr + 32 * h, r[q]);
+      }
+    }
+    std::memset(static_cast<void *>(dst + q0 * 2 * kMr), 0, sizeof(bf16) * kMr * (depth - 2 * q0));
+  }
+}
+
 // op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc / MR) panels in pack_pairs.h's
 // pair layout (MR = 32, depth packed_steps(kc, S, 32)). For op(A) = A
 // without splits, a pair row interleaves two columns of A, each 32
-// contiguous values: two loads and two vpermt2w per pair. The rest through
-// the portable loops.
+// contiguous values: two loads and two vpermt2w per pair; bf16 A^T goes by
+// dword transposes. The rest through the portable loops.
 template <typename Src, int S>
 void pack_a_tiles(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans ta, long i0, long mc, long p0,
                   long kc) {
+  if constexpr (S == 1 && std::is_same_v<Src, bf16>) {
+    if (ta == Trans::T) {
+      pack_a_transposed(dst, a, lda, i0, mc, p0, kc);
+      return;
+    }
+  }
   if (S != 1 || ta != Trans::N) {
     pack_a_pairs<Src, kMr, S, kChunk>(dst, a, lda, ta, i0, mc, p0, kc);
     return;
@@ -160,12 +264,6 @@ void pack_a_tiles(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans
 
 // ---- the epilogue: C = alpha * acc + beta * C on one result tile
 
-// GCC 12's AVX-512 headers start some intrinsics from a self-initialised
-// "undefined" vector, which -Wmaybe-uninitialized reports once inlined here
-// (GCC bug 105593, fixed in 13): nothing of ours is uninitialised.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 inline __m512 load_c(const float *c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, c); }
 inline __m512 load_c(const bf16 *c, __mmask16 mask) {
   const __m256i h = _mm256_maskz_loadu_epi16(mask, c);
@@ -173,15 +271,9 @@ inline __m512 load_c(const bf16 *c, __mmask16 mask) {
 }
 inline void store_c(float *c, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(c, mask, v); }
 // Rounded to nearest even exactly as bf16(float) (common/dtype.h), NaN kept
-// and quietened, f32 denormals rounded rather than flushed as
-// vcvtneps2bf16 would.
+// and quietened, f32 denormals rounded, not flushed (convert.h).
 inline void store_c(bf16 *c, __mmask16 mask, __m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
-  _mm256_mask_storeu_epi16(c, mask, _mm512_cvtepi32_epi16(r));
+  _mm256_mask_storeu_epi16(c, mask, avx512_bf16::to_bf16(v));
 }
 
 // acc: a stored result tile, row j = column j of C, 16 f32 each. Only C's
@@ -197,7 +289,33 @@ void epilogue(const float *acc, float alpha, float beta, C *c, long ldc, int m, 
   }
 }
 
+// For a fused epilogue: acc = alpha * acc + beta * C in place, then `ep` on
+// it (column j of the block at acc + 16 j: leading dimension 16; C(i0, j0)
+// its first element), then rounded and stored as C.
+template <typename C>
+void fused_epilogue(float *acc, float alpha, float beta, C *c, long ldc, int m, int n, const Epilogue<float> &ep,
+                    long i0, long j0) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << m) - 1);
+  if (alpha != 1.0f || beta != 0.0f) {
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int j = 0; j < n; ++j) {
+      __m512 v = _mm512_mul_ps(va, _mm512_load_ps(acc + j * 16));
+      if (beta != 0.0f) v = _mm512_fmadd_ps(vb, load_c(c + j * ldc, mask), v);
+      _mm512_store_ps(acc + j * 16, v);
+    }
+  }
+  ep.apply(ep.ctx, acc, 16, i0, m, j0, n);
+  for (int j = 0; j < n; ++j) store_c(c + j * ldc, mask, _mm512_load_ps(acc + j * 16));
+}
+
 #pragma GCC diagnostic pop
+
+// The GEMM's epilogue, for the last k block, and where the block of C at
+// hand sits in C.
+struct FusedEpilogue {
+  Epilogue<float> ep;
+  long i0 = 0, j0 = 0;
+};
 
 // ---- one 32 x 32 block of C from an A panel and a B panel kc packed steps deep
 
@@ -207,6 +325,7 @@ struct BlockOfC {
   C *c;
   long ldc;
   int m, n;  // C's rows and columns inside the block (edges: fewer than 32)
+  const FusedEpilogue &fused;
 
   // Result tile T = 2 nt + mt covers C's rows 16 mt.. and columns 16 nt..
   static constexpr int nt(int t) { return t / 2; }
@@ -217,7 +336,7 @@ struct BlockOfC {
   // Whether tile t goes to C by the tile store itself.
   bool direct(int t) const {
     return std::is_same_v<C, float> && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && rows_in(t) == 16 &&
-           cols_in(t) == 16;
+           cols_in(t) == 16 && !fused.ep;
   }
 
   template <int T>
@@ -234,16 +353,20 @@ struct BlockOfC {
     }
     alignas(64) float scratch[kTileRows * 16];
     Tiles::template store<T>(scratch, kTileBytes);
-    epilogue(scratch, alpha, beta, at(T), ldc, rows_in(T), cols_in(T));
+    if (fused.ep)
+      fused_epilogue(scratch, alpha, beta, at(T), ldc, rows_in(T), cols_in(T), fused.ep, fused.i0 + 16 * mt(T),
+                     fused.j0 + 16 * nt(T));
+    else epilogue(scratch, alpha, beta, at(T), ldc, rows_in(T), cols_in(T));
   }
 };
 
 // Tiles configured by the caller (block_config()). a: an A panel (kMr rows
 // in pairs), b: a B panel (kNr columns), both kc packed steps deep, kc a
-// multiple of 32.
+// multiple of 32. `fused`: the epilogue for the block at (i0, j0) of C, if any.
 template <typename Tiles, typename C>
-void tile_block(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, C *c, long ldc, int m, int n) {
-  const BlockOfC<Tiles, C> out{alpha, beta, c, ldc, m, n};
+void tile_block(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, C *c, long ldc, int m, int n,
+                const FusedEpilogue &fused = FusedEpilogue{}) {
+  const BlockOfC<Tiles, C> out{alpha, beta, c, ldc, m, n, fused};
   // A block on the edge skips the tiles that hold no part of C.
   const bool m1 = m > 16, n1 = n > 16;
   out.template start<0>();
@@ -286,8 +409,9 @@ void macro(const GemmKernel<Ty> &, const MacroBlock<Ty> &blk) {
     const bf16 *bpanel = blk.b_packed + jr * blk.kc;
     for (long ir = 0; ir < blk.mc; ir += kMr) {
       const int nrows = static_cast<int>(std::min<long>(kMr, blk.mc - ir));
+      const FusedEpilogue fused{blk.epilogue, blk.i_origin + ir, blk.j_origin + jr};
       tile_block<Tiles>(blk.kc, blk.alpha, blk.a + ir * blk.kc, bpanel, blk.beta, blk.c + ir + jr * blk.ldc, blk.ldc,
-                        nrows, ncols);
+                        nrows, ncols, fused);
     }
   }
   Tiles::release();
@@ -322,6 +446,7 @@ constexpr GemmKernel<Ty> tile_kernel() {
       .pack_a = &pack_a_tiles<typename Ty::a_type, Ty::splits>,
       .pack_b = &pack_b_tiles<typename Ty::b_type, Ty::splits>,
       .macro = &macro<Tiles, Ty>,
+      .fuses_epilogue = true,
   };
 }
 
