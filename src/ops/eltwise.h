@@ -26,4 +26,8 @@ void silu_forward(const bf16 *x, bf16 *y, int64_t n);
 void silu_backward(const float *dy, const float *x, float *dx, int64_t n);
 void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n);
 
+// y = bf16(x), rounded to nearest even as common/dtype.h's bf16(float) (NaN
+// quietened, denormals kept): a bf16 operand for the next product.
+void to_bf16(const float *x, bf16 *y, int64_t n);
+
 }  // namespace hcops::ops

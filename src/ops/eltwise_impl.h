@@ -176,6 +176,16 @@ void silu_backward(const T *dy, const T *x, T *dx, int64_t n) {
   map_grad<F>(dy, x, dx, n, [](V<F> v) { return silu_grad<F>(v); });
 }
 
+template <class F>
+void to_bf16(const float *x, bf16 *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + F::lanes <= n; i += F::lanes) store<F>(y + i, load<F>(x + i));
+  if (i < n) {
+    const auto m = F::mask(static_cast<int>(n - i));
+    store<F>(y + i, load<F>(x + i, m), m);
+  }
+}
+
 }  // namespace hcops::ops::eltwise
 
 // The entry points of one family: defined in ops/<family>/eltwise.cpp
@@ -193,5 +203,6 @@ void silu_backward(const T *dy, const T *x, T *dx, int64_t n) {
   void silu_backward(const float *dy, const float *x, float *dx, int64_t n)                           \
       BODY(silu_backward, dy, x, dx, n)                                                                \
   void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n)                              \
-      BODY(silu_backward, dy, x, dx, n)
+      BODY(silu_backward, dy, x, dx, n)                                                                \
+  void to_bf16(const float *x, bf16 *y, int64_t n) BODY(to_bf16, x, y, n)
 // clang-format on

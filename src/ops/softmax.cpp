@@ -33,6 +33,14 @@ void backward(const T *dy, const T *y, T *dx, int64_t rows, int64_t cols, bool l
 
 void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool log) { forward(x, y, rows, cols, log); }
 void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log) { forward(x, y, rows, cols, log); }
+void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
+  switch (family()) {
+    case Family::avx512: return avx512::softmax_forward(x, y, rows, cols, lse, ld_lse);
+    case Family::avx2: return avx2::softmax_forward(x, y, rows, cols, lse, ld_lse);
+    case Family::generic: break;
+  }
+  generic::softmax_forward(x, y, rows, cols, lse, ld_lse);
+}
 void softmax_backward(const float *dy, const float *y, float *dx, int64_t rows, int64_t cols, bool log) {
   backward(dy, y, dx, rows, cols, log);
 }

@@ -13,6 +13,9 @@ namespace hcops::ops {
 // y = softmax(x) (log = false) or log_softmax(x) (log = true), row by row.
 void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool log);
 void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log);
+// Softmax rows and their logsumexp, max + log(sum exp(x - max)), into
+// lse[i * ld_lse] (NaN where the row's softmax is NaN), as attention needs.
+void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse);
 
 // From the forward's output y, as PyTorch's _softmax_backward_data and
 // _log_softmax_backward_data: softmax dx = y * (dy - sum(dy * y));

@@ -10,6 +10,7 @@
 #define HCOPS_OPS_SOFTMAX_API                                                                              \
   void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool log);                    \
   void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log);                      \
+  void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse);  \
   void softmax_backward(const float *dy, const float *y, float *dx, int64_t rows, int64_t cols, bool log); \
   void softmax_backward(const bf16 *dy, const bf16 *y, bf16 *dx, int64_t rows, int64_t cols, bool log);
 

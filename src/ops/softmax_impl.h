@@ -23,11 +23,13 @@ namespace hcops::ops::rows {
 // (storing them in y would round them twice); longer rows compute them again.
 constexpr int64_t kSoftmaxScratch = 8192;
 
-// y = exp(x - max) * (1 / sum exp(x - max)), as PyTorch: one reciprocal per row.
+// y = exp(x - max) * (1 / sum exp(x - max)), as PyTorch: one reciprocal per
+// row; and max + log(sum) into *lse when asked.
 template <class F, class T>
-void softmax_row(const T *x, T *y, int64_t n, float *scratch) {
+void softmax_row(const T *x, T *y, int64_t n, float *scratch, float *lse = nullptr) {
   using V = typename F::V;
-  const V vmax = F::set1(max<F>(x, n));
+  const float row_max = max<F>(x, n);
+  const V vmax = F::set1(row_max);
   // Where exp(x - max) is kept for the scaling pass: y itself when it is f32.
   float *e = nullptr;
   if constexpr (std::is_same_v<T, float>) e = y;
@@ -37,6 +39,7 @@ void softmax_row(const T *x, T *y, int64_t n, float *scratch) {
     if (e) store<F>(e + j, v, part);
     return keep<F>(v, part, 0.0f);
   });
+  if (lse) *lse = row_max + std::log(s);
   const V inv = F::set1(1.0f / s);
   if (e) {
     each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::mul(load<F>(e + j, part), inv), part); });
@@ -89,6 +92,12 @@ void softmax_forward(const T *x, T *y, int64_t rows, int64_t cols, bool log) {
   }
   alignas(64) float scratch[std::is_same_v<T, float> ? 1 : kSoftmaxScratch];
   for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch);
+}
+
+template <class F>
+void softmax_forward_lse(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
+  if (cols <= 0) return;
+  for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, nullptr, lse + i * ld_lse);
 }
 
 template <class F, class T>

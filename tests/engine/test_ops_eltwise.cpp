@@ -320,6 +320,33 @@ void test_reference_forms(void **) {
   }
 }
 
+// to_bf16 (attention's bf16 operands): bit for bit common/dtype.h's
+// bf16(float) (round to nearest even, NaN quietened, denormals rounded,
+// not flushed) on every length to 100 (vector bodies and masked tails),
+// never past n.
+void test_to_bf16(void **) {
+  std::mt19937 rng(7);
+  std::vector<float> x(100);
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t bits = rng();
+    if (i % 5 == 1) bits &= 0x807fffffu;  // denormal (or zero)
+    std::memcpy(&x[i], &bits, sizeof bits);
+  }
+  x[3] = std::numeric_limits<float>::infinity();
+  x[4] = -std::numeric_limits<float>::quiet_NaN();
+  x[7] = std::numeric_limits<float>::signaling_NaN();
+  x[8] = 1.0f + 0x1p-8f;  // a tie: to even
+  for (size_t n = 0; n <= x.size(); ++n) {
+    std::vector<hcops::bf16> y(n + 1, hcops::bf16(5.0f));
+    hcops::ops::to_bf16(x.data(), y.data(), int64_t(n));
+    for (size_t i = 0; i < n; ++i)
+      if (y[i].bits != hcops::bf16(x[i]).bits)
+        fail_msg("to_bf16(%a) = 0x%04x, bf16(float) 0x%04x (n=%zu)", double(x[i]), y[i].bits,
+                 hcops::bf16(x[i]).bits, n);
+    assert_true(float(y[n]) == 5.0f);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -332,6 +359,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gelu_erf_bf16),  cmocka_unit_test(test_gelu_erf_backward_bf16),
       cmocka_unit_test(test_gelu_tanh_bf16), cmocka_unit_test(test_gelu_tanh_backward_bf16),
       cmocka_unit_test(test_silu_bf16),      cmocka_unit_test(test_silu_backward_bf16),
+      cmocka_unit_test(test_to_bf16),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -214,6 +214,43 @@ void test_special_rows(void **) {
   special_rows<bf16>(true);
 }
 
+// The softmax with each row's logsumexp (attention's forward): the same
+// probabilities, bit for bit, as softmax_forward, and lse = max + log(sum
+// exp(x - max)) within (K + 8) u (1 + |lse|) of the f64 value, written at
+// lse[i * ld_lse] only; NaN where the row's softmax is NaN.
+void test_forward_lse(void **) {
+  Checker c("softmax forward with logsumexp");
+  const double u = 0x1p-24;
+  for (int64_t cols : {int64_t(1), int64_t(17), int64_t(256), int64_t(1152), int64_t(8200)}) {
+    const int64_t rows = 9, ld_lse = 3;
+    for (const Scale &sc : kScales) {
+      std::vector<float> x = random_rows<float>(rows, cols, sc.scale, sc.offset, unsigned(cols));
+      x[size_t(cols / 2)] = NAN;                                // row 0: NaN
+      x[size_t(2 * cols - 1)] = INFINITY;                       // row 1: +Inf
+      for (int64_t j = 0; j < cols; ++j) x[size_t(2 * cols + j)] = -INFINITY;  // row 2: all -Inf
+      std::vector<float> y(x.size()), want(x.size()), lse(size_t(rows * ld_lse), 12345.0f);
+      hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, lse.data(), ld_lse);
+      hcops::ops::softmax_forward(x.data(), want.data(), rows, cols, false);
+      c.require(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, "probabilities differ");
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t g = 1; g < ld_lse; ++g) c.require(lse[size_t(i * ld_lse + g)] == 12345.0f, "written past lse");
+        const float got = lse[size_t(i * ld_lse)];
+        if (i < 3) {
+          c.require(std::isnan(got), "NaN/Inf row: lse not NaN");
+          continue;
+        }
+        double m = -kInf, sum = 0;
+        for (int64_t j = 0; j < cols; ++j) m = std::max(m, double(x[size_t(i * cols + j)]));
+        for (int64_t j = 0; j < cols; ++j) sum += std::exp(double(x[size_t(i * cols + j)]) - m);
+        const double r = m + std::log(sum);
+        c.value(got, r, (reduction_k(cols) + 8) * u * (1 + std::fabs(r)), 1 + std::fabs(r), false, "%s row %ld cols %ld",
+                sc.label, long(i), long(cols));
+      }
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
 // cols == 0 or rows == 0: nothing is read or written.
 void test_empty(void **) {
   for (bool log : {false, true}) {
@@ -294,6 +331,7 @@ int main() {
       cmocka_unit_test(test_family),       cmocka_unit_test(test_forward_f32),     cmocka_unit_test(test_forward_bf16),
       cmocka_unit_test(test_backward_f32), cmocka_unit_test(test_backward_bf16),   cmocka_unit_test(test_special_rows),
       cmocka_unit_test(test_empty),        cmocka_unit_test(test_exp_nonpositive), cmocka_unit_test(test_long_rows),
+      cmocka_unit_test(test_forward_lse),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

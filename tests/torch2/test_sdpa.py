@@ -6,9 +6,8 @@ contiguous: copied), L != S, L and S not multiples of the query block, a
 custom scale, is_causal; NaN in a query; the output, its strides, the
 logsumexp and the gradients of q, k and v. f32: within 2e-6 of stock relative
 to the tensor's largest value (both sum in f32 in different orders); bf16:
-within 2^-6 relative (HCOps computes in f32 and rounds once; stock rounds
-the probabilities to bf16 before its second product, so stock is the less
-exact side). Left to PyTorch, counted, with the reason under HCOPS_VERBOSE:
+within 2^-6 relative (both round the probabilities and their gradients to
+bf16 for their products and sum in f32, in different orders and blocks). Left to PyTorch, counted, with the reason under HCOPS_VERBOSE:
 dropout (which the wheel's kernel rejects), an attention mask, is_causal
 with L != S, f64. Deliberately not stock's (shim/torch/attention.cpp): a
 strided last dimension (the wheel's kernel is wrong there: the reference is

@@ -14,6 +14,9 @@ void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool 
 void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log) {
   rows::softmax_forward<F>(x, y, rows, cols, log);
 }
+void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
+  rows::softmax_forward_lse<F>(x, y, rows, cols, lse, ld_lse);
+}
 void softmax_backward(const float *dy, const float *y, float *dx, int64_t rows, int64_t cols, bool log) {
   rows::softmax_backward<F>(dy, y, dx, rows, cols, log);
 }
