@@ -12,7 +12,8 @@ FLOP rate of the step against hcops-peak's, and where HCOps' step spends its
 time (one verbose step read by hcops-prof).
 
   HCOPS_RUN=build/tools/hcops-run perf/dit/torch2_step.py --python build/torch2-venv/bin/python \
-      [--model S] [--batch 8] [--rounds 5] [--steps 3] [--csv doc/perf/torch2_dit_S.csv]
+      [--model S] [--batch 8] [--rounds 5] [--steps 3] [--csv doc/perf/torch2_dit_S.csv] [--png F.png]
+  perf/dit/torch2_step.py --replot doc/perf/torch2_dit_S.csv --png doc/perf/torch2_dit_S.png
 """
 import argparse
 import json
@@ -24,7 +25,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/, for benchlib
 from benchlib.build import BUILD  # noqa: E402
 from benchlib.child import child_env, json_result, run  # noqa: E402
-from benchlib.report import cpu_model, load_average, write_csv  # noqa: E402
+from benchlib.report import cpu_model, load_average, pyplot, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
 
 DIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dit.py")
@@ -68,9 +69,39 @@ def run_dit(python, prefix, args, amp, env, steps, warmup):
     return json_result(proc), proc.stderr
 
 
+CSV_COLUMNS = ["model", "batch", "threads", "torch", "dtype", "round", "variant", "position", "step", "time_s", "loss",
+               "round_ratio"]
+
+
+def plot(rows, path, cpu):
+    """Median step time of stock and hcops-run per dtype (bars), with the median
+    of the per-round ratios above hcops' bar; rows as the CSV's."""
+    plt = pyplot()
+    if not plt:
+        return
+    col = {c: i for i, c in enumerate(CSV_COLUMNS)}
+    dtypes = list(dict.fromkeys(r[col["dtype"]] for r in rows))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for x, dt in enumerate(dtypes):
+        mine = [r for r in rows if r[col["dtype"]] == dt]
+        ratio = statistics.median({int(r[col["round"]]): float(r[col["round_ratio"]]) for r in mine}.values())
+        for off, name, color in ((-0.2, "stock", "tab:gray"), (0.2, "hcops", "tab:blue")):
+            med = statistics.median(float(r[col["time_s"]]) for r in mine if r[col["variant"]] == name)
+            ax.bar(x + off, med, 0.4, color=color, label=name if x == 0 else None)
+            if name == "hcops":
+                ax.text(x + off, med, f"{ratio:.2f}x", ha="center", va="bottom")
+    ax.set_xticks(range(len(dtypes)), dtypes)
+    ax.set_ylabel("median step time (s)")
+    first = rows[0]
+    ax.set_title(f"DiT-{first[col['model']]}/2, batch {first[col['batch']]}, {first[col['threads']]} threads, "
+                 f"torch {first[col['torch']]}\n{cpu}", fontsize=9)
+    ax.legend()
+    save_plot(fig, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--python", required=True, help="the venv's python (torch 2.x)")
+    ap.add_argument("--python", help="the venv's python (torch 2.x); required unless --replot")
     ap.add_argument("--model", choices=sorted(SHAPES) + ["mini"], default="S")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
@@ -82,7 +113,19 @@ def main():
                     help="dit.py's attention: sdpa (F.scaled_dot_product_attention, as timm's Attention in 2.x; "
                     "the default) or matmul")
     ap.add_argument("--csv")
+    ap.add_argument("--png", help="a bar chart of the median step times")
+    ap.add_argument("--replot", metavar="CSV", help="only draw --png from a CSV this script wrote")
     args = ap.parse_args()
+    if args.replot:
+        if not args.png:
+            ap.error("--replot draws into --png")
+        import csv
+        with open(args.replot) as f:
+            rows = list(csv.reader(f))[1:]
+        plot(rows, args.png, cpu_model())
+        return 0
+    if not args.python:
+        ap.error("--python is required")
     hcops_run = os.environ.get("HCOPS_RUN", os.path.join(BUILD, "tools", "hcops-run"))
     env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
     torch_version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
@@ -135,9 +178,10 @@ def main():
                               text=True)
         print(prof.stdout)
     if args.csv:
-        write_csv(args.csv, ["model", "batch", "threads", "torch", "dtype", "round", "variant", "position", "step",
-                             "time_s", "loss", "round_ratio"], rows)
+        write_csv(args.csv, CSV_COLUMNS, rows)
         print(f"wrote {args.csv}")
+    if args.png:
+        plot(rows, args.png, cpu_model())
     return 0 if ok else 1
 
 
