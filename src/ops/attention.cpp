@@ -8,8 +8,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/cpu_features.h"
 #include "gemm/fp32_math.h"
 #include "gemm/gemm.h"
+#include "kernels/registry.h"
 #include "ops/eltwise.h"
 #include "ops/softmax.h"
 
@@ -45,12 +47,30 @@ void rm_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   else gemm(g);
 }
 
+// Whether bf16 slices multiply bf16 operands: where the family that serves
+// the bf16 GEMMs has bf16 instructions (AMX, AVX512_BF16). Elsewhere that is
+// the generic family's portable loops, slower than widening the slice to
+// f32 for the f32 kernels (AVX2, AVX-512 without BF16); HCOPS_ISA chooses
+// as for every GEMM.
+bool native_bf16_products() {
+  static const bool native = [] {
+    constexpr uint64_t bf16_isa = kAvx512Bf16 | kAmxBf16;
+    const ChosenKernel<Bf16Gemm> &in = chosen_kernel<Bf16Gemm>();
+    const ChosenKernel<Bf16Bf16Gemm> &out = chosen_kernel<Bf16Bf16Gemm>();
+    return in.kernel && out.kernel && (in.family->needs & bf16_isa) && (out.family->needs & bf16_isa);
+  }();
+  return native;
+}
+
 // Per-thread buffers, grown as needed and kept: a slice's call allocates
 // nothing after the first.
 struct Buffers {
   std::vector<float> s, p, dp, ds;  // query_block(S) x S
   std::vector<bf16> p16, ds16;      // p and ds rounded, for bf16 slices
   std::vector<float> dk, dv;        // S x E accumulators
+  // A bf16 slice widened to f32 (without native bf16 products): q, k, v,
+  // dO and the results, (L or S) x E each.
+  std::vector<float> wq, wk, wv, wdo, wo, wdq, wdk, wdv;
 };
 Buffers &buffers() {
   thread_local Buffers b;
@@ -134,13 +154,48 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
   store_rows(dv, S, E, a.dv, a.ld_dv);
 }
 
+// Rows of a bf16 slice as f32 (E contiguous), and back, rounded once.
+float *widened(const bf16 *x, int64_t ld, int64_t rows, int64_t E, std::vector<float> &buf) {
+  float *y = sized(buf, rows * E);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t e = 0; e < E; ++e) y[r * E + e] = float(x[r * ld + e]);
+  return y;
+}
+
+void forward_widened(const AttentionSlice<bf16> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
+  Buffers &buf = buffers();
+  float *out = sized(buf.wo, L * E);
+  const AttentionSlice<float> w{widened(a.q, a.ld_q, L, E, buf.wq), widened(a.k, a.ld_k, S, E, buf.wk),
+                                widened(a.v, a.ld_v, S, E, buf.wv), E, E, E, out, E, a.lse, a.ld_lse};
+  forward(w, L, S, E, scale, causal);
+  store_rows(out, L, E, a.out, a.ld_out);
+}
+
+void backward_widened(const AttentionGradSlice<bf16> &a, int64_t L, int64_t S, int64_t E, float scale,
+                      bool causal) {
+  Buffers &buf = buffers();
+  float *dq = sized(buf.wdq, L * E), *dk = sized(buf.wdk, S * E), *dv = sized(buf.wdv, S * E);
+  const AttentionGradSlice<float> w{widened(a.q, a.ld_q, L, E, buf.wq),
+                                    widened(a.k, a.ld_k, S, E, buf.wk),
+                                    widened(a.v, a.ld_v, S, E, buf.wv),
+                                    widened(a.dout, a.ld_dout, L, E, buf.wdo),
+                                    E, E, E, E, a.lse, a.ld_lse, dq, dk, dv, E, E, E};
+  backward(w, L, S, E, scale, causal);
+  store_rows(dq, L, E, a.dq, a.ld_dq);
+  store_rows(dk, S, E, a.dk, a.ld_dk);
+  store_rows(dv, S, E, a.dv, a.ld_dv);
+}
+
 }  // namespace
+
+bool attention_bf16_products() { return native_bf16_products(); }
 
 void attention_forward(const AttentionSlice<float> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
   forward(a, L, S, E, scale, causal);
 }
 void attention_forward(const AttentionSlice<bf16> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
-  forward(a, L, S, E, scale, causal);
+  if (native_bf16_products()) forward(a, L, S, E, scale, causal);
+  else forward_widened(a, L, S, E, scale, causal);
 }
 void attention_backward(const AttentionGradSlice<float> &a, int64_t L, int64_t S, int64_t E, float scale,
                         bool causal) {
@@ -148,7 +203,8 @@ void attention_backward(const AttentionGradSlice<float> &a, int64_t L, int64_t S
 }
 void attention_backward(const AttentionGradSlice<bf16> &a, int64_t L, int64_t S, int64_t E, float scale,
                         bool causal) {
-  backward(a, L, S, E, scale, causal);
+  if (native_bf16_products()) backward(a, L, S, E, scale, causal);
+  else backward_widened(a, L, S, E, scale, causal);
 }
 
 }  // namespace hcops::ops

@@ -14,13 +14,15 @@
 // (the softmax backward), dQ = scale dS K, dK = scale dS^T Q.
 //
 // Data is read in place (rows of any stride, unit stride within a row).
-// bf16 slices multiply bf16 operands with f32 sums on the engine's bf16
-// kernels: the scores, their softmax and its backward are f32; P and dS are
-// rounded to bf16 before the products that take them (O = P V, dV, dQ, dK),
-// as PyTorch's own CPU kernel does, and dK, dV are summed over the query
-// blocks in f32 and rounded once. So a bf16 result is within a few bf16
-// ulps of the f32 computation (tests/torch2/test_sdpa.py: 2^-6 of the
-// largest value against stock).
+// Where the CPU has bf16 GEMM instructions (the engine's amx or avx512_bf16
+// family serves bf16), bf16 slices multiply bf16 operands with f32 sums: the
+// scores, their softmax and its backward are f32; P and dS are rounded to
+// bf16 before the products that take them (O = P V, dV, dQ, dK), as
+// PyTorch's own CPU kernel does, and dK, dV are summed over the query blocks
+// in f32 and rounded once. Elsewhere a bf16 slice is widened to f32, every
+// product and sum is f32, and the results are rounded once. Either way a
+// bf16 result is within a few bf16 ulps of the f32 computation
+// (tests/torch2/test_sdpa.py: 2^-6 of the largest value against stock).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +62,10 @@ struct AttentionGradSlice {
   T *dq, *dk, *dv;  // L x E, S x E, S x E; row strides below
   int64_t ld_dq, ld_dk, ld_dv;
 };
+
+// Whether bf16 slices run bf16 products (else they are widened to f32):
+// decided once, from the family that serves the bf16 GEMMs.
+bool attention_bf16_products();
 
 void attention_forward(const AttentionSlice<float> &s, int64_t L, int64_t S, int64_t E, float scale, bool causal);
 void attention_forward(const AttentionSlice<bf16> &s, int64_t L, int64_t S, int64_t E, float scale, bool causal);

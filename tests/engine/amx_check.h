@@ -21,6 +21,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -59,8 +60,8 @@ struct Case {
 // element of C exactly once, at C's own coordinates, before rounding.
 struct AddingEpilogue {
   long m, n;
-  std::vector<int> calls;
-  bool outside = false;
+  std::vector<int> calls;  // each element by one thread only
+  std::atomic<bool> outside{false};
   static float offset(long i, long j) { return float(i % 7 - 3) + 0.25f * float(j % 5); }
   static void apply(const void *ctx, float *c, long ldc, long i0, long rows, long j0, long cols) {
     auto *self = const_cast<AddingEpilogue *>(static_cast<const AddingEpilogue *>(ctx));
@@ -68,7 +69,7 @@ struct AddingEpilogue {
       for (long i = 0; i < rows; ++i) {
         const long ci = i0 + i, cj = j0 + j;
         if (ci < 0 || ci >= self->m || cj < 0 || cj >= self->n) {
-          self->outside = true;
+          self->outside.store(true, std::memory_order_relaxed);
           continue;
         }
         c[i + j * ldc] += offset(ci, cj);
@@ -201,6 +202,9 @@ void check_all(const hcops::GemmKernel<Ty> &kern, Run run, const char *family) {
           check_product<Ty>(kern, run, family, ta, tb, s[0], s[1], s[2], cs);
           check_product<Ty>(kern, run, family, ta, tb, s[0], s[1], s[2], cs, true);
         }
+  // Large enough for several thread blocks and macro blocks of C: the fused
+  // epilogue's coordinates from each block's origin.
+  check_product<Ty>(kern, run, family, Trans::N, Trans::T, 300, 600, 64, kCases[0], true);
   check_denormal_c<Ty>(run, family);
 }
 

@@ -6,10 +6,13 @@ contiguous: copied), L != S, L and S not multiples of the query block, a
 custom scale, is_causal; NaN in a query; the output, its strides, the
 logsumexp and the gradients of q, k and v. f32: within 2e-6 of stock relative
 to the tensor's largest value (both sum in f32 in different orders); bf16:
-within 2^-6 relative (both round the probabilities and their gradients to
-bf16 for their products and sum in f32, in different orders and blocks). Left to PyTorch, counted, with the reason under HCOPS_VERBOSE:
-dropout (which the wheel's kernel rejects), an attention mask, is_causal
-with L != S, f64. Deliberately not stock's (shim/torch/attention.cpp): a
+within 2^-6 relative (with bf16 GEMM instructions both round the
+probabilities and their gradients to bf16 for their products and sum in f32,
+in different orders and blocks; without, HCOps widens the slice to f32).
+test_sdpa.sh runs it as the CPU chooses and forced to a family without bf16
+GEMM instructions; the verbose lines say which products ran. Left to
+PyTorch, counted, with the reason under HCOPS_VERBOSE: dropout (which the
+wheel's kernel rejects), an attention mask, is_causal with L != S, f64. Deliberately not stock's (shim/torch/attention.cpp): a
 strided last dimension (the wheel's kernel is wrong there: the reference is
 its result on contiguous copies) and a NaN query (a NaN row, not 0).
 """
@@ -149,6 +152,14 @@ def main():
                    f"hcops_verbose,fallback,{OP},f64,1x2x6x8,dtype"):
         found = needle in p.stderr
         print(f"{'PASS' if found else 'FAIL'}: verbose has {needle!r}")
+        ok = ok and found
+    # bf16 slices: bf16 products where a family with bf16 GEMM instructions
+    # serves them, else widened to f32 (test_sdpa.sh says which to expect).
+    want = os.environ.get("SDPA_PRODUCTS")
+    if want:
+        lines = [ln for ln in p.stderr.splitlines() if ln.startswith(f"hcops_verbose,exec,{OP}") and ",bf16," in ln]
+        found = bool(lines) and all(f"products={want}" in ln for ln in lines)
+        print(f"{'PASS' if found else 'FAIL'}: bf16 attention lines say products={want} ({len(lines)} lines)")
         ok = ok and found
     if p.returncode != 0:
         sys.stdout.write(p.stderr[-3000:])
