@@ -66,6 +66,12 @@ inline const TileConfig &block_config() {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+// vpermt2w indices that interleave the first 16 words of two vectors, a0 b0
+// a1 b1 ... a15 b15 (b's words are 32..47): two k steps of 16 values as 16
+// pairs. Plus 16, the next 16 words of each.
+alignas(64) constexpr uint16_t kInterleave16[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                    8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+
 // r[t] (row t, 16 dwords) becomes column t: a 16 x 16 transpose of dwords.
 inline void transpose_16x16_epi32(__m512i *r) {
   __m512i t[16], u[16];
@@ -99,9 +105,7 @@ inline void transpose_16x16_epi32(__m512i *r) {
 // layout; sixteen of them, transposed as dwords, give 16 columns of one
 // chunk ([n][32 bf16]). Zero past kc and past `cols`.
 inline void pack_b_transposed_panel(bf16 *__restrict dst, const bf16 *__restrict b, long ldb, long kc, long cols) {
-  alignas(64) static constexpr uint16_t kInterleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-                                                           8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  const __m512i idx = _mm512_load_si512(kInterleave);
+  const __m512i idx = _mm512_load_si512(kInterleave16);
   for (long k0 = 0; k0 < kc; k0 += kChunk) {
     bf16 *chunk = dst + k0 / kChunk * (kNr * kChunk);
     for (int h = 0; h < 2; ++h) {  // columns 16 h .. 16 h + 15
@@ -243,9 +247,7 @@ void pack_a_tiles(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans
     return;
   }
   const long depth = packed_steps(kc, S, kChunk);
-  alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-                                                   8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  const __m512i lo_idx = _mm512_load_si512(kLo);
+  const __m512i lo_idx = _mm512_load_si512(kInterleave16);
   const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
   for (long ir = 0; ir < mc; ir += kMr, dst += kMr * depth) {
     const long rows = std::min<long>(kMr, mc - ir);
@@ -266,8 +268,7 @@ void pack_a_tiles(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans
 
 inline __m512 load_c(const float *c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, c); }
 inline __m512 load_c(const bf16 *c, __mmask16 mask) {
-  const __m256i h = _mm256_maskz_loadu_epi16(mask, c);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  return avx512_bf16::to_f32(_mm256_maskz_loadu_epi16(mask, c));
 }
 inline void store_c(float *c, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(c, mask, v); }
 // Rounded to nearest even exactly as bf16(float) (common/dtype.h), NaN kept
@@ -276,34 +277,23 @@ inline void store_c(bf16 *c, __mmask16 mask, __m512 v) {
   _mm256_mask_storeu_epi16(c, mask, avx512_bf16::to_bf16(v));
 }
 
-// acc: a stored result tile, row j = column j of C, 16 f32 each. Only C's
-// first m rows and n columns are read (beta != 0) or written.
+// acc: a stored result tile, row j = column j of C, 16 f32 each:
+// C = alpha * acc + beta * C. Only C's first m rows and n columns are read
+// (beta != 0) or written. With the GEMM's epilogue `ep` (fused), the values
+// are combined in acc first, `ep` applied there (leading dimension 16, C(i0,
+// j0) its first element), and then rounded and stored.
 template <typename C>
-void epilogue(const float *acc, float alpha, float beta, C *c, long ldc, int m, int n) {
+void epilogue(float *acc, float alpha, float beta, C *c, long ldc, int m, int n, const Epilogue<float> &ep = {},
+              long i0 = 0, long j0 = 0) {
   const __mmask16 mask = static_cast<__mmask16>((1u << m) - 1);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   for (int j = 0; j < n; ++j) {
     __m512 v = _mm512_mul_ps(va, _mm512_load_ps(acc + j * 16));
     if (beta != 0.0f) v = _mm512_fmadd_ps(vb, load_c(c + j * ldc, mask), v);  // beta = 0 never reads C
-    store_c(c + j * ldc, mask, v);
+    if (ep) _mm512_store_ps(acc + j * 16, v);
+    else store_c(c + j * ldc, mask, v);
   }
-}
-
-// For a fused epilogue: acc = alpha * acc + beta * C in place, then `ep` on
-// it (column j of the block at acc + 16 j: leading dimension 16; C(i0, j0)
-// its first element), then rounded and stored as C.
-template <typename C>
-void fused_epilogue(float *acc, float alpha, float beta, C *c, long ldc, int m, int n, const Epilogue<float> &ep,
-                    long i0, long j0) {
-  const __mmask16 mask = static_cast<__mmask16>((1u << m) - 1);
-  if (alpha != 1.0f || beta != 0.0f) {
-    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    for (int j = 0; j < n; ++j) {
-      __m512 v = _mm512_mul_ps(va, _mm512_load_ps(acc + j * 16));
-      if (beta != 0.0f) v = _mm512_fmadd_ps(vb, load_c(c + j * ldc, mask), v);
-      _mm512_store_ps(acc + j * 16, v);
-    }
-  }
+  if (!ep) return;
   ep.apply(ep.ctx, acc, 16, i0, m, j0, n);
   for (int j = 0; j < n; ++j) store_c(c + j * ldc, mask, _mm512_load_ps(acc + j * 16));
 }
@@ -353,10 +343,8 @@ struct BlockOfC {
     }
     alignas(64) float scratch[kTileRows * 16];
     Tiles::template store<T>(scratch, kTileBytes);
-    if (fused.ep)
-      fused_epilogue(scratch, alpha, beta, at(T), ldc, rows_in(T), cols_in(T), fused.ep, fused.i0 + 16 * mt(T),
-                     fused.j0 + 16 * nt(T));
-    else epilogue(scratch, alpha, beta, at(T), ldc, rows_in(T), cols_in(T));
+    epilogue(scratch, alpha, beta, at(T), ldc, rows_in(T), cols_in(T), fused.ep, fused.i0 + 16 * mt(T),
+             fused.j0 + 16 * nt(T));
   }
 };
 
