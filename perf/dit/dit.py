@@ -21,6 +21,16 @@ none through oneDNN's convolution) and the epsilon MSE alone.
 
   $PYTHON dit.py --model S --batch 8 --steps 3 --warmup 1 --threads 2 --seed 0 --json
   $PYTHON dit.py --autocast bf16 ...   # forward and loss under torch.autocast("cpu", bfloat16)
+  $PYTHON dit.py --loader-workers 1 ...  # latents from a DataLoader worker's CPU-side augmentation
+
+--loader-workers N takes each batch's latents from a torch DataLoader with N
+worker processes, which prepare every sample on the CPU as DiT's ImageNet
+pipeline does before its VAE: an image of ImageNet's mean size (500 x 375,
+standing in for a decoded JPEG), ADM's center_crop_arr (box-halved while at
+least twice 256, bicubic to 256, centre crop), a random horizontal flip,
+scaling to [-1, 1]; the VAE is stood in for by an 8x8 average pool and a
+fourth channel (the latents' 4 x 32 x 32). The timesteps and noise stay the
+main process's, from the seeded generator, so the loss is the same.
 """
 import argparse
 import contextlib
@@ -318,6 +328,45 @@ def make_batch(gen, batch):
     return x0, y, t, noise
 
 
+IMAGE_SIZE = 256
+
+
+class AugmentedImages(torch.utils.data.Dataset):
+    """Latents prepared from images on the CPU, one sample per index (its
+    own seeded generator: the same sample whichever worker makes it)."""
+
+    def __init__(self, count, seed):
+        self.count, self.seed = count, seed
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, i):
+        gen = torch.Generator().manual_seed(self.seed * 1000003 + i)
+        img = torch.randint(0, 256, (1, 3, 375, 500), generator=gen, dtype=torch.uint8).float()
+        while min(img.shape[-2:]) >= 2 * IMAGE_SIZE:  # ADM's center_crop_arr: BOX halving, then bicubic
+            img = F.avg_pool2d(img, 2)
+        scale = IMAGE_SIZE / min(img.shape[-2:])
+        size = (round(img.shape[-2] * scale), round(img.shape[-1] * scale))
+        img = F.interpolate(img, size=size, mode="bicubic", align_corners=False, antialias=True)
+        top, left = (size[0] - IMAGE_SIZE) // 2, (size[1] - IMAGE_SIZE) // 2
+        img = img[..., top:top + IMAGE_SIZE, left:left + IMAGE_SIZE]
+        if torch.rand((), generator=gen) < 0.5:
+            img = img.flip(-1)
+        img = (img.clamp(0, 255) / 127.5 - 1).squeeze(0)
+        lat = F.avg_pool2d(img, IMAGE_SIZE // LATENT_SIZE)  # the VAE's stand-in: 3 x 32 x 32
+        x0 = torch.cat([lat, lat.mean(0, keepdim=True)]) * 4
+        y = int(torch.randint(0, NUM_CLASSES, (), generator=gen))
+        return x0.contiguous(), y
+
+
+def loader_batches(batch, count, workers, seed):
+    """Batches of (x0, y) from a DataLoader of `workers` processes."""
+    data = AugmentedImages(count * batch, seed)
+    return iter(torch.utils.data.DataLoader(data, batch_size=batch, num_workers=workers, persistent_workers=True,
+                                            prefetch_factor=2))
+
+
 def diffusion_loss(model, abar, batch):
     """The training loss of the batch, noised to its timesteps. DiT: the
     epsilon MSE plus the variational-bound term (the authors' learn-sigma
@@ -368,7 +417,7 @@ def param_digest(model):
     return checksum, digest.hexdigest()
 
 
-def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="dit"):
+def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="dit", loader_workers=0):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     model = DiT(*CONFIGS[model_name], variant=variant)
@@ -377,9 +426,13 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
     gen = torch.Generator().manual_seed(seed)
     abar = alphas_cumprod()
     step_times, losses = [], []
+    loader = loader_batches(batch, warmup + steps, loader_workers, seed) if loader_workers else None
     for i in range(warmup + steps):
         data = make_batch(gen, batch)
         start = time.perf_counter()
+        if loader:  # the wait for the worker's batch is part of the step
+            x0, y = next(loader)
+            data = (x0, y, data[2], data[3])
         loss = train_step(model, opt, abar, data, amp)
         elapsed = time.perf_counter() - start
         if i >= warmup:
@@ -398,6 +451,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         "losses": losses,
         "param_checksum": checksum,
         "param_sha256": digest,
+        "loader_workers": loader_workers,
     }
 
 
@@ -417,6 +471,9 @@ def main():
     ap.add_argument("--attention", choices=("matmul", "sdpa"), default="matmul",
                     help="matmul: q k^T, softmax, then v (default); sdpa: F.scaled_dot_product_attention, as timm's "
                     "Attention in PyTorch 2.x")
+    ap.add_argument("--loader-workers", type=int, default=0,
+                    help="take the latents from a DataLoader with this many worker processes doing CPU-side "
+                    "augmentation (default 0: synthetic latents, no DataLoader)")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
     args = ap.parse_args()
     if args.steps < 1:
@@ -425,7 +482,7 @@ def main():
         ap.error(f"--attention sdpa: torch {torch.__version__} has no F.scaled_dot_product_attention")
     Attention.fused = args.attention == "sdpa"
     result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast,
-                 args.variant)
+                 args.variant, args.loader_workers)
     if args.json:
         print(json.dumps(result))
         return

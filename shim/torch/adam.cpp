@@ -2,10 +2,10 @@
 // python/hcops/torch/optim.py, which calls it in place of
 // torch.optim.adam(w)._single_tensor_adam(w) when every tensor qualifies.
 // It increments the step tensors as PyTorch does, then runs the kernel
-// (ops/adam.h) over all the group's elements at once, split by
-// at::parallel_for over the concatenated element range (a group of many
-// small tensors balances like one large tensor; serial inside a parallel
-// region, as at::parallel_for is).
+// (ops/adam.h) over all the group's elements at once, split (fast_path.h:
+// shared dynamically over PyTorch's threads) over the concatenated element
+// range, so that a group of many small tensors balances like one large
+// tensor; serial inside a parallel region, as at::parallel_for is.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/team.h"
 #include "ops/adam.h"
+#include "shim/torch/fast_path.h"
 #include "shim/torch/register.h"
 #include "shim/torch/report.h"
 #include "shim/torch/selection.h"
@@ -48,7 +50,7 @@ void run(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, a
          at::TensorList max_exp_avg_sqs, const std::vector<AdamConfig> &configs, const std::vector<int64_t> &start) {
   const int64_t total = start.back();
   const bool amsgrad = !max_exp_avg_sqs.empty();
-  at::parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
+  torch_ops::split(total, kGrain, [&](int64_t begin, int64_t end) {
     // The first tensor that holds element `begin`, then each one up to `end`.
     size_t i = std::upper_bound(start.begin(), start.end(), begin) - start.begin() - 1;
     for (; i < params.size() && start[i] < end; ++i) {
@@ -123,6 +125,9 @@ void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_
       if (!t.is_inference())
         for (int k = 0; k < times; ++k) t.unsafeGetTensorImpl()->bump_version();
   const int threads = at::in_parallel_region() ? 1 : at::get_num_threads();
+  // Between two training steps: where PyTorch's own team is fitted to the
+  // cores the process gets (common/team.h).
+  hcops::fit_runtime_team();
   const std::string shape = std::to_string(count) + " tensors " + std::to_string(start.back()) + " elements";
   const std::string details = std::string(adamw ? "adamw" : "adam") + " amsgrad=" + std::to_string(amsgrad) +
                               " maximize=" + std::to_string(maximize);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/dtype.h"
+#include "common/work_share.h"
 #include "shim/torch/report.h"
 #include "shim/torch/selection.h"
 
@@ -71,16 +72,14 @@ inline const char *out_reason(const at::Tensor &out, const at::Tensor &in, bool 
 }
 
 // Calls f(begin, end) over [0, n) in chunks of at least `grain`, on
-// PyTorch's pool (inline inside a parallel region); returns how many
+// PyTorch's OpenMP pool (inline inside a parallel region), handed out
+// dynamically (common/work_share.h: a thread that loses its core on a
+// shared CPU holds up one chunk, not half the call); returns how many
 // threads took part.
 template <class F>
 int split(int64_t n, int64_t grain, const F &f) {
-  std::atomic<int> threads{0};
-  at::parallel_for(0, n, std::max<int64_t>(grain, 1), [&](int64_t b, int64_t e) {
-    threads.fetch_add(1, std::memory_order_relaxed);
-    f(b, e);
-  });
-  return std::max(threads.load(), 1);
+  const int threads = at::in_parallel_region() ? 1 : at::get_num_threads();
+  return share_range(n, grain, threads, [&](long b, long e) { f(int64_t(b), int64_t(e)); });
 }
 
 // Rows per chunk: about kGrainElements elements.

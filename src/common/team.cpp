@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 
+#include "common/contention.h"
 #include "common/env.h"
 #include "common/fp_env.h"
 #include "common/log.h"
@@ -56,14 +56,37 @@ long configured_threads() {
 
 }  // namespace
 
-int max_threads() {
+// fit_runtime_team's change of this thread's team: the caller's own size
+// and the one set in its place (0, 0 when unchanged).
+static thread_local int t_caller_threads = 0, t_fitted_threads = 0;
+
+int allowed_threads() {
   if (in_parallel_region() || g_forked_serial) return 1;
-  return configured_threads() ? static_cast<int>(configured_threads()) : omp_get_max_threads();
+  if (configured_threads()) return static_cast<int>(configured_threads());
+  const int icv = omp_get_max_threads();
+  return t_caller_threads && icv == t_fitted_threads ? t_caller_threads : icv;
 }
+
+void fit_runtime_team() {
+  if (in_parallel_region() || g_forked_serial) return;
+  const int icv = omp_get_max_threads();
+  if (t_caller_threads && icv != t_fitted_threads) t_caller_threads = 0;  // the caller has set its own since
+  const int caller = t_caller_threads ? t_caller_threads : icv;
+  const int team = settled_team(caller);
+  if (team == icv) return;
+  omp_set_num_threads(team);
+  t_fitted_threads = team;
+  t_caller_threads = team == caller ? 0 : caller;
+  if (verbose_level() >= 1) print_line("hcops_verbose,info,runtime team %d of %d\n", team, caller);
+}
+
+int max_threads() { return contended_team(allowed_threads()); }
 
 const char *thread_policy() {
   if (in_parallel_region()) return "serial: called inside an OpenMP parallel region";
   if (g_forked_serial) return "serial: forked from a multi-threaded parent";
+  static thread_local char note[200];
+  if (contention_note(allowed_threads(), note, sizeof note)) return note;
   return configured_threads() ? "HCOPS_NUM_THREADS" : "omp_get_max_threads()";
 }
 
@@ -75,20 +98,6 @@ void bind_to_domain(const Topology &topo, const Domain &d) {
   if (hwloc_set_cpubind(topo.hw, d.cpuset, HWLOC_CPUBIND_THREAD) != 0)
     warn_once("bind", "cannot bind GEMM threads to their NUMA domain (%s); running unbound", std::strerror(errno));
   bound = d.index;
-}
-
-void DomainBarrier::wait() {
-  if (n_ <= 1) return;
-  const unsigned gen = generation_.load(std::memory_order_acquire);
-  if (count_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
-    count_.store(0, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
-    return;
-  }
-  for (int spin = 0; generation_.load(std::memory_order_acquire) == gen; ++spin) {
-    if (spin < 2000) __builtin_ia32_pause();
-    else sched_yield();
-  }
 }
 
 }  // namespace hcops

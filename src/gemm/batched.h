@@ -3,7 +3,8 @@
 // holds them. Many small products (attention's batched matmuls: 48 of
 // 256x256x64 in a DiT-S/2 block) run one product per thread, each serial
 // (gemm() is serial inside a parallel region), rather than one team started
-// per product; the outputs of different batches never overlap. Large ones
+// per product, handed out dynamically; the outputs of different batches
+// never overlap. Large ones
 // keep the engine's own partition of each product. A header: the OpenMP
 // region is compiled into the ABI layer that calls it, on the runtime that
 // layer links (PyTorch's own libgomp, for libhcops_torch).
@@ -14,6 +15,7 @@
 #include <string_view>
 
 #include "common/team.h"
+#include "common/work_share.h"
 #include "gemm/gemm.h"
 #include "gemm/matmul_geometry.h"
 
@@ -46,20 +48,15 @@ GemmReport gemm_batched(const GemmArgs<Ty> &base, const Geometry &g,
     return run(args);
   };
   GemmReport report;
-  const int threads = max_threads();
+  const int threads = allowed_threads();  // share_dynamically fits it to the cores
   const double macs = double(base.m) * double(base.n) * double(base.k);
   if (threads > 1 && batches >= threads && macs <= kSmallProductMacs && !omp_in_parallel()) {
-    int used = 0;
-#pragma omp parallel num_threads(threads)
-    {
-#pragma omp for schedule(static)
-      for (long bi = 0; bi < batches; ++bi) {
-        const GemmReport rep = one(bi);
-        if (bi == 0) report = rep;
-      }
-#pragma omp atomic
-      ++used;
-    }
+    // Handed out dynamically (common/work_share.h): a thread descheduled on
+    // a shared CPU holds up one product, not its share of them.
+    const int used = share_dynamically(batches, threads, [&](long bi) {
+      const GemmReport rep = one(bi);
+      if (bi == 0) report = rep;
+    });
     report.threads = used;
     return report;
   }

@@ -8,8 +8,10 @@
 #include <numeric>
 #include <type_traits>
 
+#include "common/contention.h"
 #include "common/log.h"
 #include "common/team.h"
+#include "common/wait.h"
 #include "common/topology.h"
 #include "gemm/blocking.h"
 #include "gemm/gemm_with.h"
@@ -99,6 +101,60 @@ PartBlocks part_blocks(const GemmArgs<Ty> &g, const DomainPart &part, const Bloc
   return {balanced_block(g.k, blk.kc, std::lcm(8, k.k_align)), balanced_block(part.n1 - part.n0, blk.nc, k.nr)};
 }
 
+// The tasks of one domain part. Its columns go in blocks of NC and its k in
+// blocks of KC: a phase per (column block, k block), in order. A phase has
+// pack_tasks tasks that each pack a share of the phase's B panel into the
+// part's buffer, then units() units that each compute a block of mu rows by
+// a chunk of the panel's columns (A packed, the macro-kernel, the epilogue).
+// Tasks are handed out in that order from PartProgress::next to whichever
+// thread asks next, so a thread that runs late (descheduled on a shared
+// CPU) holds up the one task it holds, not a fixed share of the product: the
+// others do the rest. A unit waits until its phase's panel is packed (and,
+// with B read in place, until the phase before is done: its C is summed
+// into); a packing task waits until every unit of the phase before is done
+// (one panel buffer per part). A task only ever waits on tasks handed out
+// before it, so the team cannot deadlock, and a C element's sum is the same
+// whichever thread computes which unit.
+struct PartWork {
+  PartBlocks pb;
+  long nk = 1, phases = 0;
+  int pack_tasks = 0;  // per phase; 0 when B is read in place
+  long mu = 1;         // rows per unit: a multiple of MR, at most MC
+  long row_blocks = 1, col_chunks = 1;
+  long units() const { return row_blocks * col_chunks; }
+  long per_phase() const { return pack_tasks + units(); }
+  long tasks() const { return phases * per_phase(); }
+};
+
+// Units per thread of a part: enough that the last unit of a late thread is
+// a small part of the product, few enough that their A blocks stay MC-sized
+// for the usual shapes (DiT's 2048 x 384 x 1536: 256 rows per unit).
+constexpr long kUnitsPerThread = 4;
+
+static long ceil_div(long a, long b) { return (a + b - 1) / b; }
+
+template <typename Ty>
+PartWork part_work(const GemmArgs<Ty> &g, const DomainPart &part, const Blocking &blk, const GemmKernel<Ty> &kern,
+                   bool direct_b) {
+  PartWork w;
+  w.pb = part_blocks(g, part, blk, kern);
+  w.nk = ceil_div(g.k, w.pb.kc);
+  w.phases = ceil_div(part.n1 - part.n0, w.pb.nc) * w.nk;
+  const long rows = part.m1 - part.m0, cols = std::min(w.pb.nc, part.n1 - part.n0);
+  const long row_tiles = ceil_div(rows, kern.mr), col_tiles = ceil_div(cols, kern.nr);
+  const long want = part.threads > 1 ? part.threads * kUnitsPerThread : 1;
+  // Rows first (a unit packs its own A block: splitting the columns packs
+  // the same rows again), in the planner's column chunks; columns further
+  // only when the rows run out (skinny products).
+  w.col_chunks = std::clamp<long>(part.grid_n, 1, col_tiles);
+  const long rb = std::clamp<long>(ceil_div(want, w.col_chunks), 1, row_tiles);
+  w.mu = std::min(blk.mc, ceil_div(row_tiles, rb) * kern.mr);
+  w.row_blocks = ceil_div(rows, w.mu);
+  if (w.units() < want) w.col_chunks = std::min(col_tiles, ceil_div(want, w.row_blocks));
+  w.pack_tasks = direct_b ? 0 : static_cast<int>(std::min<long>(col_tiles, 2L * part.threads));
+  return w;
+}
+
 template <typename Ty>
 struct Job {
   const GemmArgs<Ty> &g;
@@ -106,52 +162,61 @@ struct Job {
   const GemmKernel<Ty> &kern;
   Blocking blk;
   Workspace &ws;
-  bool direct_b;  // the microkernel reads op(B) in place; no B panel, no barriers
+  const std::vector<PartWork> &work;  // one per part
+  bool direct_b;  // the microkernel reads op(B) in place; no B panel, no packing tasks
+  RegionTimer *timer;  // the cores the team runs on (common/contention.h); null when serial
 };
 
-// The work of team thread `t`: its domain's share of C, block by block.
+std::atomic<testing::UnitHook> g_unit_hook{nullptr};
+
+// Which A block a thread's buffer holds: a unit of the same rows and k
+// block as the thread's previous one packs nothing.
+struct PackedARows {
+  size_t part = ~size_t(0);
+  long phase = -1, row_block = -1;
+};
+
+// Team thread `t` takes tasks of part `pi` until it has none left.
 template <typename Ty>
-void run_thread(const Job<Ty> &job, int t) {
+void run_part(const Job<Ty> &job, size_t pi, int t, PackedARows &held) {
   using PackedA = typename Ty::packed_a_type;
   using PackedB = typename Ty::packed_b_type;
   const GemmArgs<Ty> &g = job.g;
-  const auto &parts = job.plan.parts;
-  size_t pi = 0;
-  while (pi + 1 < parts.size() && t >= parts[pi].first_thread + parts[pi].threads) ++pi;
-  const DomainPart &part = parts[pi];
-  const Topology &topo = topology();
-  bind_to_domain(topo, topo.domains[part.domain]);
-
-  const int r = t - part.first_thread, mr = job.kern.mr, nr = job.kern.nr;
-  const int im = r % part.grid_m, in = r / part.grid_m;
-  const PartBlocks pb = part_blocks(g, part, job.blk, job.kern);
-  DomainBarrier &barrier = job.ws.barriers[pi];
+  const DomainPart &part = job.plan.parts[pi];
+  const PartWork &w = job.work[pi];
+  PartProgress &prog = job.ws.progress[pi];
   PackedB *bp = static_cast<PackedB *>(job.ws.b_panels[pi]->data());
   PackedA *ap = static_cast<PackedA *>(job.ws.a_blocks[t]->data());
-
-  long i0, i1;
-  tile_range(part.m1 - part.m0, part.grid_m, im, mr, i0, i1);
-  i0 += part.m0;
-  i1 += part.m0;
+  const int nr = job.kern.nr;
   // op(B)(p, j) in place is g.b[p * rsb + j * csb].
   const long rsb = g.tb == Trans::N ? 1 : g.ldb, csb = g.tb == Trans::N ? g.ldb : 1;
-  bool first = true;
-  for (long jc = part.n0; jc < part.n1; jc += pb.nc) {
-    const long nc = std::min(pb.nc, part.n1 - jc);
-    for (long pc = 0; pc < g.k; pc += pb.kc) {
-      const long kc = std::min(pb.kc, g.k - pc);
+  const long per_phase = w.per_phase(), units = w.units(), total = w.tasks();
+  for (;;) {
+    const long task = prog.next.fetch_add(1, std::memory_order_relaxed);
+    if (task >= total) return;
+    const long phase = task / per_phase, r = task % per_phase;
+    const long jc = part.n0 + (phase / w.nk) * w.pb.nc, pc = (phase % w.nk) * w.pb.kc;
+    const long nc = std::min(w.pb.nc, part.n1 - jc), kc = std::min(w.pb.kc, g.k - pc);
+    // Packed panels are kcp deep (kernel.h: padded to k_align, splits).
+    const long kcp = packed_depth(job.kern, kc);
+    if (r < w.pack_tasks) {
+      if (phase > 0) prog.done.wait_at_least(static_cast<int32_t>(units * phase));  // the panel is free
+      long jb0, jb1;
+      tile_range(nc, w.pack_tasks, static_cast<int>(r), nr, jb0, jb1);
+      if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kcp, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
+      prog.packed.add(1);
+      continue;
+    }
+    if (w.pack_tasks) prog.packed.wait_at_least(static_cast<int32_t>(w.pack_tasks * (phase + 1)));
+    else if (phase > 0) prog.done.wait_at_least(static_cast<int32_t>(units * phase));
+    if (const testing::UnitHook hook = g_unit_hook.load(std::memory_order_relaxed)) hook(t, static_cast<int>(pi));
+    const long u = r - w.pack_tasks, ib = u / w.col_chunks, jb = u % w.col_chunks;
+    const long ic = part.m0 + ib * w.mu;
+    MacroBlock<Ty> blk{};
+    blk.mc = std::min(w.mu, part.m1 - ic);
+    tile_range(nc, static_cast<int>(w.col_chunks), static_cast<int>(jb), nr, blk.j0, blk.j1);
+    if (blk.mc > 0 && blk.j1 > blk.j0) {
       const bool last_k = pc + kc >= g.k;
-      // Packed panels are kcp deep (kernel.h: padded to k_align, splits).
-      const long kcp = packed_depth(job.kern, kc);
-      if (!job.direct_b) {
-        if (!first) barrier.wait();  // nobody still reads the previous panel
-        first = false;
-        long jb0, jb1;
-        tile_range(nc, part.threads, r, nr, jb0, jb1);
-        if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kcp, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
-        barrier.wait();
-      }
-      MacroBlock<Ty> blk{};
       blk.kc = kcp;
       blk.alpha = g.alpha;
       blk.beta = pc == 0 ? g.beta : Acc<Ty>(1);
@@ -161,22 +226,41 @@ void run_thread(const Job<Ty> &job, int t) {
       blk.rsb = rsb;
       blk.csb = csb;
       blk.ldc = g.ldc;
-      tile_range(nc, part.grid_n, in, nr, blk.j0, blk.j1);
+      blk.c = g.c + ic + jc * g.ldc;
+      blk.i_origin = ic;
+      blk.j_origin = jc;
       // A family that fuses the epilogue gets it with the last k block.
       const bool fused = last_k && g.epilogue && job.kern.fuses_epilogue;
       if (fused) blk.epilogue = g.epilogue;
-      blk.j_origin = jc;
-      for (long ic = i0; ic < i1; ic += job.blk.mc) {
-        blk.mc = std::min(job.blk.mc, i1 - ic);
-        blk.c = g.c + ic + jc * g.ldc;
-        blk.i_origin = ic;
+      if (held.part != pi || held.phase != phase || held.row_block != ib) {
         job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, blk.mc, pc, kc);
-        job.kern.macro(job.kern, blk);
-        // The block's final values, still in cache: the epilogue's turn.
-        if (last_k && g.epilogue && !fused) apply_epilogue(g, ic, blk.mc, jc + blk.j0, blk.j1 - blk.j0);
+        held = {pi, phase, ib};
       }
+      job.kern.macro(job.kern, blk);
+      // The block's final values, still in cache: the epilogue's turn.
+      if (last_k && g.epilogue && !fused) apply_epilogue(g, ic, blk.mc, jc + blk.j0, blk.j1 - blk.j0);
     }
+    prog.done.add(1);
   }
+}
+
+// The work of team thread `t`: its own domain part's tasks, then, once they
+// are all handed out, those of the other parts in turn (a domain that is
+// done helps the others, reading their panels remotely), then the wait for
+// the rest of the team.
+template <typename Ty>
+void run_thread(const Job<Ty> &job, int t) {
+  const auto &parts = job.plan.parts;
+  size_t own = 0;
+  while (own + 1 < parts.size() && t >= parts[own].first_thread + parts[own].threads) ++own;
+  const Topology &topo = topology();
+  bind_to_domain(topo, topo.domains[parts[own].domain]);
+  PackedARows held;
+  {
+    ThreadTimer cpu(job.timer);
+    for (size_t i = 0; i < parts.size(); ++i) run_part(job, (own + i) % parts.size(), t, held);
+  }
+  job.ws.finish.arrive_and_wait();
 }
 
 // Whether the microkernel reads op(B) in place rather than a packed copy;
@@ -204,12 +288,15 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
   ws->shape(plan.parts.size(), plan.threads);
   const Blocking blk = blocking_for_product(topology(), kern, g.k);
   direct_b = read_b_in_place(g, kern, blk);
+  std::vector<PartWork> work;
+  work.reserve(plan.parts.size());
   // Every buffer is sized here, before the team starts: a buffer that grows
   // is remapped, which must never happen under a thread still reading it.
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     const DomainPart &part = plan.parts[i];
-    const PartBlocks pb = part_blocks(g, part, blk, kern);
-    ws->barriers[i].reset(part.threads);
+    work.push_back(part_work(g, part, blk, kern, direct_b));
+    const PartBlocks pb = work.back().pb;
+    ws->progress[i].reset();
     const long kcp = packed_depth(kern, pb.kc);
     bool ok = direct_b ||
               ws->b_panels[i]->ensure(sizeof(typename Ty::packed_b_type) * kcp * (pb.nc + kern.nr), part.mem_node);
@@ -221,11 +308,13 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
       return Outcome::unpacked;
     }
   }
-  const Job<Ty> job{g, plan, kern, blk, *ws, direct_b};
+  ws->finish.reset(plan.threads);
   if (plan.threads == 1) {
-    run_thread(job, 0);
+    run_thread(Job<Ty>{g, plan, kern, blk, *ws, work, direct_b, nullptr}, 0);
     return Outcome::done;
   }
+  RegionTimer timer(plan.threads, allowed_threads());
+  const Job<Ty> job{g, plan, kern, blk, *ws, work, direct_b, &timer};
   bool short_team = false;
 #pragma omp parallel num_threads(plan.threads)
   {
@@ -237,7 +326,9 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
       run_thread(job, omp_get_thread_num());
     }
   }
-  return short_team ? Outcome::short_team : Outcome::done;
+  if (short_team) return Outcome::short_team;
+  timer.finish();
+  return Outcome::done;
 }
 
 // An epilogue applied to a block of columns of C as if to the whole C: its
@@ -311,6 +402,8 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
 }
 
 }  // namespace
+
+void testing::set_unit_hook(testing::UnitHook hook) { g_unit_hook.store(hook, std::memory_order_relaxed); }
 
 template <typename Ty>
 GemmReport gemm(const GemmArgs<Ty> &g) {

@@ -90,6 +90,14 @@ struct GemmReport {
 template <typename Ty>
 GemmReport gemm(const GemmArgs<Ty> &args);
 
+namespace testing {
+// Called with the team thread's number and the domain part's before each
+// unit of C a thread computes (gemm.cpp's run_part), to delay threads in the
+// tests of the engine's work sharing; nullptr (the default) calls nothing.
+using UnitHook = void (*)(int thread, int part);
+void set_unit_hook(UnitHook hook);
+}  // namespace testing
+
 extern template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
 extern template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
 extern template GemmReport gemm<Bf16Gemm>(const GemmArgs<Bf16Gemm> &);

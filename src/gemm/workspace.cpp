@@ -23,9 +23,9 @@ __attribute__((constructor)) void register_fork_handlers() { pthread_atfork(lock
 void Workspace::shape(size_t parts, size_t threads) {
   while (b_panels.size() < parts) b_panels.emplace_back(new NumaBuffer);
   while (a_blocks.size() < threads) a_blocks.emplace_back(new NumaBuffer);
-  if (nbarriers < parts) {
-    barriers.reset(new DomainBarrier[parts]);
-    nbarriers = parts;
+  if (nprogress < parts) {
+    progress.reset(new PartProgress[parts]);
+    nprogress = parts;
   }
 }
 

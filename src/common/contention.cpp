@@ -1,0 +1,96 @@
+#include "common/contention.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "common/topology.h"
+#include "common/wait.h"
+
+namespace hcops {
+
+namespace {
+
+// Regions shorter than this are mostly the runtime's fork and join, whose
+// cost says nothing about the cores (2 threads, 50 us of work: 1.3 cores).
+constexpr int64_t kMeasuredRegionNs = 2000000;
+// The moving average's time constant: a region of this length replaces it.
+constexpr int64_t kAverageNs = 50000000;
+
+std::atomic<long> g_cores_milli{-1};
+std::atomic<int64_t> g_last_full_ns{0};
+std::atomic<int> g_last_team{0};
+
+// On a synthetic topology (HWLOC_XMLFILE of another machine) the team size
+// is part of what is simulated, on however few cores: kept as asked.
+bool enabled() {
+  static const bool on = env_long("HCOPS_ADAPT_THREADS", 1, 0, 1) != 0 && topology().this_system;
+  return on;
+}
+
+}  // namespace
+
+int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int choose_team(int wanted, long cores_milli, int64_t since_probe_ns) {
+  if (wanted <= 1 || cores_milli < 0) return std::max(wanted, 1);
+  if (cores_milli >= long(wanted) * 1000 - 500 || since_probe_ns >= kProbeNs) return wanted;
+  return static_cast<int>(std::clamp<long>((cores_milli + 500) / 1000, 1, wanted));
+}
+
+int contended_team(int wanted) {
+  if (wanted <= 1 || !enabled()) return std::max(wanted, 1);
+  const int team = choose_team(wanted, g_cores_milli.load(std::memory_order_relaxed),
+                               now_ns() - g_last_full_ns.load(std::memory_order_relaxed));
+  // Each change of the team, when HCOPS_VERBOSE asks (a decline of threads
+  // is shown with its reason, as every fallback is).
+  if (verbose_level() >= 1 && g_last_team.exchange(team, std::memory_order_relaxed) != team) {
+    char buf[160];
+    if (contention_note(wanted, buf, sizeof buf) && team < wanted)
+      print_line("hcops_verbose,info,threads %d of %d: %s\n", team, wanted, buf);
+    else
+      print_line("hcops_verbose,info,threads %d of %d\n", team, wanted);
+  }
+  return team;
+}
+
+int settled_team(int wanted) {
+  if (wanted <= 1 || !enabled()) return std::max(wanted, 1);
+  return choose_team(wanted, g_cores_milli.load(std::memory_order_relaxed), 0);
+}
+
+const char *contention_note(int wanted, char *buf, unsigned long size) {
+  const long c = g_cores_milli.load(std::memory_order_relaxed);
+  if (!enabled() || wanted <= 1 || c < 0 || c >= long(wanted) * 1000 - 500) return nullptr;
+  std::snprintf(buf, size, "the last full teams ran on %.2f cores (other work shares the CPU; HCOPS_ADAPT_THREADS=0 keeps %d)",
+                c / 1000.0, wanted);
+  return buf;
+}
+
+RegionTimer::RegionTimer(int team, int wanted) : team_(team), wanted_(wanted), wall0_(now_ns()) {}
+
+void RegionTimer::finish() {
+  const int64_t end = now_ns(), wall = end - wall0_;
+  // A reduced team says nothing of the full team's cores; a short region
+  // (mostly fork and join) nothing of anybody's, nor does it count as a probe.
+  if (team_ < wanted_ || team_ < 2 || wall < kMeasuredRegionNs) return;
+  g_last_full_ns.store(end, std::memory_order_relaxed);
+  const long cores = static_cast<long>(std::min<int64_t>(cpu_ns_.load(std::memory_order_relaxed) * 1000 / wall,
+                                                         int64_t(team_) * 1000));
+  const long old = g_cores_milli.load(std::memory_order_relaxed);
+  long next = cores;
+  // A full team that ran on its cores ends a reduction at once; otherwise the
+  // average moves by the region's share of kAverageNs.
+  if (old >= 0 && cores < long(team_) * 1000 - 500)
+    next = old + static_cast<long>((cores - old) * std::min<int64_t>(wall, kAverageNs) / kAverageNs);
+  g_cores_milli.store(next, std::memory_order_relaxed);
+}
+
+}  // namespace hcops

@@ -1,0 +1,77 @@
+// The team a parallel region should start on a CPU that other work shares.
+// When other processes take cores (a DataLoader worker, a daemon, another
+// job in its own session, whose group the scheduler then weighs as much as
+// this whole process), a team of as many threads as the process may use
+// gets fewer cores than threads: its threads take turns on a core, each
+// fork and join waits for a thread that is not running, and every OpenMP
+// runtime thread that spins at a barrier takes time from the thread it
+// waits for. A smaller team is then faster (DiT-S/2 with one core busy, on
+// 2 cores: 2 threads 5.4-10.6 s a step, 1 thread 3.2-3.5 s).
+//
+// So the regions measure how much CPU their threads actually got: the sum
+// of the team's thread CPU times over the region's wall time, the cores the
+// team effectively ran on. A moving average over full-team regions of at
+// least kMeasuredRegionNs (shorter ones are mostly fork and join) decides:
+// the full team while it ran on at least team - 0.5 cores, else the rounded
+// number of cores it got; once every kProbeNs the full team again, to see
+// whether the cores are back. HCOPS_ADAPT_THREADS=0 keeps the full team.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace hcops {
+
+// How often a reduced team tries the full team again.
+constexpr int64_t kProbeNs = 500000000;
+
+// CPU time of the calling thread, in nanoseconds.
+int64_t thread_cpu_ns();
+
+// The team to start now for a region that could use `wanted` threads.
+int contended_team(int wanted);
+
+// The same without the periodic full team: what the measurements alone
+// say (for the OpenMP runtime's own team, common/team.h's fit_runtime_team).
+int settled_team(int wanted);
+
+// Why contended_team() gives fewer than `wanted`, or nullptr (for the
+// verbose output and hcops-info).
+const char *contention_note(int wanted, char *buf, unsigned long size);
+
+// The decision alone (for the tests): `cores_milli` the moving average of
+// the cores the full team ran on, times 1000 (negative: none measured yet);
+// `since_probe_ns` the time since the last full-team region.
+int choose_team(int wanted, long cores_milli, int64_t since_probe_ns);
+
+// Measures one region of `team` threads (of `wanted`): construct before the
+// region, each thread adds its own CPU time with ThreadTimer, finish() after.
+class RegionTimer {
+ public:
+  RegionTimer(int team, int wanted);
+  void add_thread_cpu(int64_t ns) { cpu_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  void finish();
+
+ private:
+  int team_, wanted_;
+  int64_t wall0_;
+  std::atomic<int64_t> cpu_ns_{0};
+};
+
+// A team thread's share of a RegionTimer: CPU time from construction to
+// destruction (nothing when the timer is null).
+class ThreadTimer {
+ public:
+  explicit ThreadTimer(RegionTimer *r) : r_(r), t0_(r ? thread_cpu_ns() : 0) {}
+  ~ThreadTimer() {
+    if (r_) r_->add_thread_cpu(thread_cpu_ns() - t0_);
+  }
+  ThreadTimer(const ThreadTimer &) = delete;
+  ThreadTimer &operator=(const ThreadTimer &) = delete;
+
+ private:
+  RegionTimer *r_;
+  int64_t t0_;
+};
+
+}  // namespace hcops

@@ -1,0 +1,72 @@
+// A loop over independent pieces of work on the caller's OpenMP runtime,
+// shared dynamically: each piece goes to whichever thread asks next, so a
+// thread that is descheduled (a CPU shared with a DataLoader worker, a
+// daemon, another job) holds up the piece it holds, not a fixed share of
+// the loop. At the end the threads wait for each other (common/wait.h:
+// spin briefly, then sleep) before they reach the runtime's own barrier, so
+// that none spins there while a late thread still needs a core. A header:
+// the OpenMP region is compiled into the layer that calls it, on the
+// runtime that layer links (PyTorch's own libgomp, for libhcops_torch).
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "common/contention.h"
+#include "common/wait.h"
+
+namespace hcops {
+
+// body(i) for every i in [0, count), on up to `wanted` threads, fewer while
+// other work takes cores (common/contention.h's settled_team); inline, one thread, inside
+// a parallel region. body must not throw. Returns the number of threads
+// that took part.
+template <class Body>
+int share_dynamically(long count, int wanted, const Body &body) {
+  if (count <= 0) return 1;
+  wanted = static_cast<int>(std::min<long>(wanted, count));
+  // settled_team: the GEMM engine's long regions measure the cores and try
+  // the full team again (contended_team); these short ones follow them.
+  const int threads = omp_in_parallel() ? 1 : settled_team(wanted);
+  if (threads <= 1) {
+    for (long i = 0; i < count; ++i) body(i);
+    return 1;
+  }
+  std::atomic<long> next{0};
+  WaitCounter arrived;
+  RegionTimer timer(threads, wanted);
+  int team = 1;
+#pragma omp parallel num_threads(threads)
+  {
+    const int n = omp_get_num_threads();  // the runtime may give fewer than asked
+    if (omp_get_thread_num() == 0) team = n;
+    {
+      ThreadTimer cpu(&timer);
+      for (long i; (i = next.fetch_add(1, std::memory_order_relaxed)) < count;) body(i);
+    }
+    arrived.add(1);
+    arrived.wait_at_least(n);
+  }
+  if (team == threads) timer.finish();
+  return team;
+}
+
+// Pieces per thread in share_range: a late thread's last piece is at most a
+// quarter of an even share.
+constexpr long kPiecesPerThread = 4;
+
+// f(begin, end) over [0, n) in pieces of at least `grain` elements (about
+// kPiecesPerThread per `wanted` thread), shared dynamically; returns the
+// threads that took part.
+template <class F>
+int share_range(long n, long grain, int wanted, const F &f) {
+  if (n <= 0) return 1;
+  grain = std::max(grain, 1L);
+  const long most = (n + grain - 1) / grain;
+  const long pieces = std::clamp<long>(long(std::max(wanted, 1)) * kPiecesPerThread, 1, most);
+  return share_dynamically(pieces, wanted, [&](long p) { f(n * p / pieces, n * (p + 1) / pieces); });
+}
+
+}  // namespace hcops

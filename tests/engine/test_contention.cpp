@@ -1,0 +1,118 @@
+// The team fitted to the cores the process gets (common/contention.h): the
+// decision itself, then the engine on more threads than the machine has
+// cores (test_contention.sh asks for 3 per core), where the GEMM regions
+// measure about one core per core and the team shrinks to them; the
+// OpenMP runtime's team with it (fit_runtime_team), given back to a size
+// the caller sets itself. Under HCOPS_ADAPT_THREADS=0 (the script's second
+// run) the team stays as asked.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+extern "C" {
+#include <cmocka.h>  // 1.1 has no C++ guard of its own
+}
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/contention.h"
+#include "common/team.h"
+#include "gemm/gemm.h"
+
+namespace {
+
+bool adapting() {
+  const char *v = std::getenv("HCOPS_ADAPT_THREADS");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+void test_choose_team(void **) {
+  assert_int_equal(hcops::choose_team(2, -1, 0), 2);       // nothing measured yet
+  assert_int_equal(hcops::choose_team(2, 1950, 0), 2);     // quiet
+  assert_int_equal(hcops::choose_team(2, 1500, 0), 2);     // team - 0.5: still full
+  assert_int_equal(hcops::choose_team(2, 1499, 0), 1);
+  assert_int_equal(hcops::choose_team(2, 110, 0), 1);      // never below one
+  assert_int_equal(hcops::choose_team(2, 1100, hcops::kProbeNs), 2);  // time to try the full team
+  assert_int_equal(hcops::choose_team(8, 7600, 0), 8);
+  assert_int_equal(hcops::choose_team(8, 6000, 0), 6);
+  assert_int_equal(hcops::choose_team(8, 6499, 0), 6);
+  assert_int_equal(hcops::choose_team(8, 6500, 0), 7);
+  assert_int_equal(hcops::choose_team(1, 100, 0), 1);
+}
+
+// GEMMs of a few milliseconds each, long enough to be measured.
+void some_products(int calls) {
+  const long n = 700;
+  std::vector<double> a(n * n), b(n * n), c(n * n);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (double &x : a) x = u(rng);
+  for (double &x : b) x = u(rng);
+  for (int i = 0; i < calls; ++i)
+    hcops::gemm<hcops::Dgemm>(
+        {hcops::Trans::N, hcops::Trans::N, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n});
+}
+
+void test_team_fits_the_cores(void **) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const int asked = hcops::allowed_threads();
+  std::printf("# %d threads asked on %ld cores\n", asked, cores);
+  if (asked <= cores) skip();
+  some_products(40);
+  const int team = hcops::max_threads();
+  char note[200];
+  const char *why = hcops::contention_note(asked, note, sizeof note);
+  std::printf("# team now %d (%s)\n", team, why ? why : "no reduction");
+  if (!adapting()) {
+    assert_int_equal(team, asked);
+    assert_null(why);
+    return;
+  }
+  // A probe may be due (the full team, every kProbeNs): the settled team
+  // is what the measurements say.
+  assert_true(hcops::settled_team(asked) <= cores);
+  assert_non_null(why);
+  assert_true(std::strstr(hcops::thread_policy(), "cores") != nullptr);
+  assert_int_equal(hcops::allowed_threads(), asked);
+}
+
+void test_runtime_team_follows(void **) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const int asked = omp_get_max_threads();
+  if (asked <= cores || std::getenv("HCOPS_NUM_THREADS")) skip();
+  some_products(40);
+  hcops::fit_runtime_team();
+  if (!adapting()) {
+    assert_int_equal(omp_get_max_threads(), asked);
+    return;
+  }
+  assert_true(omp_get_max_threads() <= cores);
+  assert_int_equal(hcops::allowed_threads(), asked);  // the engine still knows the caller's size
+  // The caller sets its own size: it is theirs from then on, fitted in turn.
+  omp_set_num_threads(asked - 1);
+  hcops::fit_runtime_team();
+  assert_int_equal(hcops::allowed_threads(), asked - 1);
+  assert_true(omp_get_max_threads() <= cores);
+  // A size the cores hold (one thread) is left alone.
+  omp_set_num_threads(1);
+  hcops::fit_runtime_team();
+  assert_int_equal(omp_get_max_threads(), 1);
+  assert_int_equal(hcops::allowed_threads(), 1);
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_choose_team),
+      cmocka_unit_test(test_team_fits_the_cores),
+      cmocka_unit_test(test_runtime_team_follows),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,13 @@
+#!/bin/sh
+# test_contention with 3 threads per core (more threads than the machine
+# runs at once: the team must shrink to the cores), once through
+# HCOPS_NUM_THREADS and once through OpenMP's own team size, then with the
+# adaptation off (HCOPS_ADAPT_THREADS=0: the team stays as asked).
+set -u
+cores=$(getconf _NPROCESSORS_ONLN)
+threads=$((3 * cores))
+status=0
+env -u HWLOC_XMLFILE HCOPS_NUM_THREADS=$threads ./test_contention || status=1
+env -u HWLOC_XMLFILE -u HCOPS_NUM_THREADS OMP_NUM_THREADS=$threads ./test_contention || status=1
+env -u HWLOC_XMLFILE -u HCOPS_NUM_THREADS OMP_NUM_THREADS=$threads HCOPS_ADAPT_THREADS=0 ./test_contention || status=1
+exit $status

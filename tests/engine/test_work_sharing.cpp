@@ -1,0 +1,243 @@
+// The GEMM engine's work sharing (gemm.cpp's run_part) with threads that run
+// late, as on a CPU shared with other processes: a thread held up (through
+// the engine's unit hook) gets its work done by the others, and C is the
+// same, bit for bit, whichever thread computed which unit; right against an
+// f64 reference. test_work_sharing.sh runs this with 2 threads and with more
+// threads than cores, under OMP_WAIT_POLICY active, passive and unset, and
+// on a synthetic NUMA machine, where the threads of a finished domain take
+// the units of a late one.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+extern "C" {
+#include <cmocka.h>  // 1.1 has no C++ guard of its own
+}
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/team.h"
+#include "common/topology.h"
+#include "gemm/gemm.h"
+
+namespace {
+
+constexpr int kMaxThreads = 64, kMaxParts = 64;
+
+enum class Delay { none, first_unit_of_thread1, random, first_unit_of_upper_half };
+std::atomic<Delay> g_delay{Delay::none};
+std::atomic<int> g_team{1};
+std::atomic<long> g_units[kMaxThreads][kMaxParts];
+std::atomic<bool> g_delayed[kMaxThreads];
+
+void hook(int thread, int part) {
+  if (thread < kMaxThreads && part < kMaxParts) g_units[thread][part].fetch_add(1);
+  switch (g_delay.load()) {
+    case Delay::none: break;
+    case Delay::first_unit_of_thread1:
+      if (thread == 1 && !g_delayed[thread].exchange(true)) usleep(300000);
+      break;
+    case Delay::first_unit_of_upper_half:
+      if (thread >= g_team.load() / 2 && !g_delayed[thread].exchange(true)) usleep(300000);
+      break;
+    case Delay::random: {
+      thread_local std::mt19937 rng(1234u + unsigned(thread));
+      usleep(rng() % 300);
+      break;
+    }
+  }
+}
+
+void reset_counts() {
+  for (auto &row : g_units)
+    for (auto &u : row) u.store(0);
+  for (auto &d : g_delayed) d.store(false);
+}
+
+long units_of(int thread) {
+  long s = 0;
+  for (auto &u : g_units[thread]) s += u.load();
+  return s;
+}
+
+long total_units() {
+  long s = 0;
+  for (int t = 0; t < kMaxThreads; ++t) s += units_of(t);
+  return s;
+}
+
+template <typename T>
+T from_double(double x) {
+  return T(float(x));
+}
+template <>
+double from_double<double>(double x) {
+  return x;
+}
+
+template <typename T>
+double dbl(T x) {
+  return double(x);
+}
+double dbl(hcops::bf16 x) { return double(float(x)); }
+
+template <typename Ty>
+struct Product {
+  using A = typename Ty::a_type;
+  using C = typename Ty::c_type;
+  long m, n, k;
+  hcops::Trans ta, tb;
+  std::vector<A> a;
+  std::vector<typename Ty::b_type> b;
+  std::vector<C> c0;
+  double alpha = 0.75, beta = -0.5;
+
+  Product(long m_, long n_, long k_, hcops::Trans ta_, hcops::Trans tb_, unsigned seed)
+      : m(m_), n(n_), k(k_), ta(ta_), tb(tb_), a(m_ * k_), b(k_ * n_), c0(m_ * n_) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (auto &x : a) x = from_double<A>(u(rng));
+    for (auto &x : b) x = from_double<typename Ty::b_type>(u(rng));
+    for (auto &x : c0) x = from_double<C>(u(rng));
+  }
+  long lda() const { return ta == hcops::Trans::N ? m : k; }
+  long ldb() const { return tb == hcops::Trans::N ? k : n; }
+  double at(long i, long p) const { return dbl(ta == hcops::Trans::N ? a[i + p * m] : a[p + i * k]); }
+  double bt(long p, long j) const { return dbl(tb == hcops::Trans::N ? b[p + j * k] : b[j + p * n]); }
+
+  std::vector<C> run(hcops::GemmReport *rep = nullptr) const {
+    std::vector<C> c = c0;
+    const hcops::GemmReport r = hcops::gemm<Ty>({ta, tb, m, n, k, typename Ty::acc_type(alpha), a.data(), lda(),
+                                                 b.data(), ldb(), typename Ty::acc_type(beta), c.data(), m});
+    if (rep) *rep = r;
+    return c;
+  }
+
+  // Against the f64 product; tol relative to the sum of |terms|.
+  void check(const std::vector<C> &c, double tol) const {
+    for (long j = 0; j < n; ++j)
+      for (long i = 0; i < m; ++i) {
+        double s = 0, mag = 0;
+        for (long p = 0; p < k; ++p) {
+          s += at(i, p) * bt(p, j);
+          mag += std::fabs(at(i, p) * bt(p, j));
+        }
+        const double want = alpha * s + beta * dbl(c0[i + j * m]);
+        const double got = dbl(c[i + j * m]);
+        if (!(std::fabs(got - want) <= tol * (std::fabs(alpha) * mag + std::fabs(beta * dbl(c0[i + j * m])) + 1)))
+          fail_msg("C(%ld, %ld) = %.9g, want %.9g (m %ld n %ld k %ld)", i, j, got, want, m, n, k);
+      }
+  }
+};
+
+template <typename C>
+void assert_same_bits(const std::vector<C> &x, const std::vector<C> &y, const char *what) {
+  assert_int_equal(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    if (std::memcmp(&x[i], &y[i], sizeof(C)) != 0)
+      fail_msg("%s: element %zu differs: %.9g against %.9g", what, i, dbl(x[i]), dbl(y[i]));
+}
+
+// The late thread does one unit at most; thread 0 (and any others) the rest.
+void test_late_thread_is_covered(void **) {
+  const int team = hcops::max_threads();
+  if (team < 2) skip();
+  g_team = team;
+  Product<hcops::Sgemm> p(512, 512, 384, hcops::Trans::N, hcops::Trans::T, 1);
+  g_delay = Delay::none;
+  reset_counts();
+  const auto quiet = p.run();
+  const long units = total_units();
+  g_delay = Delay::first_unit_of_thread1;
+  reset_counts();
+  hcops::GemmReport rep;
+  const auto late = p.run(&rep);
+  assert_int_equal(rep.threads, team);
+  assert_int_equal(total_units(), units);
+  std::printf("# %ld units: thread 1 (held up 300 ms) ran %ld, the others %ld\n", units, units_of(1),
+              units - units_of(1));
+  assert_true(units_of(1) <= 1);
+  assert_true(units >= 2L * team);
+  assert_same_bits(quiet, late, "thread 1 late");
+  p.check(late, 1e-5);
+  g_delay = Delay::none;
+}
+
+// Random delays on every unit: the same bits as undelayed, shapes with
+// several column and k blocks, edge tiles, both transpositions, f32, f64
+// and bf16 (f32 C, and bf16 C, rounded once from the f32 sum).
+template <typename Ty>
+void random_delays(double tol) {
+  std::mt19937 rng(42);
+  const long dims[] = {1, 7, 33, 130, 257, 700, 1100};
+  for (int trial = 0; trial < 10; ++trial) {
+    const long m = dims[rng() % 7], n = dims[rng() % 7], k = trial % 3 == 0 ? 2100 : dims[rng() % 7];
+    const auto ta = rng() % 2 ? hcops::Trans::T : hcops::Trans::N, tb = rng() % 2 ? hcops::Trans::T : hcops::Trans::N;
+    Product<Ty> p(m, n, k, ta, tb, 100 + trial);
+    g_delay = Delay::none;
+    const auto quiet = p.run();
+    g_delay = Delay::random;
+    const auto late = p.run();
+    g_delay = Delay::none;
+    char what[96];
+    std::snprintf(what, sizeof what, "%ld x %ld x %ld, random delays", m, n, k);
+    assert_same_bits(quiet, late, what);
+    p.check(late, tol);
+  }
+}
+
+void test_random_delays_f32(void **) { random_delays<hcops::Sgemm>(1e-5); }
+void test_random_delays_f64(void **) { random_delays<hcops::Dgemm>(1e-13); }
+void test_random_delays_bf16(void **) { random_delays<hcops::Bf16Gemm>(1e-5); }
+void test_random_delays_bf16_c(void **) { random_delays<hcops::Bf16Bf16Gemm>(1.0 / 128); }
+
+// On a machine of several domains (HWLOC_XMLFILE), the upper half of the
+// team (the upper domains: threads are numbered domain by domain) held up:
+// the lower domains' threads, done with their own parts, take theirs.
+void test_finished_domain_helps(void **) {
+  const int team = hcops::max_threads();
+  const int domains = static_cast<int>(hcops::topology().domains.size());
+  if (domains < 2 || team < 2 || team > kMaxThreads) skip();
+  g_team = team;
+  Product<hcops::Sgemm> p(600, 2048, 256, hcops::Trans::N, hcops::Trans::N, 5);
+  g_delay = Delay::none;
+  reset_counts();
+  hcops::GemmReport rep;
+  const auto quiet = p.run(&rep);
+  if (rep.domains < 2) skip();
+  int parts = 0;
+  for (int t = 0; t < kMaxThreads; ++t)
+    for (int q = 0; q < kMaxParts; ++q)
+      if (g_units[t][q].load()) parts = std::max(parts, q + 1);
+  g_delay = Delay::first_unit_of_upper_half;
+  reset_counts();
+  const auto late = p.run();
+  long stolen = 0;
+  for (int t = 0; t < team / 2; ++t)
+    for (int q = (parts + 1) / 2; q < parts; ++q) stolen += g_units[t][q].load();
+  std::printf("# %d parts over %d threads: the lower half ran %ld units of the upper parts\n", parts, team, stolen);
+  assert_true(stolen > 0);
+  assert_same_bits(quiet, late, "upper domains late");
+  p.check(late, 1e-5);
+  g_delay = Delay::none;
+}
+
+}  // namespace
+
+int main() {
+  hcops::testing::set_unit_hook(hook);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_late_thread_is_covered),   cmocka_unit_test(test_random_delays_f32),
+      cmocka_unit_test(test_random_delays_f64),        cmocka_unit_test(test_random_delays_bf16),
+      cmocka_unit_test(test_random_delays_bf16_c),     cmocka_unit_test(test_finished_domain_helps),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
