@@ -3,9 +3,14 @@
 GEMM trace replay, stock against HCOps, in three conditions:
 
   quiet       nothing else runs;
-  busy        one busy process (a shell loop, standing in for a monitoring
-              agent, an MPI progress thread, another job), which this script
-              starts before and stops after each run;
+  busy        one busy process (a shell loop, standing in for an MPI
+              progress thread or a helper of the same job), which this
+              script starts before and stops after each run, in the
+              script's session;
+  busy-other  the same loop in a session of its own (setsid: a monitoring
+              agent, another job). Linux's autogroups weigh each session
+              alike, so this one gets a whole core and the step's threads
+              share the other;
   dataloader  the step's latents come from a torch DataLoader with one worker
               process doing CPU-side augmentation (dit.py --loader-workers 1).
 
@@ -17,7 +22,7 @@ step. The replay (hcops-replay, the DiT-S/2 trace of shared/workloads)
 runs libhcops.so and OpenBLAS, quiet and busy.
 
   HCOPS_RUN=build/tools/hcops-run perf/dit/shared_cpu.py --python build/torch2-venv/bin/python \\
-      [--model S] [--rounds 3] [--steps 3] [--conditions quiet,busy,dataloader] [--no-replay] \\
+      [--model S] [--rounds 3] [--steps 3] [--conditions quiet,busy,busy-other,dataloader] [--no-replay] \\
       [--csv doc/perf/shared_cpu_torch2.csv] [--png doc/perf/shared_cpu_torch2.png]
   perf/dit/shared_cpu.py --replot doc/perf/shared_cpu_torch2.csv --png doc/perf/shared_cpu_torch2.png
 """
@@ -38,15 +43,17 @@ from benchlib.traces import workloads_dir  # noqa: E402
 
 DIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dit.py")
 TRACE = "dit-s2-bs8-step.sgemm.csv"
-CONDITIONS = ("quiet", "busy", "dataloader")
+CONDITIONS = ("quiet", "busy", "busy-other", "dataloader")
 CSV_COLUMNS = ["bench", "torch", "condition", "round", "variant", "position", "time_s"]
 
 
 @contextlib.contextmanager
 def condition_of(name):
     """The machine as condition `name` has it while the block runs: for
-    "busy", a shell busy loop of its own, stopped afterwards."""
-    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if name == "busy" else None
+    "busy" and "busy-other", a shell busy loop, stopped afterwards."""
+    busy = None
+    if name.startswith("busy"):
+        busy = subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=name == "busy-other")
     try:
         yield
     finally:
@@ -102,7 +109,7 @@ def plot(rows, path, cpu):
     if not plt:
         return
     benches = list(dict.fromkeys(r[0] for r in rows))
-    fig, axes = plt.subplots(1, len(benches), figsize=(5.5 * len(benches), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(benches), figsize=(6.5 * len(benches), 4), squeeze=False)
     for ax, bench in zip(axes[0], benches):
         variants = list(dict.fromkeys(r[4] for r in rows if r[0] == bench))
         med, ratio = summarize(rows, bench, variants)
@@ -115,7 +122,7 @@ def plot(rows, path, cpu):
         torch = next(r[1] for r in rows if r[0] == bench)
         ax.set_title(f"{bench}" + (f", torch {torch}" if torch else ""), fontsize=9)
         ax.legend(fontsize=8)
-    fig.suptitle(f"2 threads, quiet / 1 core busy / DataLoader worker: {cpu}", fontsize=9)
+    fig.suptitle(f"2 threads; quiet, 1 core busy (same / other session), DataLoader worker: {cpu}", fontsize=9)
     save_plot(fig, path)
 
 

@@ -78,18 +78,26 @@ RegionTimer::RegionTimer(int team, int wanted) : team_(team), wanted_(wanted), w
 
 void RegionTimer::finish() {
   const int64_t end = now_ns(), wall = end - wall0_;
-  // A reduced team says nothing of the full team's cores; a short region
-  // (mostly fork and join) nothing of anybody's, nor does it count as a probe.
-  if (team_ < wanted_ || team_ < 2 || wall < kMeasuredRegionNs) return;
-  g_last_full_ns.store(end, std::memory_order_relaxed);
-  const long cores = static_cast<long>(std::min<int64_t>(cpu_ns_.load(std::memory_order_relaxed) * 1000 / wall,
-                                                         int64_t(team_) * 1000));
-  const long old = g_cores_milli.load(std::memory_order_relaxed);
-  long next = cores;
+  // A short region (mostly fork and join) says nothing of the cores, nor
+  // does it count as a try of the full team.
+  if (team_ < 2 || wall < kMeasuredRegionNs) return;
+  const long full = long(team_) * 1000;
+  const long cores = static_cast<long>(std::min<int64_t>(cpu_ns_.load(std::memory_order_relaxed) * 1000 / wall, full));
+  const bool got_its_cores = cores >= full - 500;
+  // A reduced team that got its cores says nothing of the full team's; one
+  // that did not says there are fewer still.
+  if (team_ < wanted_ && got_its_cores) return;
+  if (team_ >= wanted_) g_last_full_ns.store(end, std::memory_order_relaxed);
+  // Nothing measured yet counts as the full team: the process's first
+  // regions (which start the runtime's threads) move the average only by
+  // their share, like any other region.
+  const long seen = g_cores_milli.load(std::memory_order_relaxed);
+  const long old = seen >= 0 ? seen : long(wanted_) * 1000;
   // A full team that ran on its cores ends a reduction at once; otherwise the
   // average moves by the region's share of kAverageNs.
-  if (old >= 0 && cores < long(team_) * 1000 - 500)
-    next = old + static_cast<long>((cores - old) * std::min<int64_t>(wall, kAverageNs) / kAverageNs);
+  const long next = got_its_cores ? cores
+                                  : old + static_cast<long>((cores - old) * std::min<int64_t>(wall, kAverageNs) /
+                                                            kAverageNs);
   g_cores_milli.store(next, std::memory_order_relaxed);
 }
 

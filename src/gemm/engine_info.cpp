@@ -6,6 +6,7 @@
 #include "common/cpu_features.h"
 #include "common/env.h"
 #include "common/team.h"
+#include "common/wait.h"
 #include "common/topology.h"
 #include "gemm/blocking.h"
 #include "gemm/fp32_math.h"
@@ -114,6 +115,7 @@ std::string engine_info(long m, long n, long k) {
     s += format("  domain %d: %zu core(s) (first PU %d), packing memory on node %d%s%s\n", d.index, d.cores.size(),
                 d.cores.empty() ? -1 : d.cores.front(), d.mem_node, d.mem_kind.empty() ? "" : " ", d.mem_kind.c_str());
   s += format("threads: up to %d (%s)\n", max_threads(), thread_policy());
+  s += format("waiting: spin %ld us, then sleep (%s)\n", spin_ns() / 1000, spin_policy());
   // The engine's own state, for a process that calls hcops_print_info after
   // its GEMMs: how many packing workspaces it made (pooled: one per GEMM in
   // flight). A process with two copies of the engine (one per library name)

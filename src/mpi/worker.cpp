@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/wait.h"
 
 namespace hcops {
 namespace mpi {
@@ -43,8 +44,10 @@ void pin(int cpu) {
 // collectives only inside MPI calls, so this thread is what moves them while
 // the application computes. With nothing in flight it blocks on its
 // condition variable and uses no CPU. With work in flight: on a core of its
-// own it polls without pause; on a shared core it yields after a run of
-// fruitless polls, then naps 20 us between polls. Without the naps, two
+// own it polls without pause; on a shared core, after a run of fruitless
+// polls, it yields between polls for common/wait.h's spin_ns() (the wait
+// of every HCOps thread: 50 us, none under OMP_WAIT_POLICY=passive), then
+// naps 20 us between polls. Without the naps, two
 // ranks' progress threads on the CPU of an unbound 2-rank job took it from
 // compute: mpi_overlap.py --bind none ran 4x slower than plain MPI. A nap
 // costs at most its length per step of a long reduction (timer slack 1 ns).
@@ -60,6 +63,7 @@ void *worker_main(void *arg) {
   std::vector<int> idx;
   std::vector<MPI_Status> st;
   long fruitless = 0;
+  int64_t fruitless_since = 0;
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(w->mu);
@@ -102,7 +106,8 @@ void *worker_main(void *arg) {
     if (outcount > 0) {
       fruitless = 0;
     } else if (++fruitless > 64 && !w->own_core) {
-      if (fruitless < 4096) {
+      if (fruitless == 65) fruitless_since = now_ns();
+      if (now_ns() - fruitless_since < spin_ns()) {
         sched_yield();
       } else {
         const timespec nap{0, 20000};

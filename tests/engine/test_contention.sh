@@ -7,7 +7,7 @@ set -u
 cores=$(getconf _NPROCESSORS_ONLN)
 threads=$((3 * cores))
 status=0
-env -u HWLOC_XMLFILE HCOPS_NUM_THREADS=$threads ./test_contention || status=1
-env -u HWLOC_XMLFILE -u HCOPS_NUM_THREADS OMP_NUM_THREADS=$threads ./test_contention || status=1
+env -u HWLOC_XMLFILE -u HCOPS_ADAPT_THREADS HCOPS_NUM_THREADS=$threads ./test_contention || status=1
+env -u HWLOC_XMLFILE -u HCOPS_NUM_THREADS -u HCOPS_ADAPT_THREADS OMP_NUM_THREADS=$threads ./test_contention || status=1
 env -u HWLOC_XMLFILE -u HCOPS_NUM_THREADS OMP_NUM_THREADS=$threads HCOPS_ADAPT_THREADS=0 ./test_contention || status=1
 exit $status
