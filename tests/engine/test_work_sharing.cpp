@@ -5,7 +5,11 @@
 // f64 reference. test_work_sharing.sh runs this with 2 threads and with more
 // threads than cores, under OMP_WAIT_POLICY active, passive and unset, and
 // on a synthetic NUMA machine, where the threads of a finished domain take
-// the units of a late one.
+// the units of a late one. Then the operators' loop (common/work_share.h,
+// which the PyTorch layer's split() runs them on): every piece once, a
+// held-up thread's share done by the others, and softmax and LayerNorm
+// (forward, and backward with its per-block parameter gradients summed in
+// block order, as shim/torch/layer_norm.cpp does) the same bits as serial.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +17,7 @@ extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,7 +31,10 @@ extern "C" {
 #include "common/dtype.h"
 #include "common/team.h"
 #include "common/topology.h"
+#include "common/work_share.h"
 #include "gemm/gemm.h"
+#include "ops/layer_norm.h"
+#include "ops/softmax.h"
 
 namespace {
 
@@ -230,6 +238,96 @@ void test_finished_domain_helps(void **) {
   g_delay = Delay::none;
 }
 
+// The loop's pieces: each runs once; the thread held up on its first piece
+// runs no other.
+void test_loop_covers_a_late_thread(void **) {
+  const int team = hcops::max_threads();
+  if (team < 2) skip();
+  const long count = 64;
+  std::vector<std::atomic<int>> runs(count);
+  std::vector<int> by(count, -1);
+  std::atomic<bool> held{false};
+  const int used = hcops::share_dynamically(count, team, [&](long i) {
+    const int t = omp_get_thread_num();
+    if (t == 1 && !held.exchange(true)) usleep(300000);
+    else usleep(1000);  // long enough that every thread gets a piece
+    runs[i].fetch_add(1);
+    by[i] = t;
+  });
+  assert_int_equal(used, team);
+  long late = 0;
+  for (long i = 0; i < count; ++i) {
+    assert_int_equal(runs[i].load(), 1);
+    late += by[i] == 1;
+  }
+  std::printf("# %ld pieces: thread 1 (held up 300 ms) ran %ld\n", count, late);
+  assert_int_equal(late, 1);
+}
+
+// Softmax and LayerNorm rows shared with random delays: the bits of the
+// serial computation.
+void test_operators_under_delays(void **) {
+  const int team = hcops::max_threads();
+  const long rows = 301, cols = 1000;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0, 3);
+  std::vector<float> x(rows * cols), dy(rows * cols), gamma(cols), beta(cols);
+  for (float &v : x) v = nd(rng);
+  for (float &v : dy) v = nd(rng);
+  for (float &v : gamma) v = nd(rng);
+  for (float &v : beta) v = nd(rng);
+  auto delayed = [](long b, long e, auto &&f) {
+    thread_local std::mt19937 r(77u + unsigned(omp_get_thread_num()));
+    usleep(r() % 500);
+    f(b, e);
+  };
+  // Softmax.
+  std::vector<float> want(rows * cols), got(rows * cols);
+  hcops::ops::softmax_forward(x.data(), want.data(), rows, cols, false);
+  hcops::share_range(rows, 8, team, [&](long b, long e) {
+    delayed(b, e, [&](long b0, long e0) {
+      hcops::ops::softmax_forward(x.data() + b0 * cols, got.data() + b0 * cols, e0 - b0, cols, false);
+    });
+  });
+  assert_same_bits(want, got, "softmax rows under delays");
+  // LayerNorm forward.
+  std::vector<float> mean(rows), rstd(rows), mean2(rows), rstd2(rows);
+  hcops::ops::layer_norm_forward(x.data(), gamma.data(), beta.data(), want.data(), mean.data(), rstd.data(), rows,
+                                 cols, 1e-5f);
+  hcops::share_range(rows, 8, team, [&](long b, long e) {
+    delayed(b, e, [&](long b0, long e0) {
+      hcops::ops::layer_norm_forward(x.data() + b0 * cols, gamma.data(), beta.data(), got.data() + b0 * cols,
+                                     mean2.data() + b0, rstd2.data() + b0, e0 - b0, cols, 1e-5f);
+    });
+  });
+  assert_same_bits(want, got, "layer_norm rows under delays");
+  assert_same_bits(mean, mean2, "layer_norm mean under delays");
+  // LayerNorm backward: blocks of rows with their own parameter-gradient
+  // accumulators, summed in block order afterwards.
+  const long blocks = 4L * team;
+  auto backward = [&](bool shared, std::vector<float> &dx, std::vector<float> &dg) {
+    std::vector<float> acc(blocks * cols, 0.0f);
+    auto block = [&](long blk) {
+      const long r0 = rows * blk / blocks, r1 = rows * (blk + 1) / blocks;
+      hcops::ops::layer_norm_backward(dy.data() + r0 * cols, x.data() + r0 * cols, mean.data() + r0, rstd.data() + r0,
+                                      gamma.data(), dx.data() + r0 * cols, acc.data() + blk * cols, nullptr, r1 - r0,
+                                      cols);
+    };
+    if (shared)
+      hcops::share_dynamically(blocks, team, [&](long blk) { delayed(blk, blk + 1, [&](long b0, long) { block(b0); }); });
+    else
+      for (long blk = 0; blk < blocks; ++blk) block(blk);
+    dg.assign(cols, 0.0f);
+    for (long blk = 0; blk < blocks; ++blk)
+      for (long j = 0; j < cols; ++j) dg[j] += acc[blk * cols + j];
+  };
+  std::vector<float> dx1(rows * cols), dx2(rows * cols), dg1, dg2;
+  backward(false, dx1, dg1);
+  backward(true, dx2, dg2);
+  assert_same_bits(dx1, dx2, "layer_norm dx under delays");
+  assert_same_bits(dg1, dg2, "layer_norm dgamma under delays");
+}
+
 }  // namespace
 
 int main() {
@@ -238,6 +336,7 @@ int main() {
       cmocka_unit_test(test_late_thread_is_covered),   cmocka_unit_test(test_random_delays_f32),
       cmocka_unit_test(test_random_delays_f64),        cmocka_unit_test(test_random_delays_bf16),
       cmocka_unit_test(test_random_delays_bf16_c),     cmocka_unit_test(test_finished_domain_helps),
+      cmocka_unit_test(test_loop_covers_a_late_thread), cmocka_unit_test(test_operators_under_delays),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
