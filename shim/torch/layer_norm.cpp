@@ -144,10 +144,12 @@ Tensors layer_norm_backward(const at::Tensor &strided_grad_out, const at::Tensor
   at::Tensor dx;
   if (output_mask[0]) dx = at::empty_like(input, at::MemoryFormat::Contiguous);
   // The rows split into blocks, each with its own f32 accumulators for the
-  // parameter gradients, summed afterwards in block order; several per
-  // thread, handed out dynamically (split()).
-  const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>(at::get_num_threads() * kPiecesPerThread, (rows + row_grain(cols) - 1) / row_grain(cols)));
+  // parameter gradients, summed afterwards in block order; handed out
+  // dynamically (split()). Their number depends on the shape alone, so the
+  // gradients' bits do not depend on the threads (fitted to the cores the
+  // process gets: common/contention.h).
+  constexpr int64_t kMaxBlocks = 64;
+  const int64_t blocks = std::clamp<int64_t>((rows + row_grain(cols) - 1) / row_grain(cols), 1, kMaxBlocks);
   const auto f32 = input.options().dtype(at::kFloat);
   at::Tensor dgamma_acc, dbeta_acc;
   if (output_mask[1]) dgamma_acc = at::zeros({blocks, cols}, f32);

@@ -20,6 +20,10 @@ constexpr int64_t kMeasuredRegionNs = 2000000;
 // The moving average's time constant: a region of this length replaces it.
 constexpr int64_t kAverageNs = 50000000;
 
+// Measurements older than this are forgotten (the full team again): the
+// products long enough to measure may have stopped with the contention.
+constexpr int64_t kStaleNs = 4 * kProbeNs;
+
 std::atomic<long> g_cores_milli{-1};
 std::atomic<int64_t> g_last_full_ns{0};
 std::atomic<int> g_last_team{0};
@@ -39,9 +43,11 @@ int64_t thread_cpu_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+long full_team_milli(int team) { return long(team) * 1000 - std::max(500L, long(team) * 250); }
+
 int choose_team(int wanted, long cores_milli, int64_t since_probe_ns) {
   if (wanted <= 1 || cores_milli < 0) return std::max(wanted, 1);
-  if (cores_milli >= long(wanted) * 1000 - 500 || since_probe_ns >= kProbeNs) return wanted;
+  if (cores_milli >= full_team_milli(wanted) || since_probe_ns >= kProbeNs) return wanted;
   return static_cast<int>(std::clamp<long>((cores_milli + 500) / 1000, 1, wanted));
 }
 
@@ -63,12 +69,13 @@ int contended_team(int wanted) {
 
 int settled_team(int wanted) {
   if (wanted <= 1 || !enabled()) return std::max(wanted, 1);
+  if (now_ns() - g_last_full_ns.load(std::memory_order_relaxed) >= kStaleNs) return wanted;
   return choose_team(wanted, g_cores_milli.load(std::memory_order_relaxed), 0);
 }
 
 const char *contention_note(int wanted, char *buf, unsigned long size) {
   const long c = g_cores_milli.load(std::memory_order_relaxed);
-  if (!enabled() || wanted <= 1 || c < 0 || c >= long(wanted) * 1000 - 500) return nullptr;
+  if (!enabled() || wanted <= 1 || c < 0 || c >= full_team_milli(wanted)) return nullptr;
   std::snprintf(buf, size, "the last full teams ran on %.2f cores (other work shares the CPU; HCOPS_ADAPT_THREADS=0 keeps %d)",
                 c / 1000.0, wanted);
   return buf;
@@ -81,9 +88,9 @@ void RegionTimer::finish() {
   // A short region (mostly fork and join) says nothing of the cores, nor
   // does it count as a try of the full team.
   if (team_ < 2 || wall < kMeasuredRegionNs) return;
-  const long full = long(team_) * 1000;
-  const long cores = static_cast<long>(std::min<int64_t>(cpu_ns_.load(std::memory_order_relaxed) * 1000 / wall, full));
-  const bool got_its_cores = cores >= full - 500;
+  const long cores = static_cast<long>(
+      std::min<int64_t>(cpu_ns_.load(std::memory_order_relaxed) * 1000 / wall, int64_t(team_) * 1000));
+  const bool got_its_cores = cores >= full_team_milli(team_);
   // A reduced team that got its cores says nothing of the full team's; one
   // that did not says there are fewer still.
   if (team_ < wanted_ && got_its_cores) return;

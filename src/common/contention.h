@@ -10,11 +10,13 @@
 //
 // So the regions measure how much CPU their threads actually got: the sum
 // of the team's thread CPU times over the region's wall time, the cores the
-// team effectively ran on. A moving average over full-team regions of at
-// least kMeasuredRegionNs (shorter ones are mostly fork and join) decides:
-// the full team while it ran on at least team - 0.5 cores, else the rounded
-// number of cores it got; once every kProbeNs the full team again, to see
-// whether the cores are back. HCOPS_ADAPT_THREADS=0 keeps the full team.
+// team effectively ran on. A moving average over regions of at least
+// kMeasuredRegionNs (shorter ones are mostly fork and join) decides: the
+// full team while it ran on at least team - max(0.5, team / 4) cores (the
+// rest is waiting and imbalance, not lost cores), else the rounded number
+// of cores it got; once every kProbeNs the full team again, to see whether
+// the cores are back; measurements older than 4 kProbeNs are forgotten.
+// HCOPS_ADAPT_THREADS=0 keeps the full team.
 #pragma once
 
 #include <atomic>
@@ -43,6 +45,10 @@ const char *contention_note(int wanted, char *buf, unsigned long size);
 // the cores the full team ran on, times 1000 (negative: none measured yet);
 // `since_probe_ns` the time since the last full-team region.
 int choose_team(int wanted, long cores_milli, int64_t since_probe_ns);
+
+// The cores (times 1000) at and above which a team of `team` counts as
+// having its cores: team - max(0.5, team / 4).
+long full_team_milli(int team);
 
 // Measures one region of `team` threads (of `wanted`): construct before the
 // region, each thread adds its own CPU time with ThreadTimer, finish() after.

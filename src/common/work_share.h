@@ -26,17 +26,19 @@ namespace hcops {
 template <class Body>
 int share_dynamically(long count, int wanted, const Body &body) {
   if (count <= 0) return 1;
-  wanted = static_cast<int>(std::min<long>(wanted, count));
   // settled_team: the GEMM engine's long regions measure the cores and try
-  // the full team again (contended_team); these short ones follow them.
-  const int threads = omp_in_parallel() ? 1 : settled_team(wanted);
+  // the full team again (contended_team); these follow them. A loop of
+  // fewer pieces than threads runs fewer threads, measured as a reduced team
+  // (it can only lower the estimate).
+  const int threads =
+      omp_in_parallel() ? 1 : static_cast<int>(std::min<long>(settled_team(std::max(wanted, 1)), count));
   if (threads <= 1) {
     for (long i = 0; i < count; ++i) body(i);
     return 1;
   }
   std::atomic<long> next{0};
   WaitCounter arrived;
-  RegionTimer timer(threads, wanted);
+  RegionTimer timer(threads, std::max(wanted, 1));
   int team = 1;
 #pragma omp parallel num_threads(threads)
   {

@@ -40,9 +40,11 @@ void test_choose_team(void **) {
   assert_int_equal(hcops::choose_team(2, 110, 0), 1);      // never below one
   assert_int_equal(hcops::choose_team(2, 1100, hcops::kProbeNs), 2);  // time to try the full team
   assert_int_equal(hcops::choose_team(8, 7600, 0), 8);
-  assert_int_equal(hcops::choose_team(8, 6000, 0), 6);
-  assert_int_equal(hcops::choose_team(8, 6499, 0), 6);
-  assert_int_equal(hcops::choose_team(8, 6500, 0), 7);
+  assert_int_equal(hcops::choose_team(8, 6000, 0), 8);     // 8 - max(0.5, 8 / 4): imbalance, not lost cores
+  assert_int_equal(hcops::choose_team(8, 5999, 0), 6);
+  assert_int_equal(hcops::choose_team(8, 5400, 0), 5);
+  assert_int_equal(hcops::choose_team(64, 48000, 0), 64);
+  assert_int_equal(hcops::choose_team(64, 40000, 0), 40);
   assert_int_equal(hcops::choose_team(1, 100, 0), 1);
 }
 

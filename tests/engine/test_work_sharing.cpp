@@ -172,8 +172,11 @@ void test_late_thread_is_covered(void **) {
   assert_int_equal(total_units(), units);
   std::printf("# %ld units: thread 1 (held up 300 ms) ran %ld, the others %ld\n", units, units_of(1),
               units - units_of(1));
+  // One phase (k = 384 <= KC, n = 512 <= NC for every family): a late
+  // thread 1 holds the one unit it took, if any.
   assert_true(units_of(1) <= 1);
   assert_true(units >= 2L * team);
+  if (!g_delayed[1].load()) std::printf("# thread 1 ran no unit: the delay was not exercised\n");
   assert_same_bits(quiet, late, "thread 1 late");
   p.check(late, 1e-5);
   g_delay = Delay::none;
@@ -261,7 +264,10 @@ void test_loop_covers_a_late_thread(void **) {
     late += by[i] == 1;
   }
   std::printf("# %ld pieces: thread 1 (held up 300 ms) ran %ld\n", count, late);
-  assert_int_equal(late, 1);
+  // A thread 1 that never ran before the pieces ran out leaves nothing to
+  // test: said, not failed (7 threads on 2 busy cores can get there).
+  if (!held.load()) std::printf("# thread 1 ran no piece: the delay was not exercised\n");
+  assert_true(late <= 1);
 }
 
 // Softmax and LayerNorm rows shared with random delays: the bits of the
