@@ -41,6 +41,12 @@ def write_records(path, records, notes=()):
             f.write(f"# {n}\n")
 
 
+def read_csv_rows(path):
+    """The rows of a CSV this package's write_csv wrote, without its header (for --replot)."""
+    with open(path) as f:
+        return list(csv.reader(f))[1:]
+
+
 def cpu_model():
     with open("/proc/cpuinfo") as f:
         return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")

@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from benchlib.blas_peers import PEERS, REPLAY  # noqa: E402
 from benchlib.build import BUILD  # noqa: E402
 from benchlib.child import child_env, json_result, run  # noqa: E402
-from benchlib.report import cpu_model, load_average, pyplot, save_plot, write_csv  # noqa: E402
+from benchlib.report import cpu_model, load_average, pyplot, read_csv_rows, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated  # noqa: E402
 from benchlib.traces import workloads_dir  # noqa: E402
 
@@ -142,10 +142,9 @@ def main():
     ap.add_argument("--replot", metavar="CSV", help="only draw --png from a CSV this script wrote")
     args = ap.parse_args()
     if args.replot:
-        import csv
-        with open(args.replot) as f:
-            rows = list(csv.reader(f))[1:]
-        plot(rows, args.png, cpu_model())
+        if not args.png:
+            ap.error("--replot draws into --png")
+        plot(read_csv_rows(args.replot), args.png, cpu_model())
         return 0
     if not args.python:
         ap.error("--python is required")

@@ -25,7 +25,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/, for benchlib
 from benchlib.build import BUILD  # noqa: E402
 from benchlib.child import child_env, json_result, run  # noqa: E402
-from benchlib.report import cpu_model, load_average, pyplot, save_plot, write_csv  # noqa: E402
+from benchlib.report import cpu_model, load_average, pyplot, read_csv_rows, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
 
 DIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dit.py")
@@ -119,10 +119,7 @@ def main():
     if args.replot:
         if not args.png:
             ap.error("--replot draws into --png")
-        import csv
-        with open(args.replot) as f:
-            rows = list(csv.reader(f))[1:]
-        plot(rows, args.png, cpu_model())
+        plot(read_csv_rows(args.replot), args.png, cpu_model())
         return 0
     if not args.python:
         ap.error("--python is required")

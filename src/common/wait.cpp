@@ -14,10 +14,12 @@ namespace hcops {
 
 namespace {
 
-// Unset OMP_WAIT_POLICY: 50 us, long enough for the threads of a quiet team
-// to meet without a syscall (the GEMM trace replays run as fast as with
-// 10 ms), short enough that a waiter whose partner lost its core gives that
-// core back before the scheduler's next tick.
+// Unset OMP_WAIT_POLICY: 50 us, about a scheduler wake-up's latency a few
+// times over, so that the threads of a quiet team meet without a syscall,
+// and short against the 3-4 ms time slice a waiter whose partner lost its
+// core would otherwise spin away. A choice, not a tuned optimum: with it the
+// quiet GEMM trace replay ran at 0.99-1.02x the engine before the change
+// (doc/perf/shared_cpu.md); other values were not measured.
 constexpr long kDefaultSpinNs = 50000;
 constexpr long kActiveSpinNs = 10000000;
 

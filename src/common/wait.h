@@ -7,7 +7,7 @@
 // its own cores, finishing together) and then sleeps on a futex; whoever
 // moves the counter wakes it. The spin is HCOPS_SPIN_US, else follows the
 // caller's OMP_WAIT_POLICY: passive spins not at all, active 10 ms, unset
-// kDefaultSpinNs (doc/environment.md gives the measurements behind it).
+// kDefaultSpinNs (wait.cpp says why that value).
 #pragma once
 
 #include <atomic>

@@ -127,8 +127,9 @@ struct PartWork {
 };
 
 // Units per thread of a part: enough that the last unit of a late thread is
-// a small part of the product, few enough that their A blocks stay MC-sized
-// for the usual shapes (DiT's 2048 x 384 x 1536: 256 rows per unit).
+// a small part of the product, few enough that their A blocks stay large
+// (DiT-S/2's 1536 x 2048 x 384 on 2 threads: 4 row blocks of 384 rows by the
+// planner's 2 column chunks).
 constexpr long kUnitsPerThread = 4;
 
 static long ceil_div(long a, long b) { return (a + b - 1) / b; }
