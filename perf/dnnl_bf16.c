@@ -1,5 +1,5 @@
 /* hcops-dnnl-bf16: oneDNN's bf16 GEMM, as the peer of HCOps' sbgemm_ in
- * perf/bf16_replay.py and perf/gemm_sweep.py --precisions bf16.
+ * perf/gemm_replay.py and perf/gemm_sweep.py --precisions bf16.
  *
  *   hcops-dnnl-bf16 gemm|matmul TRACE [REPEATS]
  *   hcops-dnnl-bf16 --selftest

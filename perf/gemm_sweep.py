@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sweeps single GEMM shapes through HCOps and the peers of blas_replay.py:
+"""Sweeps single GEMM shapes through HCOps and the peers of gemm_replay.py:
 squares 64..2048 (4096 with --full) and the DiT-S/2 and DiT-XL/2 forward Linear
 and attention shapes, each as NN, NT and TN, in f32 and f64 (or bf16: bf16 A and
 B, f32 C, HCOps' sbgemm_ against oneDNN's dnnl_gemm_bf16bf16f32 and matmul
@@ -165,7 +165,7 @@ def main():
     ap.add_argument("--png", default=os.path.join("perf-results", "gemm-sweep.png"))
     args = ap.parse_args()
     rounds_n = args.rounds or (1 if args.quick else 3)
-    args.libs = args.libs or blas_peers.default_libs(args.precisions.split(","))
+    args.libs = args.libs or blas_peers.default_libs(args.precisions.split(","), args)
     libs = blas_peers.installed(args.libs)
     configs = [(p, int(t)) for p in args.precisions.split(",") for t in args.threads.split(",")]
     case_list = cases(args)

@@ -7,7 +7,7 @@ import tempfile
 import time
 
 # Every BLAS/OpenMP runtime reads one of these: the same thread count for all.
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS")
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class RunError(Exception):
