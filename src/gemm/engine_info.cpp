@@ -41,8 +41,11 @@ std::string kernel_line(const char *name, const Topology &topo) {
       : b_packing() == BPacking::never
           ? "read in place (HCOPS_PACK_B=never)"
           : "read in place when op(B) = B, or B^T with m <= 2 mc and kc rows within L2/2; else packed";
-  return format("  %s: %s, microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s\n", name, chosen.family->name, k.mr,
-                k.nr, b.mc, b.kc, b.nc, packing);
+  const char *skinny = !k.skinny        ? "packed as any other (no skinny kernel)"
+                       : skinny_allowed() ? "stream A unpacked"
+                                          : "packed as any other (HCOPS_SKINNY=never)";
+  return format("  %s: %s, microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s; n <= %ld: %s\n", name,
+                chosen.family->name, k.mr, k.nr, b.mc, b.kc, b.nc, packing, kSkinnyMaxN, skinny);
 }
 
 std::string served(const KernelList &list) {

@@ -11,8 +11,9 @@
 #include "common/contention.h"
 #include "common/log.h"
 #include "common/team.h"
-#include "common/wait.h"
 #include "common/topology.h"
+#include "common/wait.h"
+#include "common/work_share.h"
 #include "gemm/blocking.h"
 #include "gemm/gemm_with.h"
 #include "gemm/pack_policy.h"
@@ -332,6 +333,50 @@ Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &k
   return Outcome::done;
 }
 
+// Rows of C a piece of a skinny product starts on: a multiple of every
+// skinny kernel's row block (3 vectors of 16 or 8 with ta = N, 4 with T).
+constexpr long kSkinnyRowGrain = 96;
+// Bytes of A per thread of a skinny product: smaller ones run on fewer
+// threads (waking a thread costs more than streaming that much).
+constexpr long kSkinnyBytesPerThread = 128 << 10;
+
+// A product of at most kSkinnyMaxN columns on the family's skinny kernel
+// (kernels/skinny.h): C's rows shared dynamically in pieces, each piece's
+// epilogue as soon as its rows are final. False when it does not apply: no
+// such kernel, HCOPS_SKINNY=never, or no memory for the contiguous copy of
+// op(B) that ta = T needs when op(B) is strided in k.
+template <typename Ty>
+bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
+  using B = typename Ty::b_type;
+  if (!kern.skinny || g.n > kSkinnyMaxN || !skinny_allowed()) return false;
+  const B *b = g.b;
+  long rsb = g.tb == Trans::N ? 1 : g.ldb, csb = g.tb == Trans::N ? g.ldb : 1;
+  std::unique_ptr<B[]> contiguous;
+  if (g.ta == Trans::T && rsb != 1) {  // op(B) = B^T: n x k elements, column j at j * k
+    contiguous.reset(new (std::nothrow) B[g.n * g.k]);
+    if (!contiguous) return false;
+    for (long p = 0; p < g.k; ++p)
+      for (long j = 0; j < g.n; ++j) contiguous[j * g.k + p] = g.b[j + p * g.ldb];
+    b = contiguous.get();
+    rsb = 1;
+    csb = g.k;
+  }
+  const long a_bytes = long(sizeof(typename Ty::a_type)) * g.m * g.k;
+  const int wanted = static_cast<int>(std::clamp<long>(a_bytes / kSkinnyBytesPerThread, 1, max_threads()));
+  const long blocks = ceil_div(g.m, kSkinnyRowGrain);
+  const long pieces = std::min(blocks, long(wanted) * kPiecesPerThread);
+  rep.threads = share_dynamically(pieces, wanted, [&](long piece) {
+    const long i0 = std::min(g.m, blocks * piece / pieces * kSkinnyRowGrain);
+    const long i1 = std::min(g.m, blocks * (piece + 1) / pieces * kSkinnyRowGrain);
+    if (i1 <= i0) return;
+    const auto *a = g.a + (g.ta == Trans::N ? i0 : i0 * g.lda);
+    kern.skinny(g.ta, i1 - i0, g.n, g.k, g.alpha, a, g.lda, b, rsb, csb, g.beta, g.c + i0, g.ldc);
+    if (g.epilogue) apply_epilogue(g, i0, i1 - i0, 0, g.n);
+  });
+  rep.b = "skinny";
+  return true;
+}
+
 // An epilogue applied to a block of columns of C as if to the whole C: its
 // column coordinates shifted by the block's first column.
 template <typename Acc>
@@ -435,6 +480,7 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   rep.family = family;
   rep.mr = kern.mr;
   rep.nr = kern.nr;
+  if (skinny_gemm(g, kern, rep)) return rep;
   Plan plan = plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr});
   bool direct_b = false;
   Outcome out = execute(g, plan, kern, direct_b);

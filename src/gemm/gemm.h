@@ -80,7 +80,8 @@ struct GemmArgs {
 struct GemmReport {
   const char *family = "none";  // kernel family (kernels/families.def); "none": C only scaled
   int mr = 0, nr = 0;           // microkernel tile
-  const char *b = "none";       // op(B) "packed", "in-place", or "unpacked" (no packing memory)
+  const char *b = "none";       // op(B) "packed", "in-place", "unpacked" (no packing memory), or
+                                // "skinny" (kernels/skinny.h: neither operand packed)
   int threads = 1;              // threads that computed
   int domains = 1;              // compute domains the product was split over
   char split = 'n';             // across domains along 'n' or 'm'

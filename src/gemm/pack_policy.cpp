@@ -16,4 +16,12 @@ bool b_in_place_pays(Trans tb, long m, long mc, size_t span_bytes, size_t l2_byt
   return tb == Trans::N || (m <= 2 * mc && span_bytes <= l2_bytes / 2);
 }
 
+bool skinny_allowed() {
+  static const bool allowed = [] {
+    static const char *const choices[] = {"auto", "never", nullptr};
+    return env_choice("HCOPS_SKINNY", choices, 0) == 0;
+  }();
+  return allowed;
+}
+
 }  // namespace hcops

@@ -1,6 +1,7 @@
 // Whether a GEMM packs op(B) into panels or lets the microkernel read it in
 // place. HCOPS_PACK_B=auto|always|never (auto by default) overrides the choice,
-// so the tests can run both paths on every shape.
+// so the tests can run both paths on every shape. Likewise HCOPS_SKINNY=auto|
+// never for the skinny kernels (kernels/skinny.h), which pack neither operand.
 #pragma once
 
 #include <cstddef>
@@ -23,5 +24,8 @@ BPacking b_packing();
 // spans (`span_bytes`) stay within half of L2; beyond that the row hopping
 // misses the TLB (384 x 1536 x 2048 NT: packing +12%).
 bool b_in_place_pays(Trans tb, long m, long mc, size_t span_bytes, size_t l2_bytes);
+
+// HCOPS_SKINNY, read once: false for never.
+bool skinny_allowed();
 
 }  // namespace hcops

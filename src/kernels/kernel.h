@@ -48,6 +48,17 @@ template <typename Ty>
 using PackB = void (*)(typename Ty::packed_b_type *dst, const typename Ty::b_type *b, long ldb, Trans tb, long p0,
                        long kc, long j0, long nc);
 
+// C[0:m, 0:n] = alpha * op(A) * op(B) + beta * C for a skinny product (n <=
+// kSkinnyMaxN), op(A) read in place (a[i + p * lda] for ta = N, a[p + i *
+// lda] for T) and op(B)(p, j) = b[p * rsb + j * csb]; with ta = T, rsb must
+// be 1 (the driver copies op(B) otherwise). beta == 0 never reads C.
+// kernels/skinny.h says why and how.
+template <typename Ty>
+using SkinnyKernel = void (*)(Trans ta, long m, long n, long k, typename Ty::acc_type alpha,
+                              const typename Ty::a_type *a, long lda, const typename Ty::b_type *b, long rsb, long csb,
+                              typename Ty::acc_type beta, typename Ty::c_type *c, long ldc);
+constexpr long kSkinnyMaxN = 16;
+
 template <typename Ty>
 struct GemmKernel;
 
@@ -94,6 +105,9 @@ struct GemmKernel {
   // block gets its epilogue before C is rounded without an f32 copy of C
   // (gemm.cpp's gemm_through_wide_c).
   bool fuses_epilogue = false;
+  // Products of at most kSkinnyMaxN columns without packing; null: the
+  // family packs them like any other.
+  SkinnyKernel<Ty> skinny = nullptr;
 };
 
 // The depth of a packed panel of kc logical k steps, in packed steps: kc

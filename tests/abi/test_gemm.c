@@ -135,6 +135,36 @@ static void small_shapes(void **s) {
   small_shapes_all_transposes(BT_CBLAS_ROW, true, "small cblas_dgemm row");
 }
 
+/* Products of at most 16 columns (the engine's skinny kernels, which read A
+ * in place: kernels/skinny.h): the row counts around their row blocks (48 and
+ * 24 rows with op(A) = A, 4 with A^T) and the pieces the rows are shared in
+ * (96), k around a vector and DiT's 384, beyond 128 KiB of A (several
+ * threads), with random transposes, leading dimensions, scalars and NaN in C. */
+static void skinny_shapes(void **s) {
+  (void)s;
+  static const int ns[] = {1, 2, 7, 8, 9, 15, 16}, ms[] = {3, 47, 48, 49, 97, 250, 2304}, ks[] = {1, 15, 17, 384};
+  bt_rng_reset(__func__);
+  for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
+    for (size_t im = 0; im < sizeof ms / sizeof *ms; ++im)
+      for (size_t ik = 0; ik < sizeof ks / sizeof *ks; ++ik) {
+        const bt_api api = (bt_api)bt_rand_int(BT_F77, BT_CBLAS_COL);  /* column-major: n is C's columns */
+        bt_gemm_case gc = {.api = api, .dbl = bt_rand_chance(30)};
+        gc.ta = rand_trans(api == BT_F77);
+        gc.tb = rand_trans(api == BT_F77);
+        gc.m = ms[im];
+        gc.n = ns[in];
+        gc.k = ks[ik];
+        gc.alpha = rand_scalar();
+        gc.beta = rand_scalar();
+        gc.c_special = gc.beta == 0.0 && bt_rand_chance(50);
+        gc.lda = bt_gemm_min_ld(&gc, 'A') + rand_pad();
+        gc.ldb = bt_gemm_min_ld(&gc, 'B') + rand_pad();
+        gc.ldc = bt_gemm_min_ld(&gc, 'C') + rand_pad();
+        check(&gc);
+      }
+  assert_int_equal(failures, 0);
+}
+
 /* beta == 0 must overwrite C: NaN and Inf already in C never propagate. */
 static void beta_zero_ignores_nan_in_c(void **s) {
   (void)s;
@@ -181,7 +211,7 @@ int main(void) {
       cmocka_unit_test_setup(dgemm_f77_random, reset),       cmocka_unit_test_setup(sgemm_cblas_col_random, reset),
       cmocka_unit_test_setup(dgemm_cblas_col_random, reset), cmocka_unit_test_setup(sgemm_cblas_row_random, reset),
       cmocka_unit_test_setup(dgemm_cblas_row_random, reset), cmocka_unit_test_setup(beta_zero_ignores_nan_in_c, reset),
-      cmocka_unit_test_setup(large_shapes, reset),
+      cmocka_unit_test_setup(large_shapes, reset),           cmocka_unit_test_setup(skinny_shapes, reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
 # (as the registry lists them: hcops-info --families),
 # forced with HCOPS_ISA, so a lower path is never left untested on a machine
 # that would not pick it by itself; and on each, with B always packed and
-# always read in place (HCOPS_PACK_B), whatever the shape would choose.
+# always read in place (HCOPS_PACK_B), whatever the shape would choose, and
+# with the skinny kernels off (HCOPS_SKINNY=never: products of n <= 16 packed).
 set -u
 families=$(../tools/hcops-info --families)
 if [ -z "$families" ]; then
@@ -30,6 +31,12 @@ for isa in $families; do
   if HCOPS_ISA=$isa ../tools/hcops-info | grep -q "^  sgemm: .*always packed (no in-place kernel)"; then
     echo "== HCOPS_ISA=$isa always packs B: no in-place kernel, HCOPS_PACK_B has nothing to switch"
     continue
+  fi
+  if HCOPS_ISA=$isa ../tools/hcops-info | grep -q "^  sgemm: .*n <= 16: stream A unpacked"; then
+    echo "== HCOPS_ISA=$isa HCOPS_SKINNY=never"
+    HCOPS_ISA=$isa HCOPS_SKINNY=never ../tools/hcops-info | grep -q "^  sgemm: .*(HCOPS_SKINNY=never)" ||
+      { echo "FAIL: HCOPS_SKINNY=never not in effect"; status=1; }
+    HCOPS_ISA=$isa HCOPS_SKINNY=never HCOPS_NUM_THREADS=2 ./test_gemm || status=1
   fi
   for pack in always never; do
     echo "== HCOPS_ISA=$isa HCOPS_PACK_B=$pack"

@@ -86,6 +86,7 @@ struct F64 {
   static V set1(double x) { return _mm512_set1_pd(x); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static double reduce_add(V a) { return _mm512_reduce_add_pd(a); }
 };
 
 }  // namespace hcops::kernels::avx512
