@@ -185,6 +185,42 @@ def hand_logs():
     check(p.returncode == 0 and "sgemm_" in p.stdout, "hand: read from standard input")
 
 
+STEPS = """\
+hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,5.0,2.4,hcops:avx512,tile=32x12
+hcops_verbose,fallback,native_layer_norm,f32,8x256x384,non_contiguous
+hcops_verbose,exec,adam_step_,f32,1000,2,0.5,hcops:avx512,
+hcops_verbose,exec,adam_step_,f32,1000,2,0.5,hcops:avx512,
+hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,tile=32x12
+hcops_verbose,exec,adam_step_,f32,1000,2,0.5,hcops:avx512,
+hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,tile=32x12
+hcops_verbose,exec,adam_step_,f32,1000,2,0.5,hcops:avx512,
+"""
+
+
+def step_logs():
+    """--skip-steps (steps closed by runs of optimizer lines) and the FLOP-limit lines."""
+    path = os.path.join(TMP, "steps.log")
+    with open(path, "w") as f:
+        f.write(STEPS)
+    p = prof(path, "--peak-gflops", "100", "--bandwidth", "10", "--skip-steps", "1", "--step-seconds", "0.01")
+    print(p.stdout)
+    check(p.returncode == 0 and "4 calls, 3.4 ms profiled" in p.stdout,
+          "steps: the first step (its two optimizer lines) left out")
+    check("non_contiguous" not in p.stdout, "steps: the first step's fallback left out")
+    # 2 x 2*100*200*300 flops = 0.024 GFLOP, at 100 GFLOPS 0.24 ms; per step 0.12 ms; 0.12 / 10 ms = 1 %
+    check("FLOP limit: 0.024 GFLOP" in p.stdout and "take 0.24 ms at the peak" in p.stdout and
+          "those calls took 2.4 ms (10% of the limit's rate)" in p.stdout, "steps: the FLOP limit of the calls")
+    check("per step (2 in the log): 0.012 GFLOP, limit 0.12 ms" in p.stdout and
+          "runs at 1% of its FLOP limit" in p.stdout, "steps: per step, and the measured step's fraction")
+    p = prof(path, "--no-peak")
+    check(p.returncode == 0 and "Operators PyTorch ran itself" in p.stdout and "FLOP limit: n/a" in p.stdout,
+          "steps: nothing skipped by default; no limit without a peak")
+    p = prof(path, "--no-peak", "--skip-steps", "3")
+    check(p.returncode == 2 and "has 3 step(s), so none would be left" in p.stderr, "steps: too many skipped")
+    p = prof(os.path.join(TMP, "hand.log"), "--no-peak", "--skip-steps", "1")
+    check(p.returncode == 2 and "no optimizer lines" in p.stderr, "steps: a log without optimizer lines")
+
+
 def bad_logs():
     good = HAND.splitlines(keepends=True)
     cases = {
@@ -214,6 +250,7 @@ def bad_logs():
 
 with tempfile.TemporaryDirectory(prefix="hcops-prof-test.") as TMP:
     hand_logs()
+    step_logs()
     bad_logs()
     real_logs()
 print(f"{len(failures)} failure(s)")

@@ -4,7 +4,7 @@ import csv
 import os
 import sys
 
-from . import cost, logparse, machine, project, report
+from . import cost, logparse, machine, project, report, steps
 
 PROG = "hcops-prof"
 USAGE_ERROR = 2
@@ -33,8 +33,15 @@ def _args(argv):
     ap.add_argument("--peak-gflops", type=float, metavar="G", help="use G GFLOPS as the peak instead of measuring")
     ap.add_argument("--bandwidth", type=float, metavar="B", help="use B GB/s as the bandwidth instead of measuring")
     ap.add_argument("--no-peak", action="store_true", help="measure no peak: no %%peak column")
+    ap.add_argument("--skip-steps", type=int, default=0, metavar="N", help="leave out the first N training steps "
+                    "(warm-up), told apart by the fused optimizer's lines")
+    ap.add_argument("--step-seconds", type=float, metavar="S", help="the measured wall time of one step: the "
+                    "FLOP-limit line then gives the step's fraction of its limit")
     ap.add_argument("--project", action="store_true", help="replay every distinct call through HCOps and the "
                     "installed peers (OpenBLAS, BLIS, oneDNN) and report what each would take")
+    ap.add_argument("--anchors", metavar="DIR", default=os.environ.get("HCOPS_ANCHORS_VENV"),
+                    help="--project: also MKL and oneDNN 3.x from this venv of the package index's mkl and onednn "
+                    "(default $HCOPS_ANCHORS_VENV; perf/gemm_replay.py sets one up in build/anchors-venv)")
     ap.add_argument("--rounds", type=int, default=3, help="--project's rounds, libraries alternated (default 3)")
     ap.add_argument("--quick", action="store_true", help="--project with one repetition per call (a check, not a "
                     "measurement)")
@@ -76,11 +83,13 @@ def _threads(args, log):
 def _project(args, prof, finder, libhcops, progress, out):
     if not libhcops:
         raise Failure("--project: libhcops.so not found (build or install HCOps)")
-    pj = project.Projector(finder, libhcops, prof.threads, args.rounds, args.quick, progress)
+    if args.anchors and not os.path.isdir(args.anchors):
+        raise Failure(f"--anchors {args.anchors}: no such directory")
+    pj = project.Projector(finder, libhcops, prof.threads, args.rounds, args.quick, progress, args.anchors)
     rows = list(prof.rows.values())
     gemm_calls, gemm_t = pj.project_gemm([r for r in rows if r.part == "gemm"])
     prims, dnnl_t = pj.project_dnnl([r for r in rows if r.part == "dnnl"])
-    libs = ["hcops", "onednn", "openblas", "blis"]
+    libs = ["hcops", "onednn", "openblas", "blis"] + pj.anchors_found
     parts = {}  # part -> {"log": ms, lib: [seconds, covered log ms], "flops", "peak_s"}
 
     def part_of(name):
@@ -206,11 +215,16 @@ def main(argv=None, find_program=None, libhcops=None):
         if not log.records:
             raise Failure(f"{args.log}: nothing to profile: no HCOPS_VERBOSE or ONEDNN_VERBOSE exec line in "
                           f"{log.lines} lines (run with HCOPS_VERBOSE=1 or ONEDNN_VERBOSE=1)")
+        try:
+            log = steps.skip(log, args.skip_steps)
+        except steps.StepError as e:
+            raise Failure(f"{args.log}: {e}") from None
         mach = None
         if not args.no_peak:
             mach = machine.Machine(finder, args.peak_gflops, args.bandwidth)
         prof = report.Profile(log, mach, _threads(args, log))
         report.print_tables(prof, sys.stdout, args.top)
+        report.print_limit(prof, sys.stdout, len(steps.ends(log)), args.skip_steps, args.step_seconds)
         if args.csv:
             try:
                 report.write_csv(prof, args.csv)

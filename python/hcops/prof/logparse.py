@@ -60,6 +60,7 @@ class Record:
 class Log:
     records: list = field(default_factory=list)
     fallbacks: dict = field(default_factory=dict)   # (op, dtype, shape, reason) -> calls
+    fallback_lines: list = field(default_factory=list)  # (line number, key), for steps.skip
     skipped: int = 0            # lines that are not verbose lines
     recognised: int = 0         # info, legend, summary, total, create lines
     lines: int = 0
@@ -191,6 +192,7 @@ def parse_line(line, lineno, log):
             raise LogError(lineno, f"fallback line with {len(f) - 2} fields, 4 expected")
         key = (f[2], f[3], f[4], ",".join(f[5:]))
         log.fallbacks[key] = log.fallbacks.get(key, 0) + 1
+        log.fallback_lines.append((lineno, key))
         return
     elif what == "mpi":
         rec = _mpi(f[2:], lineno)

@@ -10,7 +10,11 @@ per call).
     valid column-major ones (a cblas row-major call's may not be): otherwise
     the smallest valid. Peers: HCOps's libhcops.so, Debian's OpenBLAS and BLIS
     (their libblas.so.3 files, not the libblas.so.3 alternative, which may be
-    HCOps), oneDNN's dnnl_sgemm; each where it serves the precision.
+    HCOps), oneDNN's dnnl_sgemm; each where it serves the precision. With
+    --anchors DIR (or $HCOPS_ANCHORS_VENV), a venv holding the package index's
+    mkl and onednn (perf/gemm_replay.py sets one up in build/anchors-venv):
+    MKL's sgemm_/dgemm_/cblas_gemm_bf16bf16f32 and oneDNN 3.x's dnnl_sgemm
+    and dnnl_gemm_bf16bf16f32 too.
   oneDNN primitives: hcops-dnnl-replay (perf/dnnl_replay.c) rebuilds them from
     their verbose fields; run with libdnnl alone (oneDNN) and with libhcops.so
     preloaded (HCOps). What it cannot rebuild is said and kept at the log's time.
@@ -29,6 +33,9 @@ GEMM_PEERS = {  # name: (library for hcops-replay, precisions it serves)
     "blis": (f"{MULTIARCH}/blis-openmp/libblas.so.3", "sd"),
     "onednn": (f"dnnl:{MULTIARCH}/libdnnl.so.2", "s"),
 }
+# The anchors in a venv of the package index's mkl and onednn: name ->
+# (library under its lib/, precisions served).
+ANCHOR_PEERS = {"mkl": ("libmkl_rt.so.3", "sdb"), "onednn3": ("dnnl:libdnnl.so.3", "sb")}
 PASS_SECONDS = 0.005
 MAX_REPEAT = 4096
 
@@ -71,14 +78,15 @@ def _env(threads, extra=None):
     for var in ("LD_PRELOAD", "HCOPS_VERBOSE", "ONEDNN_VERBOSE", "DNNL_VERBOSE"):
         env.pop(var, None)
     env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), BLIS_NUM_THREADS=str(threads),
-               HCOPS_NUM_THREADS=str(threads))
+               MKL_NUM_THREADS=str(threads), HCOPS_NUM_THREADS=str(threads))
     env.update(extra or {})
     return env
 
 
 class Projector:
-    def __init__(self, find, libhcops, threads, rounds, quick, progress):
+    def __init__(self, find, libhcops, threads, rounds, quick, progress, anchors=None):
         self.find = find
+        self.anchors = anchors  # the anchors' venv, or None
         self.libhcops = libhcops
         self.threads = threads
         self.rounds = max(1, rounds)
@@ -88,17 +96,36 @@ class Projector:
         self.dnnl_replay = find("hcops-dnnl-replay")
         self.absent = []
         self.notes = []
+        self.anchors_found = []
+
+    def _peers(self):
+        peers = dict(GEMM_PEERS)
+        if self.anchors:
+            lib = os.path.join(self.anchors, "lib")
+            for name, (file, serves) in ANCHOR_PEERS.items():
+                dnnl = file.startswith("dnnl:")
+                peers[name] = (("dnnl:" if dnnl else "") + os.path.join(lib, file.removeprefix("dnnl:")), serves)
+        return peers
+
+    def _extra_env(self, name):
+        """The anchors' libraries find their runtimes through the loader path."""
+        if name not in ANCHOR_PEERS:
+            return {}
+        old = os.environ.get("LD_LIBRARY_PATH")
+        return {"LD_LIBRARY_PATH": os.path.join(self.anchors, "lib") + (":" + old if old else "")}
 
     def gemm_libraries(self, precisions):
         libs = {"hcops": (self.libhcops, "sdb")}
-        for name, (path, serves) in GEMM_PEERS.items():
+        for name, (path, serves) in self._peers().items():
             if os.path.exists(path.removeprefix("dnnl:")):
                 libs[name] = (path, serves)
+                if name in ANCHOR_PEERS:
+                    self.anchors_found.append(name)
             else:
                 self.absent.append(f"{name} ({path.removeprefix('dnnl:')})")
         return {n: v for n, v in libs.items() if any(p in v[1] for p in precisions)}
 
-    def _gemm_time(self, lib, precision, call, estimate_ms, tmp):
+    def _gemm_time(self, name, lib, precision, call, estimate_ms, tmp):
         repeat = 1 if self.quick else max(1, min(MAX_REPEAT, int(PASS_SECONDS / max(estimate_ms * 1e-3, 1e-7))))
         path = os.path.join(tmp, "call.csv")
         with open(path, "w") as f:
@@ -106,7 +133,10 @@ class Projector:
             f.write((call + "\n") * repeat)
         cmd = [self.replay] + (["--precision", precision] if precision != "s" else []) + [lib, path,
                                                                                           "2" if self.quick else "3"]
-        r = _run(cmd, _env(self.threads))
+        if name == "onednn3" and self.threads < len(os.sched_getaffinity(0)):
+            # the onednn wheel threads with TBB, which keeps to the CPU mask
+            cmd = ["taskset", "-c", f"0-{self.threads - 1}"] + cmd
+        r = _run(cmd, _env(self.threads, self._extra_env(name)))
         return (r["attention_s"] + r["linear_s"]) / repeat
 
     def project_gemm(self, rows):
@@ -138,7 +168,7 @@ class Projector:
                         lib, serves = libs[name]
                         if precision not in serves:
                             continue
-                        t = self._gemm_time(lib, precision, call, statistics.median(c["ms"]), tmp)
+                        t = self._gemm_time(name, lib, precision, call, statistics.median(c["ms"]), tmp)
                         times[key].setdefault(name, []).append(t)
                     done += 1
                     self.progress(f"GEMM replay: round {rnd + 1}/{self.rounds}, call {done}/{total}")

@@ -154,6 +154,42 @@ def print_tables(profile, out, top):
           "operators (each tensor read or written once) and MPI (bytes reduced)", file=out)
 
 
+def flop_limit(profile):
+    """(GFLOP, ms at the peak, ms the calls took) of the profiled calls that do
+    flops and have a peak (each at the peak of its precision and threads)."""
+    gflop = limit_ms = took_ms = 0.0
+    for row in profile.rows.values():
+        if row.work_kind == "flops" and row.work > 0 and row.peak:
+            gflop += row.work / 1e9
+            limit_ms += row.work / (row.peak * 1e9) * 1e3
+            took_ms += row.ms
+    return gflop, limit_ms, took_ms
+
+
+def print_limit(profile, out, steps, skipped, step_seconds):
+    """The FLOP limit of the profiled work: its flops (from the shapes) at the
+    machine's peak; per step when the log's steps are known, and as a fraction
+    of the step's measured time when given."""
+    gflop, limit_ms, took_ms = flop_limit(profile)
+    if not gflop:
+        print("\nFLOP limit: n/a (no call with flops and a peak: --no-peak, or no GEMM/primitive in the log)",
+              file=out)
+        return
+    print(f"\nFLOP limit: {gflop:.4g} GFLOP of GEMMs and primitives (from their shapes) take {limit_ms:.4g} ms at the "
+          f"peak; those calls took {took_ms:.4g} ms ({100 * limit_ms / took_ms:.0f}% of the limit's rate)"
+          + (f"; {skipped} warm-up step(s) left out" if skipped else ""), file=out)
+    if steps:
+        per = limit_ms / steps
+        line = (f"per step ({steps} in the log): {gflop / steps:.4g} GFLOP, limit {per:.4g} ms, profiled calls "
+                f"{profile.total_ms / steps:.4g} ms")
+        if step_seconds:
+            line += (f"; the step ({1e3 * step_seconds:.4g} ms measured) runs at {100 * per / (1e3 * step_seconds):.0f}% "
+                     "of its FLOP limit")
+        print(line, file=out)
+    elif step_seconds:
+        print("--step-seconds: the log's steps are unknown (no optimizer lines), so no per-step fraction", file=out)
+
+
 def write_csv(profile, path):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
