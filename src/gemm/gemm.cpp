@@ -481,7 +481,8 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   rep.mr = kern.mr;
   rep.nr = kern.nr;
   if (skinny_gemm(g, kern, rep)) return rep;
-  Plan plan = plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr});
+  Plan plan =
+      plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr, kern.min_flops_per_thread});
   bool direct_b = false;
   Outcome out = execute(g, plan, kern, direct_b);
   if (out == Outcome::short_team) {

@@ -108,6 +108,11 @@ struct GemmKernel {
   // Products of at most kSkinnyMaxN columns without packing; null: the
   // family packs them like any other.
   SkinnyKernel<Ty> skinny = nullptr;
+  // The planner gives a product one thread per this many flops (at most):
+  // below it a thread's start and the team's waits cost more than its share
+  // of the work. A family that computes much faster per thread (AMX) sets
+  // more.
+  long min_flops_per_thread = 2'000'000;
 };
 
 // The depth of a packed panel of kc logical k steps, in packed steps: kc

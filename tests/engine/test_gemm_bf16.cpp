@@ -396,8 +396,10 @@ void test_nonfinite(void **) {
 
 template <typename Ty>
 void test_large(void **) {
-  // Over 1000 in one dimension, and k over several k blocks (with an odd last one).
-  const long shapes[][3] = {{1031, 23, 301}, {37, 1029, 257}, {61, 45, 2101}};
+  // Over 1000 in one dimension, and k over several k blocks (with an odd last
+  // one); the first large enough (42 Mflop) for two threads on a family that
+  // keeps 16 Mflop per thread (AMX: kernel.h, min_flops_per_thread).
+  const long shapes[][3] = {{1031, 67, 301}, {37, 1029, 257}, {61, 45, 2101}};
   bool two_threads = false;
   for (int s = 0; s < 3; ++s)
     for (int t = 0; t < 4; t += s == 2 ? 1 : 3) {

@@ -435,6 +435,11 @@ constexpr GemmKernel<Ty> tile_kernel() {
       .pack_b = &pack_b_tiles<typename Ty::b_type, Ty::splits>,
       .macro = &macro<Tiles, Ty>,
       .fuses_epilogue = true,
+      // A tile unit's rate makes a small product's share on a second thread
+      // shorter than the team's start and waits: attention's 256x256x64
+      // (8.4 Mflop) took 37 us on 2 threads against 31 us on 1 (Xeon, AMX,
+      // DiT-S/2's bf16 trace replay). 16 Mflop keeps such products on one.
+      .min_flops_per_thread = 16'000'000,
   };
 }
 
