@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Sweeps single GEMM shapes through HCOps and the peers of gemm_replay.py:
-squares 64..2048 (4096 with --full) and the DiT-S/2 and DiT-XL/2 forward Linear
-and attention shapes, each as NN, NT and TN, in f32 and f64 (or bf16: bf16 A and
+squares 64..2048 (4096 with --full) and the DiT-S/2 and DiT-XL/2 forward Linear,
+attention and adaLN (n = batch: skinny) shapes, each as NN, NT and TN (--only
+NAME: those whose name contains NAME), in f32 and f64 (or bf16: bf16 A and
 B, f32 C, HCOps' sbgemm_ against oneDNN's dnnl_gemm_bf16bf16f32 and matmul
 primitive), on 1 and 2 threads.
 Every (library, case) runs in its own process (build/perf/hcops-replay on a
@@ -10,7 +11,8 @@ Reports the median GFLOPS over rounds, the % of the peak measured by
 hcops-peak on as many threads (FMA; bf16: the dot-product or AMX peak), and hcops' speedup over the fastest peer as the
 median of the per-round ratios hcops GFLOPS / peer GFLOPS.
 
-  $PYTHON perf/gemm_sweep.py [--quick | --full] [--rounds 3] [--precisions f32,f64|bf16] [--csv F] [--png F]
+  $PYTHON perf/gemm_sweep.py [--quick | --full] [--only NAME] [--rounds 3] [--precisions f32,f64|bf16]
+                             [--csv F] [--png F]
 
 Defaults: perf-results/gemm-sweep.csv and .png under the current directory.
 oneDNN 2.6 has no dnnl_dgemm, so dnnl is n/a in f64; the peak of bf16 is the
@@ -38,6 +40,9 @@ DIT = [
     ("XL/2 qkv", 3456, 512, 1152), ("XL/2 proj", 1152, 512, 1152),
     ("XL/2 fc1", 4608, 512, 1152), ("XL/2 fc2", 1152, 512, 4608),
     ("attn 256x256x64", 256, 256, 64), ("attn 64x256x256", 64, 256, 256),
+    # adaLN's modulation Linear on the conditioning vector: one row per sample
+    # (n = batch), bound by streaming the weight (the skinny kernels).
+    ("S/2 adaLN", 2304, 8, 384), ("XL/2 adaLN", 6912, 2, 1152),
 ]
 QUICK = [("sq256", 256, 256, 256), ("S/2 fc1", 1536, 2048, 384), ("attn 256x256x64", 256, 256, 64)]
 TRANS = ["NN", "NT", "TN"]
@@ -48,7 +53,8 @@ PROCESS_FLOP = 5e8  # passes per process, at least 2 after the warm-up
 def cases(args):
     shapes = QUICK if args.quick else \
         [(f"sq{s}", s, s, s) for s in SQUARES + ([4096] if args.full else [])] + DIT
-    return [(f"{name} {t}", t, m, n, k) for name, m, n, k in shapes for t in TRANS]
+    return [(f"{name} {t}", t, m, n, k) for name, m, n, k in shapes for t in TRANS
+            if not args.only or args.only in name]
 
 
 def measure(args, trace, lib, case, precision, threads):
@@ -157,6 +163,7 @@ def main():
     size.add_argument("--quick", action="store_true", help="3 shapes, 1 round: a check that it all runs")
     size.add_argument("--full", action="store_true", help="add 4096^3 (seconds per library and run)")
     ap.add_argument("--rounds", type=int)
+    ap.add_argument("--only", help="only the shapes whose name contains this (e.g. adaLN, attn, S/2)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--precisions", default="f32,f64")
     blas_peers.add_options(ap)

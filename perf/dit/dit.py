@@ -417,12 +417,19 @@ def param_digest(model):
     return checksum, digest.hexdigest()
 
 
-def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="dit", loader_workers=0):
+COMPILE_MODES = ("none", "default", "max-autotune")
+
+
+def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="dit", loader_workers=0,
+        compile_mode="none"):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     model = DiT(*CONFIGS[model_name], variant=variant)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
+    # torch.compile (inductor: C++ for the CPU, built with the system compiler)
+    # of the model, as a user would; compiled in the first (warm-up) step.
+    net = model if compile_mode == "none" else torch.compile(model, mode=compile_mode)
     gen = torch.Generator().manual_seed(seed)
     abar = alphas_cumprod()
     step_times, losses = [], []
@@ -433,7 +440,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         if loader:  # the wait for the worker's batch is part of the step
             x0, y = next(loader)
             data = (x0, y, data[2], data[3])
-        loss = train_step(model, opt, abar, data, amp)
+        loss = train_step(net, opt, abar, data, amp)
         elapsed = time.perf_counter() - start
         if i >= warmup:
             step_times.append(elapsed)
@@ -452,6 +459,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         "param_checksum": checksum,
         "param_sha256": digest,
         "loader_workers": loader_workers,
+        "compile": compile_mode,
     }
 
 
@@ -474,15 +482,19 @@ def main():
     ap.add_argument("--loader-workers", type=int, default=0,
                     help="take the latents from a DataLoader with this many worker processes doing CPU-side "
                     "augmentation (default 0: synthetic latents, no DataLoader)")
+    ap.add_argument("--compile", choices=COMPILE_MODES, default="none",
+                    help="torch.compile the model with this mode (PyTorch 2.x; the warm-up steps compile it)")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
     args = ap.parse_args()
+    if args.compile != "none" and not hasattr(torch, "compile"):
+        ap.error(f"--compile: torch {torch.__version__} has no torch.compile")
     if args.steps < 1:
         ap.error("--steps must be at least 1")
     if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
         ap.error(f"--attention sdpa: torch {torch.__version__} has no F.scaled_dot_product_attention")
     Attention.fused = args.attention == "sdpa"
     result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast,
-                 args.variant, args.loader_workers)
+                 args.variant, args.loader_workers, args.compile)
     if args.json:
         print(json.dumps(result))
         return

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """DiT training steps on a PyTorch 2.x wheel: stock eager against `hcops-run`
 (the dispatcher GEMMs, operators and fused AdamW of libhcops_torch2.so), f32
-and under bf16 autocast.
+and under bf16 autocast; with --compile, torch.compile'd stock steps too (the
+anchor a 2.x user would try first: inductor's C++ for the CPU).
 
 Runs perf/dit/dit.py (the authors' DiT; its attention is matmul + softmax,
 which the dispatcher takes) with the venv's python, each configuration in a
 process of its own, alternating the two in every round (A-B, B-A, ...), and
-reports the median of the per-round ratios of median step times, the losses
+reports the median of the per-round ratios of median step times (each
+variant's against hcops-run's), the losses
 of both (which must agree: f32 1e-4, bf16 1e-2 relative), the machine's
 FLOP rate of the step against hcops-peak's, and where HCOps' step spends its
 time (one verbose step read by hcops-prof).
 
   HCOPS_RUN=build/tools/hcops-run perf/dit/torch2_step.py --python build/torch2-venv/bin/python \
-      [--model S] [--batch 8] [--rounds 5] [--steps 3] [--csv doc/perf/torch2_dit_S.csv] [--png F.png]
+      [--model S] [--batch 8] [--rounds 5] [--steps 3] [--compile default[,max-autotune]]
+      [--csv doc/perf/torch2_dit_S.csv] [--png F.png]
   perf/dit/torch2_step.py --replot doc/perf/torch2_dit_S.csv --png doc/perf/torch2_dit_S.png
 """
 import argparse
@@ -61,10 +64,12 @@ def peak_gflops(threads):
     return best
 
 
-def run_dit(python, prefix, args, amp, env, steps, warmup):
+def run_dit(python, variant, args, amp, env, steps, warmup):
+    """dit.py's JSON result and error output for variant: (prefix, dit.py arguments)."""
+    prefix, extra = variant
     cmd = [*prefix, python, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
            "--warmup", str(warmup), "--threads", str(args.threads), "--json", "--autocast", amp,
-           "--attention", args.attention]
+           "--attention", args.attention, *extra]
     proc = run(cmd, env)
     return json_result(proc), proc.stderr
 
@@ -74,22 +79,31 @@ CSV_COLUMNS = ["model", "batch", "threads", "torch", "dtype", "round", "variant"
 
 
 def plot(rows, path, cpu):
-    """Median step time of stock and hcops-run per dtype (bars), with the median
-    of the per-round ratios above hcops' bar; rows as the CSV's."""
+    """Median step time of each variant per dtype (bars), hcops-run's last, with
+    the median of the per-round ratios (variant time / hcops time) above each
+    other variant's bar; rows as the CSV's (round_ratio: that variant's ratio;
+    CSVs of two variants wrote stock's on both rows)."""
     plt = pyplot()
     if not plt:
         return
     col = {c: i for i, c in enumerate(CSV_COLUMNS)}
     dtypes = list(dict.fromkeys(r[col["dtype"]] for r in rows))
-    fig, ax = plt.subplots(figsize=(6, 4))
+    names = [n for n in dict.fromkeys(r[col["variant"]] for r in rows) if n != "hcops"] + ["hcops"]
+    width = 0.8 / len(names)
+    colors = {"stock": "tab:gray", "hcops": "tab:blue", "compile": "tab:orange", "compile-max-autotune": "tab:green"}
+    fig, ax = plt.subplots(figsize=(2 + 2 * len(dtypes) * len(names) / 2, 4))
     for x, dt in enumerate(dtypes):
         mine = [r for r in rows if r[col["dtype"]] == dt]
-        ratio = statistics.median({int(r[col["round"]]): float(r[col["round_ratio"]]) for r in mine}.values())
-        for off, name, color in ((-0.2, "stock", "tab:gray"), (0.2, "hcops", "tab:blue")):
-            med = statistics.median(float(r[col["time_s"]]) for r in mine if r[col["variant"]] == name)
-            ax.bar(x + off, med, 0.4, color=color, label=name if x == 0 else None)
-            if name == "hcops":
-                ax.text(x + off, med, f"{ratio:.2f}x", ha="center", va="bottom")
+        for i, name in enumerate(names):
+            own = [r for r in mine if r[col["variant"]] == name]
+            if not own:
+                continue
+            med = statistics.median(float(r[col["time_s"]]) for r in own)
+            off = (i - (len(names) - 1) / 2) * width
+            ax.bar(x + off, med, width, color=colors.get(name, f"C{i}"), label=name if x == 0 else None)
+            if name != "hcops":
+                ratio = statistics.median({int(r[col["round"]]): float(r[col["round_ratio"]]) for r in own}.values())
+                ax.text(x + off, med, f"hcops\n{ratio:.2f}x", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(dtypes)), dtypes)
     ax.set_ylabel("median step time (s)")
     first = rows[0]
@@ -109,6 +123,9 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--amp", nargs="+", default=["none", "bf16"], choices=["none", "bf16"])
+    ap.add_argument("--compile", default="", help="also torch.compile'd stock steps, in these modes (comma-separated: "
+                    "default, max-autotune); the first --compile-warmup steps compile")
+    ap.add_argument("--compile-warmup", type=int, default=2, help="untimed steps of a compiled variant (default 2)")
     ap.add_argument("--attention", choices=("matmul", "sdpa"), default="sdpa",
                     help="dit.py's attention: sdpa (F.scaled_dot_product_attention, as timm's Attention in 2.x; "
                     "the default) or matmul")
@@ -132,47 +149,58 @@ def main():
     print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, 1-min load average at start {load_average():.2f}")
     peak = peak_gflops(args.threads)
     flops = step_flops(args.model, args.batch)
-    variants = {"stock": (), "hcops": (hcops_run,)}
+    variants = {"stock": ((), ()), "hcops": ((hcops_run,), ())}
+    for mode in filter(None, args.compile.split(",")):
+        variants["compile" if mode == "default" else f"compile-{mode}"] = ((), ("--compile", mode))
+    warmups = {n: args.compile_warmup if n.startswith("compile") else args.warmup for n in variants}
     rows, ok = [], True
     for amp in args.amp:
         label = "f32" if amp == "none" else "bf16 autocast"
         print(f"\n== {label}: stock {torch_version} eager vs hcops-run, {args.rounds} rounds alternated")
-        ratios, times = [], {"stock": [], "hcops": []}
+        others = [n for n in variants if n != "hcops"]
+        ratios, times = {n: [] for n in others}, {n: [] for n in variants}
         losses = {}
         for r in range(args.rounds):
             order = alternated(list(variants), r)
-            res = {name: run_dit(args.python, variants[name], args, amp, env, args.steps, args.warmup)[0]
+            res = {name: run_dit(args.python, variants[name], args, amp, env, args.steps, warmups[name])[0]
                    for name in order}
-            ratio = res["stock"]["median_s"] / res["hcops"]["median_s"]
-            ratios.append(ratio)
+            ratio = {n: res[n]["median_s"] / res["hcops"]["median_s"] for n in others}
+            for n in others:
+                ratios[n].append(ratio[n])
             for name in variants:
                 times[name] += res[name]["step_times"]
                 losses.setdefault(name, res[name]["losses"])
                 for s, t in enumerate(res[name]["step_times"]):
                     rows.append([args.model, args.batch, args.threads, torch_version, label, r + 1, name,
-                                 order.index(name) + 1, s, f"{t:.6f}", repr(res[name]["losses"][s]), f"{ratio:.4f}"])
-            print(f"round {r + 1}: stock {res['stock']['median_s']:.3f} s, hcops {res['hcops']['median_s']:.3f} s, "
-                  f"ratio {ratio:.3f} ({order[0]} first)", flush=True)
-        rel = max(rel_diff(a, b) for a, b in zip(losses["stock"], losses["hcops"]))
-        agree = rel <= LOSS_RTOL[amp]
-        ok = ok and agree
+                                 order.index(name) + 1, s, f"{t:.6f}", repr(res[name]["losses"][s]),
+                                 f"{ratio.get(name, 1.0):.4f}"])
+            print(f"round {r + 1}: " + ", ".join(f"{n} {res[n]['median_s']:.3f} s" for n in variants) +
+                  "; " + ", ".join(f"{n}/hcops {ratio[n]:.3f}" for n in others) + f" ({order[0]} first)", flush=True)
         med = {n: statistics.median(t) for n, t in times.items()}
-        speedup = statistics.median(ratios)
-        print(f"median step: stock {med['stock']:.3f} s, hcops {med['hcops']:.3f} s; "
-              f"speedup (median of per-round ratios) {speedup:.3f}x")
-        print(f"losses agree within {rel:.2e} (limit {LOSS_RTOL[amp]:g}): {'yes' if agree else 'NO'}")
+        print("median step: " + ", ".join(f"{n} {med[n]:.3f} s" for n in variants) + "; hcops' speedup (median of "
+              "per-round ratios) over " + ", ".join(f"{n} {statistics.median(ratios[n]):.3f}x" for n in others))
+        for n in others:
+            rel = max(rel_diff(a, b) for a, b in zip(losses[n], losses["hcops"]))
+            agree = rel <= LOSS_RTOL[amp]
+            ok = ok and agree
+            print(f"losses of {n} and hcops agree within {rel:.2e} (limit {LOSS_RTOL[amp]:g}): "
+                  f"{'yes' if agree else 'NO'}")
+        key = "f32_gflops" if amp == "none" else "bf16_gflops"
+        if peak and key in peak:
+            print(f"FLOP limit of the step: {flops / 1e9:.1f} GFLOP of GEMMs at hcops-peak's {peak[key]:.0f} GFLOPS = "
+                  f"{flops / (peak[key] * 1e9):.3f} s")
         for n in variants:
             rate = flops / med[n] / 1e9
-            key = "f32_gflops" if amp == "none" else "bf16_gflops"
-            of_peak = f", {100 * rate / peak[key]:.0f}% of hcops-peak's {peak[key]:.0f}" if peak and key in peak else ""
-            print(f"  {n}: {rate:.0f} GFLOPS of the step's GEMM flops ({flops / 1e9:.1f} GFLOP){of_peak}")
+            of_peak = f", {100 * rate / peak[key]:.0f}% of the FLOP limit" if peak and key in peak else ""
+            print(f"  {n}: {rate:.0f} GFLOPS of the step's GEMM flops{of_peak}")
         # Where HCOps' step goes: one verbose step, read by hcops-prof.
         _, stderr = run_dit(args.python, variants["hcops"], args, amp, dict(env, HCOPS_VERBOSE="1"), 1, 1)
         log = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"hcops-torch2-{args.model}-{amp}.log")
         with open(log, "w") as f:
             f.write(stderr)
-        prof = subprocess.run([os.path.join(BUILD, "tools", "hcops-prof"), "--top", "12", log], capture_output=True,
-                              text=True)
+        # Its second step (the first warms up), against the median hcops step's time.
+        prof = subprocess.run([os.path.join(BUILD, "tools", "hcops-prof"), "--top", "12", "--skip-steps", "1",
+                               "--step-seconds", f"{med['hcops']:.6f}", log], capture_output=True, text=True)
         print(prof.stdout)
     if args.csv:
         write_csv(args.csv, CSV_COLUMNS, rows)
