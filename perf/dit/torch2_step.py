@@ -125,7 +125,8 @@ def main():
     ap.add_argument("--amp", nargs="+", default=["none", "bf16"], choices=["none", "bf16"])
     ap.add_argument("--compile", default="", help="also torch.compile'd stock steps, in these modes (comma-separated: "
                     "default, max-autotune); the first --compile-warmup steps compile")
-    ap.add_argument("--compile-warmup", type=int, default=2, help="untimed steps of a compiled variant (default 2)")
+    ap.add_argument("--compile-warmup", type=int, default=2,
+                    help="untimed steps when there is a compiled variant, for every variant (default 2)")
     ap.add_argument("--attention", choices=("matmul", "sdpa"), default="sdpa",
                     help="dit.py's attention: sdpa (F.scaled_dot_product_attention, as timm's Attention in 2.x; "
                     "the default) or matmul")
@@ -152,7 +153,10 @@ def main():
     variants = {"stock": ((), ()), "hcops": ((hcops_run,), ())}
     for mode in filter(None, args.compile.split(",")):
         variants["compile" if mode == "default" else f"compile-{mode}"] = ((), ("--compile", mode))
-    warmups = {n: args.compile_warmup if n.startswith("compile") else args.warmup for n in variants}
+    # Every variant times the same steps (their losses are compared step by
+    # step): the compiled ones' warm-up for all when there are any.
+    warmup = max(args.warmup, args.compile_warmup) if len(variants) > 2 else args.warmup
+    warmups = {n: warmup for n in variants}
     rows, ok = [], True
     for amp in args.amp:
         label = "f32" if amp == "none" else "bf16 autocast"
