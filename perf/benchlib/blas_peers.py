@@ -85,10 +85,12 @@ def replay(binary, name, trace, threads, precision=None, repeats=None, extra_env
         cmd = [binary] + (["--precision", precision] if precision else []) + [lib, trace]
     if repeats is not None:
         cmd.append(str(repeats))
-    if name == "onednn3" and threads is not None and threads < os.cpu_count():
+    cpus = sorted(os.sched_getaffinity(0))
+    if name == "onednn3" and threads is not None and threads < len(cpus):
         # The onednn wheel threads with TBB, which reads no thread count from
-        # the environment but keeps to the CPU mask.
-        cmd = ["taskset", "-c", f"0-{threads - 1}"] + cmd
+        # the environment but keeps to the CPU mask: the first `threads` CPUs
+        # of this process's own.
+        cmd = ["taskset", "-c", ",".join(map(str, cpus[:threads]))] + cmd
     return json_result(run(cmd, child_env(threads=threads, **extra, **(extra_env or {}))))
 
 

@@ -130,6 +130,8 @@ std::string engine_info(long m, long n, long k) {
         plan_gemm(topo, m, n, k, max_threads(),
                   c.kernel ? PlanLimits{c.kernel->mr, c.kernel->nr, c.kernel->min_flops_per_thread} : PlanLimits{});
     s += format("sgemm %ld x %ld x %ld: ", m, n, k) + plan.describe();
+    if (c.kernel && c.kernel->skinny && skinny_allowed() && n <= kSkinnyMaxN)
+      s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";
   }
   s += "environment: " + env_summary() + "\n";
   return s;

@@ -343,12 +343,20 @@ constexpr long kSkinnyBytesPerThread = 128 << 10;
 // A product of at most kSkinnyMaxN columns on the family's skinny kernel
 // (kernels/skinny.h): C's rows shared dynamically in pieces, each piece's
 // epilogue as soon as its rows are final. False when it does not apply: no
-// such kernel, HCOPS_SKINNY=never, or no memory for the contiguous copy of
-// op(B) that ta = T needs when op(B) is strided in k.
+// such kernel, HCOPS_SKINNY=never, fewer row blocks than the threads A's size
+// asks for, or no memory for the contiguous copy of op(B) that ta = T needs
+// when op(B) is strided in k.
 template <typename Ty>
 bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
   using B = typename Ty::b_type;
   if (!kern.skinny || g.n > kSkinnyMaxN || !skinny_allowed()) return false;
+  const long a_bytes = long(sizeof(typename Ty::a_type)) * g.m * g.k;
+  const int wanted = static_cast<int>(std::clamp<long>(a_bytes / kSkinnyBytesPerThread, 1, max_threads()));
+  const long blocks = ceil_div(g.m, kSkinnyRowGrain);
+  // Rows are what the skinny kernels share: too few rows for the team (a
+  // long k, e.g. 64 x 16 x 10^6) go to the packed path, which splits the
+  // columns too.
+  if (blocks < wanted) return false;
   const B *b = g.b;
   long rsb = g.tb == Trans::N ? 1 : g.ldb, csb = g.tb == Trans::N ? g.ldb : 1;
   std::unique_ptr<B[]> contiguous;
@@ -361,9 +369,6 @@ bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &
     rsb = 1;
     csb = g.k;
   }
-  const long a_bytes = long(sizeof(typename Ty::a_type)) * g.m * g.k;
-  const int wanted = static_cast<int>(std::clamp<long>(a_bytes / kSkinnyBytesPerThread, 1, max_threads()));
-  const long blocks = ceil_div(g.m, kSkinnyRowGrain);
   const long pieces = std::min(blocks, long(wanted) * kPiecesPerThread);
   rep.threads = share_dynamically(pieces, wanted, [&](long piece) {
     const long i0 = std::min(g.m, blocks * piece / pieces * kSkinnyRowGrain);

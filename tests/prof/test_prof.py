@@ -194,6 +194,7 @@ hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,
 hcops_verbose,exec,adam_step_,f32,1000,2,0.5,hcops:avx512,
 hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,tile=32x12
 hcops_verbose,exec,adam_step_,f32,1000,2,0.5,hcops:avx512,
+hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,tile=32x12
 """
 
 
@@ -204,14 +205,16 @@ def step_logs():
         f.write(STEPS)
     p = prof(path, "--peak-gflops", "100", "--bandwidth", "10", "--skip-steps", "1", "--step-seconds", "0.01")
     print(p.stdout)
-    check(p.returncode == 0 and "4 calls, 3.4 ms profiled" in p.stdout,
+    check(p.returncode == 0 and "5 calls, 4.6 ms profiled" in p.stdout,
           "steps: the first step (its two optimizer lines) left out")
     check("non_contiguous" not in p.stdout, "steps: the first step's fallback left out")
-    # 2 x 2*100*200*300 flops = 0.024 GFLOP, at 100 GFLOPS 0.24 ms; per step 0.12 ms; 0.12 / 10 ms = 1 %
-    check("FLOP limit: 0.024 GFLOP" in p.stdout and "take 0.24 ms at the peak" in p.stdout and
-          "those calls took 2.4 ms (10% of the limit's rate)" in p.stdout, "steps: the FLOP limit of the calls")
-    check("per step (2 in the log): 0.012 GFLOP, limit 0.12 ms" in p.stdout and
-          "runs at 1% of its FLOP limit" in p.stdout, "steps: per step, and the measured step's fraction")
+    # 3 x 2*100*200*300 flops = 0.036 GFLOP, at 100 GFLOPS 0.36 ms; the last
+    # call follows the last step's end: per step, the 2 complete steps' 0.024
+    # GFLOP, 0.12 ms each; 0.12 / 10 ms = 1 %
+    check("FLOP limit: 0.036 GFLOP" in p.stdout and "take 0.36 ms at the peak" in p.stdout and
+          "those calls took 3.6 ms (10% of the limit's rate)" in p.stdout, "steps: the FLOP limit of the calls")
+    check("per step (2 in the log): 0.012 GFLOP, limit 0.12 ms, profiled calls 1.7 ms" in p.stdout and
+          "runs at 1% of its FLOP limit" in p.stdout, "steps: per step (complete steps only), the step's fraction")
     p = prof(path, "--no-peak")
     check(p.returncode == 0 and "Operators PyTorch ran itself" in p.stdout and "FLOP limit: n/a" in p.stdout,
           "steps: nothing skipped by default; no limit without a peak")

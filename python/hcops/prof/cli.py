@@ -39,7 +39,7 @@ def _args(argv):
                     "FLOP-limit line then gives the step's fraction of its limit")
     ap.add_argument("--project", action="store_true", help="replay every distinct call through HCOps and the "
                     "installed peers (OpenBLAS, BLIS, oneDNN) and report what each would take")
-    ap.add_argument("--anchors", metavar="DIR", default=os.environ.get("HCOPS_ANCHORS_VENV"),
+    ap.add_argument("--anchors", metavar="DIR",
                     help="--project: also MKL and oneDNN 3.x from this venv of the package index's mkl and onednn "
                     "(default $HCOPS_ANCHORS_VENV; perf/gemm_replay.py sets one up in build/anchors-venv)")
     ap.add_argument("--rounds", type=int, default=3, help="--project's rounds, libraries alternated (default 3)")
@@ -83,9 +83,12 @@ def _threads(args, log):
 def _project(args, prof, finder, libhcops, progress, out):
     if not libhcops:
         raise Failure("--project: libhcops.so not found (build or install HCOps)")
-    if args.anchors and not os.path.isdir(args.anchors):
-        raise Failure(f"--anchors {args.anchors}: no such directory")
-    pj = project.Projector(finder, libhcops, prof.threads, args.rounds, args.quick, progress, args.anchors)
+    anchors = args.anchors
+    if anchors and not os.path.isdir(anchors):
+        raise Failure(f"--anchors {anchors}: no such directory")
+    if not anchors:  # the environment's venv may not be made yet: then its anchors are absent
+        anchors = os.environ.get("HCOPS_ANCHORS_VENV") or None
+    pj = project.Projector(finder, libhcops, prof.threads, args.rounds, args.quick, progress, anchors)
     rows = list(prof.rows.values())
     gemm_calls, gemm_t = pj.project_gemm([r for r in rows if r.part == "gemm"])
     prims, dnnl_t = pj.project_dnnl([r for r in rows if r.part == "dnnl"])
@@ -224,7 +227,9 @@ def main(argv=None, find_program=None, libhcops=None):
             mach = machine.Machine(finder, args.peak_gflops, args.bandwidth)
         prof = report.Profile(log, mach, _threads(args, log))
         report.print_tables(prof, sys.stdout, args.top)
-        report.print_limit(prof, sys.stdout, len(steps.ends(log)), args.skip_steps, args.step_seconds)
+        whole = steps.complete(log)  # per-step figures: the complete steps only
+        report.print_limit(prof, sys.stdout, len(steps.ends(log)), args.skip_steps, args.step_seconds,
+                           report.Profile(whole, mach, prof.threads) if whole else None)
         if args.csv:
             try:
                 report.write_csv(prof, args.csv)

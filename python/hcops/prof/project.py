@@ -133,9 +133,11 @@ class Projector:
             f.write((call + "\n") * repeat)
         cmd = [self.replay] + (["--precision", precision] if precision != "s" else []) + [lib, path,
                                                                                           "2" if self.quick else "3"]
-        if name == "onednn3" and self.threads < len(os.sched_getaffinity(0)):
-            # the onednn wheel threads with TBB, which keeps to the CPU mask
-            cmd = ["taskset", "-c", f"0-{self.threads - 1}"] + cmd
+        cpus = sorted(os.sched_getaffinity(0))
+        if name == "onednn3" and self.threads < len(cpus):
+            # the onednn wheel threads with TBB, which keeps to the CPU mask:
+            # the first `threads` CPUs of this process's own
+            cmd = ["taskset", "-c", ",".join(map(str, cpus[:self.threads]))] + cmd
         r = _run(cmd, _env(self.threads, self._extra_env(name)))
         return (r["attention_s"] + r["linear_s"]) / repeat
 

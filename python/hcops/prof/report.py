@@ -166,10 +166,11 @@ def flop_limit(profile):
     return gflop, limit_ms, took_ms
 
 
-def print_limit(profile, out, steps, skipped, step_seconds):
+def print_limit(profile, out, steps, skipped, step_seconds, stepped=None):
     """The FLOP limit of the profiled work: its flops (from the shapes) at the
-    machine's peak; per step when the log's steps are known, and as a fraction
-    of the step's measured time when given."""
+    machine's peak; per step when the log's steps are known (from `stepped`,
+    the profile of the complete steps alone), and as a fraction of the step's
+    measured time when given."""
     gflop, limit_ms, took_ms = flop_limit(profile)
     if not gflop:
         print("\nFLOP limit: n/a (no call with flops and a peak: --no-peak, or no GEMM/primitive in the log)",
@@ -178,10 +179,11 @@ def print_limit(profile, out, steps, skipped, step_seconds):
     print(f"\nFLOP limit: {gflop:.4g} GFLOP of GEMMs and primitives (from their shapes) take {limit_ms:.4g} ms at the "
           f"peak; those calls took {took_ms:.4g} ms ({100 * limit_ms / took_ms:.0f}% of the limit's rate)"
           + (f"; {skipped} warm-up step(s) left out" if skipped else ""), file=out)
-    if steps:
-        per = limit_ms / steps
-        line = (f"per step ({steps} in the log): {gflop / steps:.4g} GFLOP, limit {per:.4g} ms, profiled calls "
-                f"{profile.total_ms / steps:.4g} ms")
+    if steps and stepped is not None:
+        s_gflop, s_limit_ms, _ = flop_limit(stepped)
+        per = s_limit_ms / steps
+        line = (f"per step ({steps} in the log): {s_gflop / steps:.4g} GFLOP, limit {per:.4g} ms, profiled calls "
+                f"{stepped.total_ms / steps:.4g} ms")
         if step_seconds:
             line += (f"; the step ({1e3 * step_seconds:.4g} ms measured) runs at {100 * per / (1e3 * step_seconds):.0f}% "
                      "of its FLOP limit")

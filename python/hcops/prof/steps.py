@@ -18,17 +18,21 @@ def _is_optimizer(rec):
 
 def ends(log):
     """The line numbers that close a step: the last of each run of optimizer
-    lines (records in line order)."""
-    out, in_run = [], False
-    records = sorted(log.records, key=lambda r: r.lineno)
-    for i, rec in enumerate(records):
-        if _is_optimizer(rec):
-            in_run = True
-            if i + 1 == len(records) or not _is_optimizer(records[i + 1]):
-                out.append(rec.lineno)
-        else:
-            in_run = False
-    return out
+    lines (records in line order). In a log of several MPI ranks, the lowest
+    rank's: another rank's lines may fall between one rank's optimizer lines."""
+    ranks = {r.rank for r in log.records if r.rank >= 0}
+    records = sorted((r for r in log.records if not ranks or r.rank == min(ranks)), key=lambda r: r.lineno)
+    return [rec.lineno for i, rec in enumerate(records)
+            if _is_optimizer(rec) and (i + 1 == len(records) or not _is_optimizer(records[i + 1]))]
+
+
+def complete(log):
+    """The log up to the line that closes its last step (what per-step figures
+    divide), or None when it has no step."""
+    closes = ends(log)
+    if not closes:
+        return None
+    return dataclasses.replace(log, records=[r for r in log.records if r.lineno <= closes[-1]])
 
 
 def skip(log, n):
