@@ -59,13 +59,12 @@ static char rand_trans(bool lowercase_ok) {
 
 static double rand_scale(void) { return bt_rand_chance(10) ? ldexp(1.0, bt_rand_int(-20, 20)) : 1.0; }
 
-static bt_gemm_case random_case(bt_api api, bool dbl) {
-  bt_gemm_case gc = {.api = api, .dbl = dbl};
+/* A case of the given api, precision and dimensions: random transposes,
+ * scalars, operand scales, NaN/Inf in C (beta = 0) and leading dimensions. */
+static bt_gemm_case random_case_of(bt_api api, bool dbl, int m, int n, int k) {
+  bt_gemm_case gc = {.api = api, .dbl = dbl, .m = m, .n = n, .k = k};
   gc.ta = rand_trans(api == BT_F77);
   gc.tb = rand_trans(api == BT_F77);
-  gc.m = rand_dim();
-  gc.n = rand_dim();
-  gc.k = rand_dim();
   gc.alpha = rand_scalar();
   gc.beta = rand_scalar();
   gc.scale_a = rand_scale();
@@ -75,6 +74,11 @@ static bt_gemm_case random_case(bt_api api, bool dbl) {
   gc.ldb = bt_gemm_min_ld(&gc, 'B') + rand_pad();
   gc.ldc = bt_gemm_min_ld(&gc, 'C') + rand_pad();
   return gc;
+}
+
+static bt_gemm_case random_case(bt_api api, bool dbl) {
+  const int m = rand_dim(), n = rand_dim(), k = rand_dim();
+  return random_case_of(api, dbl, m, n, k);
 }
 
 static void random_cases(bt_api api, bool dbl, const char *stream, int count) {
@@ -147,19 +151,8 @@ static void skinny_shapes(void **s) {
   for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
     for (size_t im = 0; im < sizeof ms / sizeof *ms; ++im)
       for (size_t ik = 0; ik < sizeof ks / sizeof *ks; ++ik) {
-        const bt_api api = (bt_api)bt_rand_int(BT_F77, BT_CBLAS_COL);  /* column-major: n is C's columns */
-        bt_gemm_case gc = {.api = api, .dbl = bt_rand_chance(30)};
-        gc.ta = rand_trans(api == BT_F77);
-        gc.tb = rand_trans(api == BT_F77);
-        gc.m = ms[im];
-        gc.n = ns[in];
-        gc.k = ks[ik];
-        gc.alpha = rand_scalar();
-        gc.beta = rand_scalar();
-        gc.c_special = gc.beta == 0.0 && bt_rand_chance(50);
-        gc.lda = bt_gemm_min_ld(&gc, 'A') + rand_pad();
-        gc.ldb = bt_gemm_min_ld(&gc, 'B') + rand_pad();
-        gc.ldc = bt_gemm_min_ld(&gc, 'C') + rand_pad();
+        const bt_api api = (bt_api)bt_rand_int(BT_F77, BT_CBLAS_COL); /* column-major: n is C's columns */
+        const bt_gemm_case gc = random_case_of(api, bt_rand_chance(30), ms[im], ns[in], ks[ik]);
         check(&gc);
       }
   assert_int_equal(failures, 0);
