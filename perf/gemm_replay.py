@@ -185,9 +185,8 @@ def main():
 
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, line in anchors.code_paths(args.replay, traces.subset(paths[0], tmp, calls=1)).items():
-            if name in found:
-                print(f"{name}: {line}", flush=True)
+        for name, line in anchors.code_paths(args.replay, traces.subset(paths[0], tmp, calls=1), found).items():
+            print(f"{name}: {line}", flush=True)
         if args.quick:
             paths = [traces.subset(p, tmp) for p in paths]
         cases = [(p, path, t) for p in precisions for path in paths for t in threads_list]

@@ -47,15 +47,15 @@ def ensure():
     return os.path.exists(MKL_RT) and os.path.exists(DNNL3)
 
 
-def code_paths(replay, trace):
-    """One line per anchor: the code path it reports choosing on this CPU (MKL
-    decides by CPU vendor as well as features). From MKL_VERBOSE's and
-    ONEDNN_VERBOSE's headers on a one-call replay of trace."""
+def code_paths(replay, trace, names):
+    """One line per anchor among names: the code path it reports choosing on
+    this CPU (MKL decides by CPU vendor as well as features). From
+    MKL_VERBOSE's and ONEDNN_VERBOSE's headers on a one-call replay of trace."""
     lines = {}
     for name, lib, var, pattern in (("mkl", MKL_RT, "MKL_VERBOSE", r"MKL_VERBOSE (oneMKL|Intel\(R\) MKL)[^\n]*"),
                                     ("onednn3", "dnnl:" + DNNL3, "ONEDNN_VERBOSE",
                                      r"onednn_verbose,[^\n]*info,cpu,isa:[^\n]*")):
-        if not os.path.exists(lib.removeprefix("dnnl:")):
+        if name not in names or not os.path.exists(lib.removeprefix("dnnl:")):
             continue
         proc = run([replay, lib, trace, "1"], child_env(threads=1, **environment(), **{var: "1"}), check=False)
         found = re.search(pattern, proc.stdout + proc.stderr)
