@@ -54,7 +54,8 @@ struct Engine {
   // running offloaded ops (completion calls, blocking allreduce, draining).
   int running = 0;
   double running_since = 0;
-  std::atomic<long> n_nonblocking{0}, n_blocking{0}, n_unadopted{0}, n_seen_running{0};
+  std::atomic<long> n_nonblocking{0}, n_blocking{0}, n_unadopted{0}, n_seen_running{0}, n_client{0};
+  std::atomic<std::size_t> client_bytes{0};
   std::atomic<std::size_t> bytes{0};
   std::atomic<long long> in_flight_ns{0}, exposed_ns{0};
 };
@@ -107,7 +108,14 @@ void finish(Op *op, int error) {
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
     --op->shadow->pending;
+    if (op->on_done) --op->shadow->client;
     if (--engine->running == 0) engine->in_flight_ns += static_cast<long long>((now() - engine->running_since) * 1e9);
+  }
+  if (op->on_done) {  // a client's: nobody waits on it here
+    if (op->log) log_op(engine->rank, op, -1);
+    op->on_done(op->done_arg, error);
+    delete op;
+    return;
   }
   const MPI_Request outer = op->outer;
   // The generalized request is completed before the waiters wake: a waiter
@@ -142,20 +150,38 @@ int raise_on(MPI_Comm comm, int rc) {
   return rc;
 }
 
-// Starts the collective on `sh` in the caller's thread (so the shadow sees
-// the application's order) and hands it to a progress thread.
-int launch(Op *op, Shadow *sh, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op mop) {
+std::size_t bytes_of(int count, MPI_Datatype type) {
   int size = 0;
-  PMPI_Type_size(type, &size);
-  op->bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(size);
+  if (type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS) size = 0;
+  return static_cast<std::size_t>(count < 0 ? 0 : count) * static_cast<std::size_t>(size);
+}
+
+struct Iallreduce {
+  const void *sendbuf;
+  void *recvbuf;
+  int count;
+  MPI_Datatype type;
+  MPI_Op op;
+};
+
+int start_iallreduce(void *arg, MPI_Comm comm, MPI_Request *request) {
+  const Iallreduce *a = static_cast<const Iallreduce *>(arg);
+  return PMPI_Iallreduce(a->sendbuf, a->recvbuf, a->count, a->type, a->op, comm, request);
+}
+
+// Starts the operation on `sh` in the caller's thread (so the shadow sees
+// the application's order) and hands it to a progress thread, which may
+// finish it (and, for a client's, delete it) before this returns.
+int launch(Op *op, Shadow *sh, StartFn start, void *arg) {
   op->shadow = sh;
-  const int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, type, mop, sh->comm, &op->inner);
+  const int rc = start(arg, sh->comm, &op->inner);
   if (rc != MPI_SUCCESS) return rc;
   if (op->log) op->log->launched = now();
-  engine->bytes += op->bytes;
+  (op->on_done ? engine->client_bytes : engine->bytes) += op->bytes;
   {
     std::lock_guard<std::mutex> g(engine->reg_mu);
     ++sh->pending;
+    if (op->on_done) ++sh->client;
     if (engine->running++ == 0) engine->running_since = now();
   }
   hand_off(op);
@@ -181,7 +207,7 @@ void drain(Shadow *sh) {
   for (bool first = true;; first = false) {
     {
       std::lock_guard<std::mutex> g(engine->reg_mu);
-      if (first) engine->n_seen_running += sh->pending;
+      if (first) engine->n_seen_running += sh->pending - sh->client;  // the application's only
       if (sh->pending == 0) break;
     }
     std::unique_lock<std::mutex> lk(engine->done_mu);
@@ -315,7 +341,8 @@ static Op *new_op(MPI_Comm comm, bool blocking, int count, MPI_Datatype type, MP
     return nullptr;
   }
   Op *op = new Op;
-  if (engine->verbose >= 2) log_describe(op, blocking, count, type, mop, sh->comm);
+  op->bytes = bytes_of(count, type);
+  if (engine->verbose >= 2) log_describe(op, blocking ? "allreduce" : "iallreduce", count, type, mop, sh->comm);
   return op;
 }
 
@@ -338,7 +365,8 @@ static bool iallreduce_guarded(const void *sendbuf, void *recvbuf, int count, MP
     std::lock_guard<std::mutex> g(engine->reg_mu);
     engine->by_request[op->outer] = op;
   }
-  *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
+  Iallreduce args{sendbuf, recvbuf, count, type, mop};
+  *rc = launch(op, sh, start_iallreduce, &args);
   if (*rc != MPI_SUCCESS) {  // nothing started: the request goes, as if never made
     MPI_Request outer = op->outer;
     PMPI_Grequest_complete(outer);
@@ -361,7 +389,8 @@ static bool allreduce_guarded(const void *sendbuf, void *recvbuf, int count, MPI
   Shadow *sh = nullptr;
   Op *op = new_op(comm, true, count, type, mop, sh);
   if (!op) return false;
-  *rc = launch(op, sh, sendbuf, recvbuf, count, type, mop);
+  Iallreduce args{sendbuf, recvbuf, count, type, mop};
+  *rc = launch(op, sh, start_iallreduce, &args);
   if (*rc == MPI_SUCCESS) {
     const double t0 = now();  // in flight from here (launch)
     ++engine->n_blocking;
@@ -390,6 +419,31 @@ bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
   if (!allreduce_guarded(sendbuf, recvbuf, count, type, mop, comm, rc)) return false;
   raise_on(comm, *rc);
   return true;
+}
+
+bool offload(MPI_Comm comm, const char *call, int count, MPI_Datatype type, MPI_Op mop, StartFn start, DoneFn done,
+             void *arg, int *rc) {
+  *rc = MPI_SUCCESS;
+  if (!engine->on || comm == MPI_COMM_NULL || !start || !done) return false;
+  KeepFpEnv keep;
+  Shadow *sh = shadow_of(comm);
+  if (!sh) return false;  // (n_unadopted counts the application's allreduces)
+  Op *op = new Op;
+  op->on_done = done;
+  op->done_arg = arg;
+  op->bytes = bytes_of(count, type);
+  if (engine->verbose >= 2) log_describe(op, call ? call : "client", count, type, mop, sh->comm);
+  *rc = launch(op, sh, start, arg);  // on success op may be gone already
+  if (*rc != MPI_SUCCESS) {
+    delete op;
+    return true;
+  }
+  ++engine->n_client;
+  return true;
+}
+
+void exposed(double seconds) {
+  if (engine->on && seconds > 0) engine->exposed_ns += static_cast<long long>(seconds * 1e9);
 }
 
 void await(int n, const MPI_Request *reqs, bool any) {
@@ -503,6 +557,9 @@ void stop() {
         engine->rank, total, engine->n_nonblocking.load(), engine->n_blocking.load(), engine->bytes.load() / 1048576.0,
         flight, exposed, flight > 0 ? 100.0 * (flight - exposed) / flight : 0.0,
         std::max(0L, total - engine->n_seen_running.load()), engine->n_unadopted.load(), cpus.c_str());
+    if (engine->n_client.load() > 0)
+      print_line("hcops_mpi: rank %d: %ld operations offloaded for torch.distributed, %.1f MiB", engine->rank,
+                 engine->n_client.load(), engine->client_bytes.load() / 1048576.0);
   }
 }
 

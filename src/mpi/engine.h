@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "mpi/op.h"
+
 namespace hcops {
 namespace mpi {
 
@@ -36,13 +38,27 @@ bool iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
 // pass through (engine off, or smaller than HCOPS_MPI_OFFLOAD_MIN).
 bool allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, int *rc);
 
+// An operation of a client in this process (the torch.distributed backend,
+// through hcops_mpi.h): `start(arg, shadow, &request)` starts it on the
+// private duplicate of `comm`, on the caller's thread (so every
+// communicator keeps the caller's order on every rank); a progress thread
+// drives the request to completion and then calls `done(arg, error)`.
+// `call`, `count`, `type` and `mop` (MPI_OP_NULL: none) describe it in
+// HCOPS_MPI_VERBOSE. False when the engine is off or `comm` was not
+// adopted: the caller runs the operation itself. True with *rc the start's
+// error (done is then never called) or MPI_SUCCESS.
+bool offload(MPI_Comm comm, const char *call, int count, MPI_Datatype type, MPI_Op mop, StartFn start, DoneFn done,
+             void *arg, int *rc);
+
+// A client waited `seconds` for offloaded operations still running: exposed
+// communication time in HCOPS_MPI_VERBOSE's account.
+void exposed(double seconds);
+
 // Blocks (without spinning) until every request of `reqs` that is one of
 // ours has completed; `any`: until at least one has, if all active ones are
 // ours (else returns at once). The caller then calls the PMPI completion
 // function on the whole array.
 void await(int n, const MPI_Request *reqs, bool any);
-
-struct Op;
 
 // Around an MPI completion call (Wait or Test family) on `reqs`: if one is
 // an offloaded collective still running at entry, the call's duration is

@@ -23,18 +23,24 @@ inline double now() {
 // The private duplicate of an application communicator (see adopt()).
 struct Shadow {
   MPI_Comm comm = MPI_COMM_NULL;
-  int pending = 0;  // offloaded collectives not finished; guarded by the engine's reg_mu
+  int pending = 0;  // offloaded operations not finished; guarded by the engine's reg_mu
+  int client = 0;   // how many of them are a client's (offload())
 };
 
 // What HCOPS_MPI_VERBOSE=2 prints of an op (op_log.h); made only at that level.
 struct OpLog {
-  const char *call = "";
+  std::string call;
   int ranks = 0, count = 0;
   std::string type;
   const char *op = "";
   double launched = 0, done = 0;         // now() when the collective started and finished
   std::atomic<long long> exposed_ns{0};  // time the application was blocked on it (Watch)
 };
+
+// A client's operation (engine.h's offload()): what starts it on the
+// shadow communicator, and what is told of its completion.
+using StartFn = int (*)(void *arg, MPI_Comm shadow, MPI_Request *request);
+using DoneFn = void (*)(void *arg, int error);
 
 struct Op {
   MPI_Request inner = MPI_REQUEST_NULL;  // the PMPI collective on the shadow communicator
@@ -51,6 +57,10 @@ struct Op {
   int error = MPI_SUCCESS;
   std::size_t bytes = 0;
   OpLog *log = nullptr;
+  // A client's op: called by finish() instead of completing a request; the
+  // op has no other owner and goes with it.
+  DoneFn on_done = nullptr;
+  void *done_arg = nullptr;
 
   Op() = default;
   Op(const Op &) = delete;

@@ -1,6 +1,7 @@
 #include "mpi/op_log.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "common/log.h"
@@ -19,7 +20,7 @@ const char *op_name(MPI_Op op) {
                {MPI_MIN, "MPI_MIN"},         {MPI_LAND, "MPI_LAND"},     {MPI_BAND, "MPI_BAND"},
                {MPI_LOR, "MPI_LOR"},         {MPI_BOR, "MPI_BOR"},       {MPI_LXOR, "MPI_LXOR"},
                {MPI_BXOR, "MPI_BXOR"},       {MPI_MAXLOC, "MPI_MAXLOC"}, {MPI_MINLOC, "MPI_MINLOC"},
-               {MPI_REPLACE, "MPI_REPLACE"}, {MPI_NO_OP, "MPI_NO_OP"}};
+               {MPI_REPLACE, "MPI_REPLACE"}, {MPI_NO_OP, "MPI_NO_OP"},   {MPI_OP_NULL, "-"}};
   for (const auto &k : known)
     if (k.op == op) return k.name;
   return "user";
@@ -42,20 +43,24 @@ void log_legend() {
   print_line("hcops_verbose,mpi_legend,rank,call,ranks,count,type,op,bytes,in_flight_ms,exposed_ms");
 }
 
-void log_describe(Op *op, bool blocking, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm) {
+void log_describe(Op *op, const char *call, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm) {
   op->log = new OpLog;
-  op->log->call = blocking ? "allreduce" : "iallreduce";
+  op->log->call = call;  // a copy: the client's string may go with its operation
+  std::replace_if(
+      op->log->call.begin(), op->log->call.end(), [](char c) { return c == ',' || c == '\n'; }, '_');
   op->log->count = count;
   PMPI_Comm_size(comm, &op->log->ranks);
-  op->log->type = type_name(type);
+  op->log->type = type == MPI_DATATYPE_NULL ? "-" : type_name(type);
   op->log->op = op_name(mop);
 }
 
 void log_op(int rank, const Op *op, double exposed) {
   const OpLog *l = op->log;
   const double flight = std::max(0.0, l->done - l->launched);
-  print_line("hcops_verbose,mpi,%d,%s,%d,%d,%s,%s,%zu,%.3f,%.3f", rank, l->call, l->ranks, l->count, l->type.c_str(),
-             l->op, op->bytes, flight * 1e3, std::min(std::max(0.0, exposed), flight) * 1e3);
+  char shown[32] = "-";
+  if (exposed >= 0) snprintf(shown, sizeof shown, "%.3f", std::min(exposed, flight) * 1e3);
+  print_line("hcops_verbose,mpi,%d,%s,%d,%d,%s,%s,%zu,%.3f,%s", rank, l->call.c_str(), l->ranks, l->count, l->type.c_str(),
+             l->op, op->bytes, flight * 1e3, shown);
 }
 
 }  // namespace mpi

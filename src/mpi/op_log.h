@@ -2,9 +2,11 @@
 // "hcops_verbose,..." style of HCOPS_VERBOSE, for finding which reductions
 // of a run are slow or exposed:
 //   hcops_verbose,mpi,<rank>,<call>,<ranks>,<count>,<type>,<op>,<bytes>,<in_flight_ms>,<exposed_ms>
-// <call> is iallreduce or allreduce, <ranks> the communicator's size, <type>
-// the datatype's MPI name ("derived" if it has none), <op> the predefined
-// op's name or "user". In flight: from the start of the collective to its
+// <call> is iallreduce or allreduce (or a client's operation, see
+// engine.h's offload(): "broadcast", ...), <ranks> the communicator's size, <type>
+// the datatype's MPI name ("derived" if it has none, "-" for
+// MPI_DATATYPE_NULL), <op> the predefined op's name, "user", or "-" for
+// MPI_OP_NULL. In flight: from the start of the collective to its
 // completion by the progress thread. Exposed: the part of that time the
 // application spent in MPI_Wait*/MPI_Test* calls on it (the whole of it for
 // a blocking call; time draining at MPI_Comm_free or MPI_Finalize is only in
@@ -20,12 +22,13 @@ namespace mpi {
 // The legend line, once per rank.
 void log_legend();
 
-// Records in `op` what its line will show of the call; `comm` is the
-// communicator it runs on.
-void log_describe(Op *op, bool blocking, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm);
+// Records in `op` what its line will show of the call (`call` is copied);
+// `comm` is the communicator it runs on.
+void log_describe(Op *op, const char *call, int count, MPI_Datatype type, MPI_Op mop, MPI_Comm comm);
 
 // Prints the line of `op`, finished, which was exposed for `exposed` seconds
-// (capped at its time in flight).
+// (capped at its time in flight; negative: not known, shown as "-", as for a
+// client's operation, whose waits the engine does not see).
 void log_op(int rank, const Op *op, double exposed);
 
 }  // namespace mpi

@@ -1,0 +1,62 @@
+#!/bin/sh
+# test_mpi_offload (linked against libhcops_mpi): hcops_mpi.h's offload of a
+# client's operations (the torch.distributed backend's) on 2, 3 and 4 ranks:
+# results, completion without any MPI call from the program, callbacks on
+# the progress threads. HCOPS_MPI_VERBOSE=1 must count them on every rank
+# ("N operations offloaded for torch.distributed"), =2 must give a line per
+# operation with its name; with HCOPS_MPI=0 every one must be declined (the
+# program then runs them itself).
+. "${srcdir:-..}/mpi/mpi_common.sh"
+prog=./test_mpi_offload
+
+run() {
+  label=$1 np=$2
+  shift 2
+  mpi_job "$label" "$np" ' 0 failed$' "$@"
+}
+
+# client_counts NP WANT: every rank's summary counts WANT client operations.
+client_counts() {
+  r=0
+  while [ "$r" -lt "$1" ]; do
+    got=$(sed -n "s/^hcops_mpi: rank $r: \([0-9]*\) operations offloaded for torch.distributed.*/\1/p" "$err")
+    [ "$got" = "$2" ] || { echo "FAIL: rank $r: '$got' client operations offloaded, expected $2"; failed=1; }
+    r=$((r + 1))
+  done
+}
+
+# exposed_reported NP: every rank's summary shows the 2 ms the program
+# reported with hcops_mpi_exposed (it makes no blocking MPI call of its own
+# on offloaded work).
+exposed_reported() {
+  n=$(grep '^hcops_mpi: rank [0-9]*: .* allreduce offloaded' "$err" | grep -vc 'exposed 0.000 s')
+  [ "$n" = "$1" ] || { echo "FAIL: $n of $1 ranks report exposed time"; grep '^hcops_mpi: rank' "$err"; failed=1; }
+}
+
+# 3 rounds: 9 + 9 + 108 operations, all offloaded.
+export HCOPS_MPI_VERBOSE=1
+run "offloaded" 2 "$prog"
+client_counts 2 126
+exposed_reported 2
+run "offloaded" 3 "$prog"
+client_counts 3 126
+run "offloaded, unbound ranks" 4 --bind-to none "$prog"
+client_counts 4 126
+
+export HCOPS_MPI_VERBOSE=2
+run "one line per operation" 2 "$prog"
+for call in broadcast allgather alltoall reduce_scatter reduce allreduce barrier send recv; do
+  n=$(grep -c "^hcops_verbose,mpi,0,$call,2," "$err")
+  [ "$n" = 14 ] || { echo "FAIL: rank 0: $n '$call' lines at HCOPS_MPI_VERBOSE=2, expected 14"; failed=1; }
+done
+# A client's wait is not seen per operation: its exposed field is "-".
+grep -q '^hcops_verbose,mpi,0,broadcast,2,131072,MPI_INT64_T,-,1048576,[0-9.]*,-$' "$err" ||
+  { echo "FAIL: no line for the 1 MiB broadcast:"; grep '^hcops_verbose,mpi,0,broadcast' "$err" | head -3; failed=1; }
+unset HCOPS_MPI_VERBOSE
+
+export HCOPS_MPI=0
+run "HCOPS_MPI=0: declined, run by the program" 2 "$prog" passthrough
+unset HCOPS_MPI
+
+[ $failed = 0 ] && echo "test_mpi_offload.sh: all runs passed"
+exit $failed
