@@ -420,13 +420,25 @@ def param_digest(model):
 COMPILE_MODES = ("none", "default", "max-autotune")
 
 
+def ipex_optimize(model, opt, amp):
+    """IPEX's training set-up as its documentation gives it: ipex.optimize
+    with the optimizer (prepacked weights; its fused optimizer step; in bf16
+    the parameters in bf16 with f32 master copies kept by the optimizer),
+    the forward under the same autocast as the others."""
+    import intel_extension_for_pytorch as ipex  # noqa: PLC0415 - only in IPEX's own venv
+    dtype = AUTOCAST[amp] or torch.float32
+    return ipex.optimize(model, optimizer=opt, dtype=dtype)
+
+
 def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="dit", loader_workers=0,
-        compile_mode="none"):
+        compile_mode="none", ipex=False):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     model = DiT(*CONFIGS[model_name], variant=variant)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
+    if ipex:
+        model, opt = ipex_optimize(model, opt, amp)
     # torch.compile (inductor: C++ for the CPU, built with the system compiler)
     # of the model, as a user would; compiled in the first (warm-up) step.
     net = model if compile_mode == "none" else torch.compile(model, mode=compile_mode)
@@ -460,6 +472,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         "param_sha256": digest,
         "loader_workers": loader_workers,
         "compile": compile_mode,
+        "ipex": ipex,
     }
 
 
@@ -484,6 +497,8 @@ def main():
                     "augmentation (default 0: synthetic latents, no DataLoader)")
     ap.add_argument("--compile", choices=COMPILE_MODES, default="none",
                     help="torch.compile the model with this mode (PyTorch 2.x; the warm-up steps compile it)")
+    ap.add_argument("--ipex", action="store_true",
+                    help="ipex.optimize(model, optimizer, dtype) first (intel-extension-for-pytorch, in its own venv)")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
     args = ap.parse_args()
     if args.compile != "none" and not hasattr(torch, "compile"):
@@ -494,7 +509,7 @@ def main():
         ap.error(f"--attention sdpa: torch {torch.__version__} has no F.scaled_dot_product_attention")
     Attention.fused = args.attention == "sdpa"
     result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast,
-                 args.variant, args.loader_workers, args.compile)
+                 args.variant, args.loader_workers, args.compile, args.ipex)
     if args.json:
         print(json.dumps(result))
         return

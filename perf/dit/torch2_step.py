@@ -2,7 +2,9 @@
 """DiT training steps on a PyTorch 2.x wheel: stock eager against `hcops-run`
 (the dispatcher GEMMs, operators and fused AdamW of libhcops_torch2.so), f32
 and under bf16 autocast; with --compile, torch.compile'd stock steps too (the
-anchor a 2.x user would try first: inductor's C++ for the CPU).
+anchor a 2.x user would try first: inductor's C++ for the CPU); with --ipex,
+IPEX's (ipex.optimize with the optimizer, in torch 2.8's own venv: IPEX 2.8
+runs on no other torch).
 
 Runs perf/dit/dit.py (the authors' DiT; its attention is matmul + softmax,
 which the dispatcher takes) with the venv's python, each configuration in a
@@ -14,18 +16,20 @@ FLOP rate of the step against hcops-peak's, and where HCOps' step spends its
 time (one verbose step read by hcops-prof).
 
   HCOPS_RUN=build/tools/hcops-run perf/dit/torch2_step.py --python build/torch2-venv/bin/python \
-      [--model S] [--batch 8] [--rounds 5] [--steps 3] [--compile default[,max-autotune]]
+      [--model S] [--batch 8] [--rounds 5] [--steps 3] [--compile default[,max-autotune]] [--ipex]
       [--csv doc/perf/torch2_dit_S.csv] [--png F.png]
   perf/dit/torch2_step.py --replot doc/perf/torch2_dit_S.csv --png doc/perf/torch2_dit_S.png
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/, for benchlib
+from benchlib import ipex  # noqa: E402
 from benchlib.build import BUILD  # noqa: E402
 from benchlib.child import child_env, json_result, run  # noqa: E402
 from benchlib.report import cpu_model, load_average, pyplot, read_csv_rows, save_plot, write_csv  # noqa: E402
@@ -65,9 +69,10 @@ def peak_gflops(threads):
 
 
 def run_dit(python, variant, args, amp, env, steps, warmup):
-    """dit.py's JSON result and error output for variant: (prefix, dit.py arguments)."""
-    prefix, extra = variant
-    cmd = [*prefix, python, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
+    """dit.py's JSON result and error output for variant: (prefix, dit.py
+    arguments, its own python or None for python's)."""
+    prefix, extra, own_python = variant
+    cmd = [*prefix, own_python or python, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
            "--warmup", str(warmup), "--threads", str(args.threads), "--json", "--autocast", amp,
            "--attention", args.attention, *extra]
     proc = run(cmd, env)
@@ -90,7 +95,8 @@ def plot(rows, path, cpu):
     dtypes = list(dict.fromkeys(r[col["dtype"]] for r in rows))
     names = [n for n in dict.fromkeys(r[col["variant"]] for r in rows) if n != "hcops"] + ["hcops"]
     width = 0.8 / len(names)
-    colors = {"stock": "tab:gray", "hcops": "tab:blue", "compile": "tab:orange", "compile-max-autotune": "tab:green"}
+    colors = {"stock": "tab:gray", "hcops": "tab:blue", "compile": "tab:orange", "compile-max-autotune": "tab:green",
+              "ipex": "tab:purple"}
     fig, ax = plt.subplots(figsize=(2 + 2 * len(dtypes) * len(names) / 2, 4))
     for x, dt in enumerate(dtypes):
         mine = [r for r in rows if r[col["dtype"]] == dt]
@@ -100,8 +106,13 @@ def plot(rows, path, cpu):
                 continue
             med = statistics.median(float(r[col["time_s"]]) for r in own)
             off = (i - (len(names) - 1) / 2) * width
-            ax.bar(x + off, med, width, color=colors.get(name, f"C{i}"), label=name if x == 0 else None)
-            if name != "hcops":
+            # A variant whose loss went NaN or infinite is no valid anchor: hatched.
+            invalid = any(not math.isfinite(float(r[col["loss"]])) for r in own)
+            ax.bar(x + off, med, width, color=colors.get(name, f"C{i}"), label=name if x == 0 else None,
+                   hatch="//" if invalid else None, alpha=0.5 if invalid else 1.0)
+            if invalid:
+                ax.text(x + off, med, "NaN\nloss", ha="center", va="bottom", fontsize=8)
+            elif name != "hcops":
                 ratio = statistics.median({int(r[col["round"]]): float(r[col["round_ratio"]]) for r in own}.values())
                 ax.text(x + off, med, f"hcops\n{ratio:.2f}x", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(dtypes)), dtypes)
@@ -125,6 +136,9 @@ def main():
     ap.add_argument("--amp", nargs="+", default=["none", "bf16"], choices=["none", "bf16"])
     ap.add_argument("--compile", default="", help="also torch.compile'd stock steps, in these modes (comma-separated: "
                     "default, max-autotune); the first --compile-warmup steps compile")
+    ap.add_argument("--ipex", action="store_true",
+                    help="also IPEX's steps: ipex.optimize(model, optimizer, dtype) in torch 2.8's venv "
+                    "(benchlib/ipex.py installs it at first use, about 3.5 GB)")
     ap.add_argument("--compile-warmup", type=int, default=2,
                     help="untimed steps when there is a compiled variant, for every variant (default 2)")
     ap.add_argument("--attention", choices=("matmul", "sdpa"), default="sdpa",
@@ -150,17 +164,23 @@ def main():
     print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, 1-min load average at start {load_average():.2f}")
     peak = peak_gflops(args.threads)
     flops = step_flops(args.model, args.batch)
-    variants = {"stock": ((), ()), "hcops": ((hcops_run,), ())}
+    variants = {"stock": ((), (), None), "hcops": ((hcops_run,), (), None)}
     for mode in filter(None, args.compile.split(",")):
-        variants["compile" if mode == "default" else f"compile-{mode}"] = ((), ("--compile", mode))
+        variants["compile" if mode == "default" else f"compile-{mode}"] = ((), ("--compile", mode), None)
+    if args.ipex:
+        ipex_python = ipex.ensure()
+        if ipex_python:
+            variants["ipex"] = ((), ("--ipex",), ipex_python)
+            print(f"IPEX: {ipex.versions()} ({ipex_python})")
     # Every variant times the same steps (their losses are compared step by
     # step): the compiled ones' warm-up for all when there are any.
-    warmup = max(args.warmup, args.compile_warmup) if len(variants) > 2 else args.warmup
+    compiled = any(n.startswith("compile") for n in variants)
+    warmup = max(args.warmup, args.compile_warmup) if compiled else args.warmup
     warmups = {n: warmup for n in variants}
     rows, ok = [], True
     for amp in args.amp:
         label = "f32" if amp == "none" else "bf16 autocast"
-        print(f"\n== {label}: stock {torch_version} eager vs hcops-run, {args.rounds} rounds alternated")
+        print(f"\n== {label}: {', '.join(variants)}, {args.rounds} rounds alternated")
         others = [n for n in variants if n != "hcops"]
         ratios, times = {n: [] for n in others}, {n: [] for n in variants}
         losses = {}
