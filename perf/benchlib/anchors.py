@@ -7,12 +7,10 @@ onednn wheel depends on. Versions are pinned so that figures can be compared
 between sessions."""
 import os
 import re
-import subprocess
-import sys
 
+from . import pip_venv
 from .build import BUILD
 from .child import child_env, run
-from .report import error
 
 VENV = os.environ.get("HCOPS_ANCHORS_VENV", os.path.join(BUILD, "anchors-venv"))
 PACKAGES = ("mkl==2026.2.0", "onednn==2026.1.0")
@@ -36,15 +34,7 @@ def ensure():
         return True
     print(f"setting up the anchors {', '.join(PACKAGES)} in {VENV} (first time: downloads about 2.6 GB)",
           flush=True)
-    try:
-        if not os.path.exists(os.path.join(VENV, "bin", "pip")):
-            subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-        subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "--progress-bar", "off", *PACKAGES],
-                       check=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        error(f"could not install the anchors: {e}")
-        return False
-    return os.path.exists(MKL_RT) and os.path.exists(DNNL3)
+    return pip_venv.install(VENV, PACKAGES, "the anchors") and os.path.exists(MKL_RT) and os.path.exists(DNNL3)
 
 
 def code_paths(replay, trace, names):

@@ -6,8 +6,8 @@ CUDA build, about 3.5 GB with its nvidia-* wheels (it runs on the CPU).
 Pinned so that figures compare between sessions."""
 import os
 import subprocess
-import sys
 
+from . import pip_venv
 from .build import BUILD
 from .report import error
 
@@ -35,13 +35,7 @@ def ensure():
         return PYTHON
     print(f"setting up the IPEX anchor {', '.join(PACKAGES)} in {VENV} "
           "(first time: downloads about 3.5 GB)", flush=True)
-    try:
-        if not os.path.exists(os.path.join(VENV, "bin", "pip")):
-            subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-        subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "--progress-bar", "off", *PACKAGES],
-                       check=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        error(f"could not install IPEX: {e}")
+    if not pip_venv.install(VENV, PACKAGES, "IPEX"):
         return None
     if not versions():
         error(f"torch and intel_extension_for_pytorch do not import in {VENV}")

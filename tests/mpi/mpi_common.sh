@@ -49,6 +49,14 @@ mpi_job() {
   fi
 }
 
+# mpi_checked LABEL NP ARGS...: mpi_job for a program that ends with
+# mpi_check_summary's "... 0 failed" line.
+mpi_checked() {
+  label=$1 np=$2
+  shift 2
+  mpi_job "$label" "$np" ' 0 failed$' "$@"
+}
+
 # check_offloaded ERRFILE NP: every rank printed HCOPS_MPI_VERBOSE's line with
 # a positive count. Prints the lines; returns 1 if one is missing.
 check_offloaded() {

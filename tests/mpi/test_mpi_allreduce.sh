@@ -11,13 +11,6 @@
 . "${srcdir:-..}/mpi/mpi_common.sh"
 prog=./test_mpi_allreduce
 
-# run LABEL NP PROG ARGS... Sets rc; shows the output.
-run() {
-  label=$1 np=$2
-  shift 2
-  mpi_job "$label" "$np" ' 0 failed$' "$@"
-}
-
 # The verbose counts must equal the program's expectation, rank by rank.
 check_counts() {
   check_offloaded "$err" "$2" || failed=1
@@ -34,24 +27,24 @@ check_counts() {
 }
 
 export HCOPS_MPI_VERBOSE=1
-run "MPI_Init, 16 Mi floats" 2 "$prog" none big && check_counts "MPI_Init" 2
-run "MPI_THREAD_FUNNELED, 16 Mi floats" 3 "$prog" funneled big && check_counts "funneled" 3
-run "MPI_THREAD_MULTIPLE" 4 "$prog" multiple && check_counts "multiple" 4
-run "MPI_THREAD_SINGLE" 2 "$prog" single quick && check_counts "single" 2
+mpi_checked "MPI_Init, 16 Mi floats" 2 "$prog" none big && check_counts "MPI_Init" 2
+mpi_checked "MPI_THREAD_FUNNELED, 16 Mi floats" 3 "$prog" funneled big && check_counts "funneled" 3
+mpi_checked "MPI_THREAD_MULTIPLE" 4 "$prog" multiple && check_counts "multiple" 4
+mpi_checked "MPI_THREAD_SINGLE" 2 "$prog" single quick && check_counts "single" 2
 export HCOPS_MPI_OFFLOAD_MIN=0
-run "HCOPS_MPI_OFFLOAD_MIN=0" 3 "$prog" serialized quick && check_counts "offload_min 0" 3
+mpi_checked "HCOPS_MPI_OFFLOAD_MIN=0" 3 "$prog" serialized quick && check_counts "offload_min 0" 3
 unset HCOPS_MPI_OFFLOAD_MIN
 # Ranks given different thresholds: rank 1 alone would pass a 1 MiB
 # MPI_Allreduce through while rank 0 offloads it, each waiting in a different
 # collective. All must use rank 0's.
 MPI_TIMEOUT=60
-run "HCOPS_MPI_OFFLOAD_MIN 0 on rank 0, 1 GiB on rank 1" 1 -x HCOPS_MPI_OFFLOAD_MIN=0 "$prog" single quick \
+mpi_checked "HCOPS_MPI_OFFLOAD_MIN 0 on rank 0, 1 GiB on rank 1" 1 -x HCOPS_MPI_OFFLOAD_MIN=0 "$prog" single quick \
   : -np 1 -x HCOPS_MPI_OFFLOAD_MIN=1073741824 "$prog" single quick && check_counts "offload_min per rank" 2
 MPI_TIMEOUT=120
 
 echo "== HCOPS_MPI=0: pass-through"
 export HCOPS_MPI=0
-run "HCOPS_MPI=0" 3 "$prog" serialized
+mpi_checked "HCOPS_MPI=0" 3 "$prog" serialized
 unset HCOPS_MPI
 if grep -q '^hcops_mpi:' "$err"; then
   echo "FAIL: HCOPS_MPI=0: the wrapper offloaded:"

@@ -9,12 +9,6 @@
 . "${srcdir:-..}/mpi/mpi_common.sh"
 prog=./test_mpi_offload
 
-run() {
-  label=$1 np=$2
-  shift 2
-  mpi_job "$label" "$np" ' 0 failed$' "$@"
-}
-
 # client_counts NP WANT: every rank's summary counts WANT client operations.
 client_counts() {
   r=0
@@ -35,16 +29,16 @@ exposed_reported() {
 
 # 3 rounds: 9 + 9 + 108 operations, all offloaded.
 export HCOPS_MPI_VERBOSE=1
-run "offloaded" 2 "$prog"
+mpi_checked "offloaded" 2 "$prog"
 client_counts 2 126
 exposed_reported 2
-run "offloaded" 3 "$prog"
+mpi_checked "offloaded" 3 "$prog"
 client_counts 3 126
-run "offloaded, unbound ranks" 4 --bind-to none "$prog"
+mpi_checked "offloaded, unbound ranks" 4 --bind-to none "$prog"
 client_counts 4 126
 
 export HCOPS_MPI_VERBOSE=2
-run "one line per operation" 2 "$prog"
+mpi_checked "one line per operation" 2 "$prog"
 for call in broadcast allgather alltoall reduce_scatter reduce allreduce barrier send recv; do
   n=$(grep -c "^hcops_verbose,mpi,0,$call,2," "$err")
   [ "$n" = 14 ] || { echo "FAIL: rank 0: $n '$call' lines at HCOPS_MPI_VERBOSE=2, expected 14"; failed=1; }
@@ -55,7 +49,7 @@ grep -q '^hcops_verbose,mpi,0,broadcast,2,131072,MPI_INT64_T,-,1048576,[0-9.]*,-
 unset HCOPS_MPI_VERBOSE
 
 export HCOPS_MPI=0
-run "HCOPS_MPI=0: declined, run by the program" 2 "$prog" passthrough
+mpi_checked "HCOPS_MPI=0: declined, run by the program" 2 "$prog" passthrough
 unset HCOPS_MPI
 
 [ $failed = 0 ] && echo "test_mpi_offload.sh: all runs passed"
