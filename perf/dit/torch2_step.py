@@ -167,11 +167,13 @@ def main():
     variants = {"stock": ((), (), None), "hcops": ((hcops_run,), (), None)}
     for mode in filter(None, args.compile.split(",")):
         variants["compile" if mode == "default" else f"compile-{mode}"] = ((), ("--compile", mode), None)
+    torch_of = {}  # the CSV's torch column where a variant runs another torch than --python's
     if args.ipex:
         ipex_python = ipex.ensure()
         if ipex_python:
             variants["ipex"] = ((), ("--ipex",), ipex_python)
-            print(f"IPEX: {ipex.versions()} ({ipex_python})")
+            torch_of["ipex"] = ipex.versions()
+            print(f"IPEX: {torch_of['ipex']} ({ipex_python})")
     # Every variant times the same steps (their losses are compared step by
     # step): the compiled ones' warm-up for all when there are any.
     compiled = any(n.startswith("compile") for n in variants)
@@ -195,8 +197,8 @@ def main():
                 times[name] += res[name]["step_times"]
                 losses.setdefault(name, res[name]["losses"])
                 for s, t in enumerate(res[name]["step_times"]):
-                    rows.append([args.model, args.batch, args.threads, torch_version, label, r + 1, name,
-                                 order.index(name) + 1, s, f"{t:.6f}", repr(res[name]["losses"][s]),
+                    rows.append([args.model, args.batch, args.threads, torch_of.get(name, torch_version), label,
+                                 r + 1, name, order.index(name) + 1, s, f"{t:.6f}", repr(res[name]["losses"][s]),
                                  f"{ratio.get(name, 1.0):.4f}"])
             print(f"round {r + 1}: " + ", ".join(f"{n} {res[n]['median_s']:.3f} s" for n in variants) +
                   "; " + ", ".join(f"{n}/hcops {ratio[n]:.3f}" for n in others) + f" ({order[0]} first)", flush=True)
