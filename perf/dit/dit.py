@@ -422,9 +422,9 @@ COMPILE_MODES = ("none", "default", "max-autotune")
 
 def ipex_optimize(model, opt, amp):
     """IPEX's training set-up as its documentation gives it: ipex.optimize
-    with the optimizer (prepacked weights; its fused optimizer step; in bf16
-    the parameters in bf16 with f32 master copies kept by the optimizer),
-    the forward under the same autocast as the others."""
+    with the optimizer, the forward under the same autocast as the others.
+    (IPEX 2.8 leaves an f32 model and its AdamW as they are; in bf16 its
+    Linears hold bf16 weights and the optimizer f32 master copies.)"""
     import intel_extension_for_pytorch as ipex  # noqa: PLC0415 - only in IPEX's own venv
     dtype = AUTOCAST[amp] or torch.float32
     return ipex.optimize(model, optimizer=opt, dtype=dtype)
