@@ -28,11 +28,15 @@ set -eu
 # the OpenCL GPU runtime: benchdnn then includes CL/cl.h and links -lOpenCL.
 # (Its source comes with `apt-get source`, which unpacks with dpkg-dev's
 # dpkg-source, there with build-essential.)
+# python3-dev, pybind11-dev: the torch.distributed backend (shim/torch_dist, a
+# Python extension) for Debian's torch (and Python.h for the torch 2.x venv's,
+# should it be made from Debian's python3).
+# iproute2: tests/torch2/test_dist_netns.sh's two network namespaces (ip, tc).
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
 libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
-python3-scipy python3-hypothesis hwloc lmod tcl ocl-icd-opencl-dev"
+python3-scipy python3-hypothesis hwloc lmod tcl ocl-icd-opencl-dev python3-dev pybind11-dev iproute2"
 
 # The packages downloaded, not installed (see above); tests/modules looks here.
 deb_cache=${HCOPS_DEB_CACHE:-/var/cache/hcops}

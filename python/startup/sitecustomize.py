@@ -8,7 +8,9 @@ This module then
 - puts a finder first on sys.meta_path that notices the first `import torch`
   (direct or from another package), lets torch's own import run, then runs
   `import hcops.torch` and, under hcops-run --automem, installs AutoMem's
-  optimizer hook (HCOPS_RUN_HOOKS: `ops`, `automem`; unset means ops); a failure there prints one `hcops: warning:` line and
+  optimizer hook, and under hcops-run --dist routes torch.distributed's gloo
+  and mpi backends to hcops (HCOPS_RUN_HOOKS: `ops`, `automem`, `dist`;
+  unset means ops); a failure there prints one `hcops: warning:` line and
   torch goes on with its own kernels. The finder leaves sys.meta_path after
   that first import: later imports do not see it;
 - runs the sitecustomize that was shadowed, once, as `sitecustomize`.
@@ -83,7 +85,8 @@ class _TorchHook:
 
 
 def _hooks():
-    """What hcops-run asked for (HCOPS_RUN_HOOKS): 'ops' (the default) and/or 'automem'."""
+    """What hcops-run asked for (HCOPS_RUN_HOOKS): 'ops' (the default when
+    unset), 'automem', 'dist'."""
     value = os.environ.get("HCOPS_RUN_HOOKS")
     if value is None:
         return {"ops"}
@@ -101,6 +104,12 @@ def _load_ops():
         except Exception as e:  # torch must import whatever hcops does
             _warn(f"PyTorch operators not loaded, torch runs its own kernels: import hcops.torch failed: "
                   f"{type(e).__name__}: {e}")
+    if "dist" in hooks:
+        try:
+            import hcops.dist
+            hcops.dist.route_cpu_backends()
+        except Exception as e:
+            _warn(f"torch.distributed keeps its own backends (hcops-run --dist): {type(e).__name__}: {e}")
     if "automem" in hooks:
         try:
             import hcops.automem

@@ -19,13 +19,14 @@ import os
 
 import torch
 
+from hcops._built_for import built_for as _built_for
+
 __all__ = ["library", "enabled", "set_enabled", "is_enabled", "loaded_ops", "call_counts"]
 
 # One build per torch: libhcops_torch.so against Debian's 1.13, libhcops_torch2.so
 # against a 2.x wheel (configure --with-torch-python). Each carries the version
 # it was built for (_built_for); the one made for the torch running is loaded.
 _NAMES = ("libhcops_torch.so", "libhcops_torch2.so")
-_MARKER = b"hcops-torch-built-for:"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -41,21 +42,6 @@ def _dirs():
     if _paths is not None and _paths.BUILDDIR:  # an installed package names no build tree
         found.append(os.path.join(_paths.BUILDDIR, "shim", "torch", ".libs"))
     return found
-
-
-def _built_for(path):
-    """The torch version a library was built against (the marker register.cpp
-    compiles into it), or None."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    i = data.find(_MARKER)
-    if i < 0:
-        return None
-    end = data.find(b"\0", i)
-    return data[i + len(_MARKER):end].decode("ascii", "replace")
 
 
 def _running():
