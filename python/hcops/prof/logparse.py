@@ -140,10 +140,13 @@ def _mpi(f, lineno):
         raise LogError(lineno, f"MPI line with {len(f)} fields, 9 expected")
     rank = _number(f[0], lineno, "rank", int)
     nbytes = _number(f[6], lineno, "bytes", int)
-    exposed = _time(f[8], lineno, "exposed_ms")
+    # "-": an operation of another library (the torch.distributed backend),
+    # whose wait libhcops_mpi does not see: no exposed time of its own.
+    exposed = 0.0 if f[8] == "-" else _time(f[8], lineno, "exposed_ms")
     _time(f[7], lineno, "in_flight_ms")
     return Record("mpi", f[1], f"{f[2]} ranks {nbytes} B {f[4]} {f[5]}", f[4], "hcops:mpi", exposed, rank=rank,
-                  dims={"bytes": nbytes, "ranks": int(f[2]) if f[2].isdigit() else 0, "in_flight_ms": float(f[7])},
+                  dims={"bytes": nbytes, "ranks": int(f[2]) if f[2].isdigit() else 0, "in_flight_ms": float(f[7]),
+                        "exposed_known": f[8] != "-"},
                   lineno=lineno)
 
 
