@@ -43,7 +43,8 @@ run() {
 run "offloaded to libhcops_mpi" 2 -x HCOPS_MPI_VERBOSE=1
 echo "$out" | grep -q "operations offloaded for torch.distributed" ||
   { echo "FAIL: HCOPS_MPI_VERBOSE=1 counted no backend operation"; status=1; }
-run "offloaded to libhcops_mpi" 3
+# 3 ranks (sums in MPI's order) on the 2.x build; the 1.13 one shares the code.
+[ "${HCOPS_DIST_TORCH1:-0}" = 1 ] || run "offloaded to libhcops_mpi" 3
 run "HCOPS_MPI=0: declined, run by the backend itself" 2 -x HCOPS_MPI=0 -x HCOPS_MPI_VERBOSE=1
 if echo "$out" | grep -q "operations offloaded for torch.distributed"; then
   echo "FAIL: HCOPS_MPI=0: operations were offloaded"
