@@ -12,6 +12,16 @@ namespace dist {
 
 namespace {
 
+// An operation on `count` elements of t's type, named for errors and
+// HCOPS_MPI_VERBOSE.
+std::unique_ptr<Pending> pending(const char *name, const at::Tensor &t, int64_t count) {
+  auto p = std::make_unique<Pending>();
+  p->name = name;
+  p->type = mpi_type(t.scalar_type());
+  p->count = static_cast<int>(count);
+  return p;
+}
+
 // The one tensor of a call, checked as gloo checks its CPU tensors.
 at::Tensor &single_cpu(std::vector<at::Tensor> &tensors, const char *what) {
   TORCH_CHECK(tensors.size() == 1, "hcops: ", what, " takes one tensor per process, got ", tensors.size());
@@ -106,11 +116,8 @@ class LargeAllreduce {
 c10::intrusive_ptr<c10d::Work> Backend::allreduce(std::vector<at::Tensor> &tensors,
                                                   const c10d::AllreduceOptions &opts) {
   at::Tensor &t = single_cpu(tensors, "allreduce");
-  auto p = std::make_unique<Pending>();
-  p->name = "allreduce";
-  p->type = mpi_type(t.scalar_type());
+  auto p = pending("allreduce", t, t.numel());
   p->op = mpi_op(opts.reduceOp, t.scalar_type());
-  p->count = static_cast<int>(t.numel());
   at::Tensor buf = staged(t, p.get(), true);
   then_average(p.get(), buf, size_, opts.reduceOp);
   void *data = buf.data_ptr();
@@ -130,10 +137,7 @@ c10::intrusive_ptr<c10d::Work> Backend::broadcast(std::vector<at::Tensor> &tenso
   at::Tensor &t = single_cpu(tensors, "broadcast");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "hcops: broadcast from rank ", opts.rootRank, " of ",
               size_);
-  auto p = std::make_unique<Pending>();
-  p->name = "broadcast";
-  p->type = mpi_type(t.scalar_type());
-  p->count = static_cast<int>(t.numel());
+  auto p = pending("broadcast", t, t.numel());
   at::Tensor buf = staged(t, p.get(), rank_ == opts.rootRank);
   void *data = buf.data_ptr();
   const int count = p->count, root = static_cast<int>(opts.rootRank);
@@ -155,10 +159,7 @@ c10::intrusive_ptr<c10d::Work> Backend::allgather(std::vector<std::vector<at::Te
     TORCH_CHECK(o.device().is_cpu() && o.scalar_type() == in.scalar_type() && o.numel() == in.numel(),
                 "hcops: allgather's outputs must be CPU tensors of the input's type and size");
   TORCH_CHECK(in.numel() * size_ <= INT_MAX, "hcops: allgather of more than 2^31-1 elements is not supported yet");
-  auto p = std::make_unique<Pending>();
-  p->name = "allgather";
-  p->type = mpi_type(in.scalar_type());
-  p->count = static_cast<int>(in.numel());
+  auto p = pending("allgather", in, in.numel());
   at::Tensor src = in.contiguous();
   at::Tensor all = at::empty({static_cast<int64_t>(size_), in.numel()}, in.options().memory_format(at::MemoryFormat::Contiguous));
   std::vector<at::Tensor> outs = outputs[0];
@@ -218,11 +219,8 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduce_coalesced(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> Backend::reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts) {
   at::Tensor &t = single_cpu(tensors, "reduce");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "hcops: reduce to rank ", opts.rootRank, " of ", size_);
-  auto p = std::make_unique<Pending>();
-  p->name = "reduce";
-  p->type = mpi_type(t.scalar_type());
+  auto p = pending("reduce", t, t.numel());
   p->op = mpi_op(opts.reduceOp, t.scalar_type());
-  p->count = static_cast<int>(t.numel());
   const int root = static_cast<int>(opts.rootRank);
   at::Tensor buf = staged(t, p.get(), true);
   if (rank_ == root) then_average(p.get(), buf, size_, opts.reduceOp);
@@ -245,10 +243,7 @@ c10::intrusive_ptr<c10d::Work> Backend::_allgather_base(at::Tensor &output, at::
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * size_,
               "hcops: allgather_into_tensor's output must hold ", size_, " inputs of its type");
   TORCH_CHECK(output.numel() <= INT_MAX, "hcops: allgather of more than 2^31-1 elements is not supported yet");
-  auto p = std::make_unique<Pending>();
-  p->name = "allgather_into_tensor";
-  p->type = mpi_type(input.scalar_type());
-  p->count = static_cast<int>(input.numel());
+  auto p = pending("allgather_into_tensor", input, input.numel());
   at::Tensor src = input.contiguous();
   at::Tensor dst = staged(output, p.get(), false);
   const void *sdata = src.data_ptr();
@@ -270,11 +265,8 @@ c10::intrusive_ptr<c10d::Work> Backend::_reduce_scatter_base(at::Tensor &output,
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * size_,
               "hcops: reduce_scatter_tensor's input must hold ", size_, " outputs of its type");
   TORCH_CHECK(input.numel() <= INT_MAX, "hcops: reduce_scatter of more than 2^31-1 elements is not supported yet");
-  auto p = std::make_unique<Pending>();
-  p->name = "reduce_scatter_tensor";
-  p->type = mpi_type(input.scalar_type());
+  auto p = pending("reduce_scatter_tensor", input, output.numel());
   p->op = mpi_op(opts.reduceOp, input.scalar_type());
-  p->count = static_cast<int>(output.numel());
   at::Tensor src = input.contiguous();
   at::Tensor dst = staged(output, p.get(), false);
   then_average(p.get(), dst, size_, opts.reduceOp);
@@ -321,10 +313,7 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall_base(at::Tensor &output, at::Te
               " output splits expected");
   auto in_c = counts(input_splits, input, in_row);
   auto out_c = counts(output_splits, output, out_row);
-  auto p = std::make_unique<Pending>();
-  p->name = "all_to_all_single";
-  p->type = mpi_type(input.scalar_type());
-  p->count = static_cast<int>(input.numel());
+  auto p = pending("all_to_all_single", input, input.numel());
   at::Tensor src = input.contiguous();
   at::Tensor dst = staged(output, p.get(), false);
   const void *sdata = src.data_ptr();
@@ -343,11 +332,8 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall_base(at::Tensor &output, at::Te
 c10::intrusive_ptr<c10d::Work> Backend::send(std::vector<at::Tensor> &tensors, int dst, int tag) {
   at::Tensor &t = single_cpu(tensors, "send");
   TORCH_CHECK(dst >= 0 && dst < size_ && dst != rank_, "hcops: send to rank ", dst, " of ", size_);
-  auto p = std::make_unique<Pending>();
-  p->name = "send";
+  auto p = pending("send", t, t.numel());
   p->point_to_point = true;
-  p->type = mpi_type(t.scalar_type());
-  p->count = static_cast<int>(t.numel());
   at::Tensor src = t.contiguous();
   const void *data = src.data_ptr();
   const int count = p->count;
@@ -363,11 +349,8 @@ c10::intrusive_ptr<c10d::Work> Backend::send(std::vector<at::Tensor> &tensors, i
 c10::intrusive_ptr<c10d::Work> Backend::recv(std::vector<at::Tensor> &tensors, int src, int tag) {
   at::Tensor &t = single_cpu(tensors, "recv");
   TORCH_CHECK(src >= 0 && src < size_ && src != rank_, "hcops: recv from rank ", src, " of ", size_);
-  auto p = std::make_unique<Pending>();
-  p->name = "recv";
+  auto p = pending("recv", t, t.numel());
   p->point_to_point = true;
-  p->type = mpi_type(t.scalar_type());
-  p->count = static_cast<int>(t.numel());
   at::Tensor buf = staged(t, p.get(), false);
   void *data = buf.data_ptr();
   const int count = p->count;
