@@ -56,6 +56,36 @@ void then_average(Pending *p, at::Tensor buf, int n, const c10d::ReduceOp &op) {
   };
 }
 
+// A list of tensors of the type and size of `like` (gather's and scatter's
+// root side, reduce_scatter's inputs), laid end to end in one buffer.
+void check_list(const std::vector<at::Tensor> &list, const at::Tensor &like, int size, const char *what) {
+  TORCH_CHECK(static_cast<int>(list.size()) == size, "hcops: ", what, " takes a list of ", size, " tensors, got ",
+              list.size());
+  for (const at::Tensor &t : list)
+    TORCH_CHECK(t.device().is_cpu() && t.layout() == at::kStrided && t.scalar_type() == like.scalar_type() &&
+                    t.numel() == like.numel(),
+                "hcops: ", what, "'s list must hold dense CPU tensors of ", like.scalar_type(), " and ", like.numel(),
+                " elements");
+  TORCH_CHECK(like.numel() * size <= INT_MAX, "hcops: ", what, " of more than 2^31-1 elements is not supported yet");
+}
+
+at::Tensor end_to_end(const std::vector<at::Tensor> &list) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor &t : list) flat.push_back(t.reshape(-1));
+  return at::cat(flat);
+}
+
+// After the operation: buf's consecutive parts copied into `list`.
+std::function<void()> copy_parts(at::Tensor buf, std::vector<at::Tensor> list) {
+  return [buf, list]() mutable {
+    int64_t at = 0;
+    for (at::Tensor &t : list) {
+      t.copy_(buf.narrow(0, at, t.numel()).view(t.sizes()));
+      at += t.numel();
+    }
+  };
+}
+
 }  // namespace
 
 // ---- the allreduce algorithm (Open MPI) ----
@@ -186,9 +216,7 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduce_coalesced(std::vector<at::Tens
     TORCH_CHECK(t.device().is_cpu() && t.layout() == at::kStrided && t.scalar_type() == dt,
                 "hcops: allreduce_coalesced takes dense CPU tensors of one datatype");
   // One reduction of the tensors laid end to end, copied back after.
-  std::vector<at::Tensor> flat;
-  for (const at::Tensor &t : tensors) flat.push_back(t.reshape(-1));
-  at::Tensor buf = at::cat(flat);
+  at::Tensor buf = end_to_end(tensors);
   TORCH_CHECK(buf.numel() <= INT_MAX, "hcops: allreduce_coalesced of more than 2^31-1 elements is not supported yet");
   auto p = std::make_unique<Pending>();
   p->name = "allreduce_coalesced";
@@ -196,13 +224,7 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduce_coalesced(std::vector<at::Tens
   p->op = mpi_op(opts.reduceOp, dt);
   p->count = static_cast<int>(buf.numel());
   std::vector<at::Tensor> outs = tensors;
-  p->after = [buf, outs]() mutable {
-    int64_t at = 0;
-    for (at::Tensor &t : outs) {
-      t.copy_(buf.narrow(0, at, t.numel()).view(t.sizes()));
-      at += t.numel();
-    }
-  };
+  p->after = copy_parts(buf, outs);
   then_average(p.get(), buf, size_, opts.reduceOp);
   void *data = buf.data_ptr();
   const int count = p->count;
@@ -326,6 +348,135 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall_base(at::Tensor &output, at::Te
   p->keep = {src, dst};
   p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::ALLTOALL_BASE, "all_to_all_single",
                                          std::vector<at::Tensor>{output});
+  return launch(std::move(p));
+}
+
+c10::intrusive_ptr<c10d::Work> Backend::gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                               std::vector<at::Tensor> &inputs, const c10d::GatherOptions &opts) {
+  at::Tensor &in = single_cpu(inputs, "gather");
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "hcops: gather to rank ", opts.rootRank, " of ", size_);
+  const int root = static_cast<int>(opts.rootRank);
+  const bool is_root = rank_ == root;
+  if (is_root) {
+    TORCH_CHECK(outputs.size() == 1, "hcops: gather takes one output list on the root");
+    check_list(outputs[0], in, size_, "gather");
+  } else {
+    TORCH_CHECK(outputs.empty(), "hcops: gather takes no output list on a rank that is not the root");
+  }
+  auto p = pending("gather", in, in.numel());
+  at::Tensor src = in.contiguous();
+  at::Tensor all;
+  std::vector<at::Tensor> outs;
+  if (is_root) {
+    all = at::empty({in.numel() * size_}, in.options().memory_format(at::MemoryFormat::Contiguous));
+    outs = outputs[0];
+    p->after = copy_parts(all, outs);
+  }
+  const void *sdata = src.data_ptr();
+  void *rdata = is_root ? all.data_ptr() : nullptr;
+  const int count = p->count;
+  MPI_Datatype type = p->type;
+  p->start = [sdata, rdata, count, type, root](MPI_Comm c, MPI_Request *r) {
+    return PMPI_Igather(sdata, count, type, rdata, count, type, root, c, r);
+  };
+  p->keep = {src};
+  if (is_root) p->keep.push_back(all);
+  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::GATHER, "gather", outs);
+  return launch(std::move(p));
+}
+
+c10::intrusive_ptr<c10d::Work> Backend::scatter(std::vector<at::Tensor> &outputs,
+                                                std::vector<std::vector<at::Tensor>> &inputs,
+                                                const c10d::ScatterOptions &opts) {
+  at::Tensor &out = single_cpu(outputs, "scatter");
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "hcops: scatter from rank ", opts.rootRank, " of ", size_);
+  const int root = static_cast<int>(opts.rootRank);
+  const bool is_root = rank_ == root;
+  if (is_root) {
+    TORCH_CHECK(inputs.size() == 1, "hcops: scatter takes one input list on the root");
+    check_list(inputs[0], out, size_, "scatter");
+  } else {
+    TORCH_CHECK(inputs.empty(), "hcops: scatter takes no input list on a rank that is not the root");
+  }
+  auto p = pending("scatter", out, out.numel());
+  at::Tensor src = is_root ? end_to_end(inputs[0]) : at::Tensor();
+  at::Tensor dst = staged(out, p.get(), false);
+  const void *sdata = is_root ? src.data_ptr() : nullptr;
+  void *rdata = dst.data_ptr();
+  const int count = p->count;
+  MPI_Datatype type = p->type;
+  p->start = [sdata, rdata, count, type, root](MPI_Comm c, MPI_Request *r) {
+    return PMPI_Iscatter(sdata, count, type, rdata, count, type, root, c, r);
+  };
+  p->keep = {dst};
+  if (is_root) p->keep.push_back(src);
+  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::SCATTER, "scatter", std::vector<at::Tensor>{out});
+  return launch(std::move(p));
+}
+
+c10::intrusive_ptr<c10d::Work> Backend::reduce_scatter(std::vector<at::Tensor> &outputs,
+                                                       std::vector<std::vector<at::Tensor>> &inputs,
+                                                       const c10d::ReduceScatterOptions &opts) {
+  at::Tensor &out = single_cpu(outputs, "reduce_scatter");
+  TORCH_CHECK(inputs.size() == 1, "hcops: reduce_scatter takes one input list per process, got ", inputs.size());
+  check_list(inputs[0], out, size_, "reduce_scatter");
+  auto p = pending("reduce_scatter", out, out.numel());
+  p->op = mpi_op(opts.reduceOp, out.scalar_type());
+  at::Tensor src = end_to_end(inputs[0]);
+  at::Tensor dst = staged(out, p.get(), false);
+  then_average(p.get(), dst, size_, opts.reduceOp);
+  const void *sdata = src.data_ptr();
+  void *rdata = dst.data_ptr();
+  const int count = p->count;
+  MPI_Datatype type = p->type;
+  MPI_Op op = p->op;
+  p->start = [sdata, rdata, count, type, op](MPI_Comm c, MPI_Request *r) {
+    return PMPI_Ireduce_scatter_block(sdata, rdata, count, type, op, c, r);
+  };
+  p->keep = {src, dst};
+  p->work =
+      c10::make_intrusive<MpiWork>(rank_, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", std::vector<at::Tensor>{out});
+  return launch(std::move(p));
+}
+
+c10::intrusive_ptr<c10d::Work> Backend::alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+                                                 const c10d::AllToAllOptions &) {
+  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+              "hcops: all_to_all takes lists of ", size_, " tensors, got ", inputs.size(), " and ", outputs.size());
+  TORCH_CHECK(!inputs.empty(), "hcops: all_to_all of no tensors");
+  const at::ScalarType dt = inputs[0].scalar_type();
+  // Tensor r of the input list goes to rank r, tensor r of the output list
+  // comes from it; the sizes may differ from rank to rank.
+  auto counts = [&](const std::vector<at::Tensor> &list) {
+    std::vector<int> c(size_), d(size_);
+    int64_t at = 0;
+    for (int r = 0; r < size_; ++r) {
+      const at::Tensor &t = list[r];
+      TORCH_CHECK(t.device().is_cpu() && t.layout() == at::kStrided && t.scalar_type() == dt,
+                  "hcops: all_to_all takes dense CPU tensors of one datatype");
+      TORCH_CHECK(at + t.numel() <= INT_MAX, "hcops: all_to_all of more than 2^31-1 elements is not supported yet");
+      c[r] = static_cast<int>(t.numel());
+      d[r] = static_cast<int>(at);
+      at += t.numel();
+    }
+    return std::make_pair(c, d);
+  };
+  auto in_c = counts(inputs);
+  auto out_c = counts(outputs);
+  auto p = pending("all_to_all", inputs[0], in_c.second.back() + in_c.first.back());
+  at::Tensor src = end_to_end(inputs);
+  at::Tensor dst = at::empty({out_c.second.back() + out_c.first.back()}, src.options());
+  std::vector<at::Tensor> outs = outputs;
+  p->after = copy_parts(dst, outs);
+  const void *sdata = src.data_ptr();
+  void *rdata = dst.data_ptr();
+  MPI_Datatype type = p->type;
+  p->start = [sdata, rdata, type, in_c, out_c](MPI_Comm c, MPI_Request *r) {
+    return PMPI_Ialltoallv(sdata, in_c.first.data(), in_c.second.data(), type, rdata, out_c.first.data(),
+                           out_c.second.data(), type, c, r);
+  };
+  p->keep = {src, dst};
+  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::ALLTOALL, "all_to_all", outs);
   return launch(std::move(p));
 }
 

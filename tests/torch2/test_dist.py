@@ -158,6 +158,58 @@ ins, outs = [1 + rank + 2 * k for k in range(n)], [1 + k + 2 * rank for k in ran
 xi = torch.arange(sum(ins) * 3, dtype=torch.float32).view(-1, 3) + 1000 * rank
 both("all_to_all_single uneven", lambda out, g: dist.all_to_all_single(out, xi, outs, ins, group=g),
      lambda: torch.empty(sum(outs), 3))
+# gather and scatter from every root, reduce_scatter and all_to_all of lists
+# (uneven sizes): against the values themselves, and against gloo where it
+# has the operation (1.13's gloo has no reduce_scatter and no list
+# all_to_all, and moves no bf16).
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+for dt in (torch.float32, torch.int64, torch.bfloat16):
+    on_gloo = TORCH2 or dt != torch.bfloat16
+    for root in range(n):
+        groups = (None, gloo) if on_gloo else (None,)
+        got = {}
+        for g in groups:
+            parts = [torch.empty(5, dtype=dt) for _ in range(n)] if rank == root else None
+            dist.gather((torch.arange(5) + 10 * rank).to(dt), parts, dst=root, group=g)
+            if rank == root:
+                got[g] = torch.cat(parts)
+            out = torch.empty(2, 3, dtype=dt)
+            src = [(torch.arange(6).view(2, 3) + 20 * r + root).to(dt) for r in range(n)] if rank == root else None
+            dist.scatter(out, src, src=root, group=g)
+            same(f"scatter {dt} from {root}" + (" on gloo" if g else ""), out,
+                 (torch.arange(6).view(2, 3) + 20 * rank + root).to(dt))
+        if rank == root:
+            want = torch.cat([torch.arange(5) + 10 * r for r in range(n)]).to(dt)
+            for g, v in got.items():
+                same(f"gather {dt} to {root}" + (" on gloo" if g else ""), v, want)
+    ins = [(torch.arange(7) + rank + 10 * k).to(dt) for k in range(n)]
+    for op, want in ((dist.ReduceOp.SUM, n * torch.arange(7) + n * (n - 1) // 2 + n * 10 * rank),
+                     (dist.ReduceOp.MAX, torch.arange(7) + n - 1 + 10 * rank)):
+        out = torch.empty(7, dtype=dt)
+        dist.reduce_scatter(out, ins, op=op)
+        same(f"reduce_scatter {dt} {op}", out, want.to(dt))
+        if TORCH2:
+            ref = torch.empty(7, dtype=dt)
+            dist.reduce_scatter(ref, ins, op=op, group=gloo)
+            same(f"reduce_scatter {dt} {op} against gloo", out, ref)
+    # Rank r sends 1 + r + 2k elements of value 30r + k to rank k.
+    send = [torch.full((1 + rank + 2 * k,), 30 * rank + k).to(dt) for k in range(n)]
+    outs = [torch.empty(1 + q + 2 * rank, dtype=dt) for q in range(n)]
+    dist.all_to_all(outs, send)
+    same(f"all_to_all {dt} uneven", torch.cat(outs),
+         torch.cat([torch.full((1 + q + 2 * rank,), 30 * q + rank) for q in range(n)]).to(dt))
+    if TORCH2:  # gloo's all_to_all takes equal sizes only
+        send = [(torch.arange(4) + 30 * rank + k).to(dt) for k in range(n)]
+        outs, ref = [torch.empty(4, dtype=dt) for q in range(n)], [torch.empty(4, dtype=dt) for q in range(n)]
+        dist.all_to_all(outs, send)
+        dist.all_to_all(ref, send, group=gloo)
+        same(f"all_to_all {dt} against gloo", torch.cat(outs), torch.cat(ref))
+xa = torch.randn(4 * n, generator=torch.Generator().manual_seed(rank + 9), dtype=torch.float64)
+out = torch.empty(4, dtype=torch.float64)
+dist.reduce_scatter(out, list(xa.chunk(n)), op=dist.ReduceOp.AVG)
+ref = xa.clone()
+dist.all_reduce(ref, group=gloo)
+same("reduce_scatter AVG", out, ref.chunk(n)[rank] / n, exact=n == 2)
 both("all_reduce_coalesced", lambda ts, g: dist.all_reduce_coalesced(ts, group=g),
      lambda: [torch.arange(15.0).view(5, 3) + rank, torch.arange(7.0) * rank])
 # Point to point around a ring, small and 4 MiB (above any eager limit: the
@@ -180,7 +232,10 @@ same("future value", fut.wait()[0], torch.full((8,), float(n)))
 # Errors are PyTorch's usual RuntimeError, saying what, not a crash.
 for name, call in (("avg of integers", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32),
                                                                op=dist.ReduceOp.AVG)),
-                   ("bitwise and of floats", lambda: dist.all_reduce(torch.ones(3), op=dist.ReduceOp.BAND))):
+                   ("bitwise and of floats", lambda: dist.all_reduce(torch.ones(3), op=dist.ReduceOp.BAND)),
+                   ("reduce_scatter of a short list", lambda: dist.reduce_scatter(torch.empty(3), [torch.ones(3)] * (n - 1))),
+                   ("all_to_all of a short list", lambda: dist.all_to_all([torch.empty(1)] * (n - 1),
+                                                                          [torch.ones(1)] * (n - 1)))):
     try:
         call()
         failures.append(f"{name}: no error")
