@@ -13,6 +13,8 @@ inputs measured here and a network model.
 
   $PYTHON perf/scaling_model.py measure --model S --batches 1,2,4,8 --threads 2 --out inputs.json
   $PYTHON perf/scaling_model.py project --inputs inputs.json --network ib-hdr --csv s.csv --png s.png
+  $PYTHON perf/scaling_model.py project --inputs inputs.json --overlap-ddp doc/perf/torch_ddp_1gbit.csv \
+          --overlap-backend gloo     (the overlap a DDP backend reached in a measured step)
   $PYTHON perf/scaling_model.py validate --model S --batch 8
 
 The model (every assumption is printed with the results):
@@ -28,7 +30,9 @@ The model (every assumption is printed with the results):
   backward (MPI progresses only when the application calls it); with it, each
   bucket starts when its last gradient is ready (or when the previous bucket
   ends) and overlaps the rest of backward; of the communication backward
-  could hide, the measured overlap efficiency is hidden (perf/mpi_overlap.py);
+  could hide, the measured overlap efficiency is hidden (perf/mpi_overlap.py,
+  or with --overlap-ddp a torch.distributed backend's overlap in a real DDP
+  step, perf/dit/torch_ddp_bench.py);
 - weak scaling: the per-node batch stays the measured one, efficiency =
   T(1 node) / T(p nodes); strong scaling: the global batch is fixed, each node
   computes global/p samples at the time measured for that batch (linear
@@ -288,6 +292,22 @@ def overlap_from_csv(path, kind):
     return statistics.median(float(r["overlap_pct"]) for r in rows if int(r["bytes"]) == size) / 100, size
 
 
+def overlap_from_ddp_csv(path, backend):
+    """The overlap a torch.distributed backend achieved in perf/dit/
+    torch_ddp_bench.py's DDP step (its CSV: one row per link, model, batch
+    and backend; the median over the rows of that backend), and a note
+    saying where it comes from."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))
+                if r.get("backend") == backend and r.get("overlap")]
+    if not rows:
+        raise InputError(f"{path}: no row of backend {backend!r} with an overlap")
+    overlap = statistics.median(float(r["overlap"]) for r in rows)
+    where = ", ".join(sorted({f"{r['link']} DiT-{r['model']} batch {r['batch']}" for r in rows}))
+    return overlap, (f"the overlap of the torch.distributed backend {backend!r} in a measured 2-rank DDP step "
+                     f"({where}; {os.path.basename(path)})")
+
+
 # ----------------------------------------------------------------- project
 
 def assumptions(inp, args, alpha, beta, net_note, overlap, overlap_note):
@@ -324,6 +344,9 @@ def run_project(args):
         beta = args.bandwidth_gbs * 1e9 if args.bandwidth_gbs else beta
     if args.overlap is not None:
         overlap, overlap_note = args.overlap, "given with --overlap"
+    elif args.overlap_ddp:
+        overlap, overlap_note = overlap_from_ddp_csv(args.overlap_ddp, args.overlap_backend)
+        args.async_label = f"torch.distributed {args.overlap_backend}"
     else:
         overlap, size = overlap_from_csv(args.overlap_csv, args.overlap_kind)
         overlap_note = (f"libhcops_mpi's median overlap at {size >> 20} MiB, compute '{args.overlap_kind}', "
@@ -355,7 +378,8 @@ def plot(rows, inp, args, path):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 5))
     x = [r["nodes"] for r in rows]
-    for key, label, style in (("weak_async_eff", "weak, async allreduce (libhcops_mpi)", "-o"),
+    who = getattr(args, "async_label", "libhcops_mpi")
+    for key, label, style in (("weak_async_eff", f"weak, async allreduce ({who})", "-o"),
                               ("weak_sync_eff", "weak, blocking allreduce", "--o"),
                               ("strong_async_eff", f"strong (global batch {args.global_batch}), async", "-s"),
                               ("strong_sync_eff", f"strong (global batch {args.global_batch}), blocking", "--s")):
@@ -493,6 +517,9 @@ def main(argv=None):
     pj.add_argument("--overlap-kind", choices=["idle", "busy"], default="idle",
                     help="idle: a core free for the progress thread (a node with cores to spare, as libhcops_mpi "
                     "is meant to run); busy: none (this 2-core machine)")
+    pj.add_argument("--overlap-ddp", metavar="CSV",
+                    help="the overlap measured in a DDP step by perf/dit/torch_ddp_bench.py (doc/perf/torch_ddp_*.csv)")
+    pj.add_argument("--overlap-backend", default="hcops", help="the backend of --overlap-ddp's rows (hcops, gloo)")
     pj.add_argument("--compute-scale", type=float, default=1.0)
     pj.add_argument("--global-batch", type=int, help="strong scaling's global batch (default 256 nodes' worth)")
     pj.add_argument("--csv")

@@ -112,6 +112,21 @@ with tempfile.TemporaryDirectory(prefix="hcops-scaling.") as tmp:
         p = subprocess.run([py, script, "project", "--inputs", bad], capture_output=True, text=True)
         check(p.returncode == 2 and what in p.stderr and "Traceback" not in p.stderr,
               f"bad input ({what}): {p.stderr.strip()!r}")
+    # The overlap of a DDP step measured by perf/dit/torch_ddp_bench.py, per backend.
+    ddp = os.path.join(tmp, "ddp.csv")
+    open(ddp, "w").write("# a comment line\nlink,model,batch,backend,step_s,exposed_s,allreduce_alone_s,overlap\n"
+                         "1gbit,S,4,gloo,2.3,0.3,1.1,0.7\n1gbit,S,4,hcops,2.5,0.5,1.1,0.5\n"
+                         "10gbit,S,4,hcops,2.0,0.06,0.12,0.4\n1gbit,S,4,none,2.0,0.0,,\n")
+    ov, note = sm.overlap_from_ddp_csv(ddp, "hcops")
+    check(close(ov, 0.45) and "1gbit DiT-S batch 4" in note and "10gbit" in note, f"DDP overlap: {ov}, {note}")
+    check(close(sm.overlap_from_ddp_csv(ddp, "gloo")[0], 0.7), "DDP overlap of gloo's rows")
+    p = subprocess.run([py, script, "project", "--inputs", j, "--overlap-ddp", ddp, "--overlap-backend", "gloo"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and "70% of what backward could hide" in p.stdout and "'gloo'" in p.stdout,
+          f"project --overlap-ddp: {p.stdout[-600:]} {p.stderr}")
+    p = subprocess.run([py, script, "project", "--inputs", j, "--overlap-ddp", ddp, "--overlap-backend", "nccl"],
+                       capture_output=True, text=True)
+    check(p.returncode == 2 and "no row of backend 'nccl'" in p.stderr, f"unknown backend refused: {p.stderr!r}")
     p = subprocess.run([py, script, "project", "--inputs", j, "--overlap", "1.5"], capture_output=True, text=True)
     check(p.returncode == 2 and "not within" in p.stderr, "overlap outside [0, 1] refused")
 
