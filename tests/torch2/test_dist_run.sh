@@ -8,7 +8,10 @@
 #   instead of hanging (hcops.dist's MPI_Abort);
 # - MPI initialized by the application below MPI_THREAD_MULTIPLE with
 #   HCOPS_MPI=0: collectives still work, a send is refused with the reason;
-# - a rank whose hcops:// rendezvous fails ends the job too.
+# - a rank whose hcops:// rendezvous fails ends the job too, as does an
+#   env:// rendezvous whose ranks are not MPI's;
+# - HCOPS_DIST_ADDR names the address rank 0 gives (one that answers, one
+#   that does not).
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
 lib=${HCOPS_C10D_TORCH2_LIB:?}
 [ -f "$lib" ] || { echo "SKIP: $lib was not built (configure found no Python.h for the torch 2.x python)"; exit 77; }
@@ -89,6 +92,40 @@ dist.init_process_group("hcops", init_method="hcops://", rank=7 if r == 1 else r
 rc=$?
 grep -m1 "rank 7 given, MPI says 1" "$tmp/rdzv.out" || fail "no error naming the rank"
 [ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] || { tail -20 "$tmp/rdzv.out"; fail "refused rendezvous: exit $rc (124/137: the job hung)"; }
+
+echo "== env:// whose ranks are not MPI's (RANK swapped): an error naming both, the job ended"
+TEST_PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
+  timeout -k 10 120 $mpirun -x PYTHONPATH -x TEST_PORT=$TEST_PORT "$PYTHON" -c '
+import os, torch.distributed as dist, hcops.dist
+r = int(os.environ["OMPI_COMM_WORLD_RANK"])
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ["TEST_PORT"], RANK=str(1 - r), WORLD_SIZE="2")
+dist.init_process_group("hcops", init_method="env://")' >"$tmp/env.out" 2>&1
+rc=$?
+grep -m1 "torch.distributed says rank [01] of 2, MPI says [01] of 2" "$tmp/env.out" ||
+  { tail -20 "$tmp/env.out"; fail "env:// with swapped ranks: no error naming both ranks"; }
+[ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] || fail "env:// with swapped ranks: exit $rc (124/137: the job hung)"
+
+echo "== HCOPS_DIST_ADDR: the address rank 0 gives, and one nobody answers at"
+PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
+  timeout -k 10 120 $mpirun -x PYTHONPATH -x HCOPS_DIST_ADDR=127.0.0.1 "$PYTHON" -c '
+import torch, torch.distributed as dist, hcops.dist
+dist.init_process_group("hcops", init_method="hcops://")
+t = torch.ones(3)
+dist.all_reduce(t)
+print("addr ok", dist.get_rank(), int(t[0]), flush=True)' >"$tmp/addr.out" 2>&1
+n=$(grep -o "addr ok [01] 2" "$tmp/addr.out" | wc -l)
+[ "$n" = 2 ] || { tail -20 "$tmp/addr.out"; fail "HCOPS_DIST_ADDR=127.0.0.1: $n of 2 ranks joined"; }
+# 192.0.2.1 (TEST-NET-1, RFC 5737) is routed nowhere: rank 1's connection
+# fails within the rendezvous's 10 s per address, and says what to set.
+PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
+  timeout -k 10 120 $mpirun -x PYTHONPATH -x HCOPS_DIST_ADDR=192.0.2.1 "$PYTHON" -c '
+import torch.distributed as dist, hcops.dist
+dist.init_process_group("hcops", init_method="hcops://")' >"$tmp/noaddr.out" 2>&1
+rc=$?
+grep -m1 "reached none of rank 0's addresses" "$tmp/noaddr.out" ||
+  { tail -20 "$tmp/noaddr.out"; fail "HCOPS_DIST_ADDR=192.0.2.1: no error saying the address was not reached"; }
+[ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] || fail "HCOPS_DIST_ADDR=192.0.2.1: exit $rc (124/137: the job hung)"
 
 echo "== MPI_THREAD_SERIALIZED by the application, HCOPS_MPI=0"
 PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
