@@ -7,6 +7,7 @@ so that the gradients' allreduce costs what it costs between two nodes.
 
   perf/dit/torch_ddp_bench.py [--link shm|1gbit|10gbit] [--model S] [--batch 4]
       [--steps 4] [--rounds 3] [--bucket-mb 25] [--csv FILE]
+      [--extra "NAME=mpirun arguments" ...]
 
 Each round runs three jobs of perf/dit/torch_ddp.py in a rotated order:
 gloo, hcops, and none (the hcops group with DDP communicating nothing: the
@@ -14,7 +15,10 @@ compute alone). Per variant: the median step; exposed communication = step -
 compute-only step; the gradients' allreduce alone (allreduce_s: what an
 overlap-free step would add); overlap = 1 - exposed / allreduce alone.
 Ratios are of medians over the rounds. Losses and parameters of gloo and
-hcops must agree (bit for bit on 2 ranks).
+hcops must agree (bit for bit on 2 ranks). --extra adds a variant on the
+hcops backend with more mpirun arguments (MCA parameters, `-x VAR=value`),
+alternated with the others: e.g. --extra "tcpthread=--mca
+btl_tcp_progress_thread 1".
 
 Needs root for the namespaces (--link shm does not). Environment: PYTHON (a
 torch 2.x python; default the venv of configure --with-torch-python),
@@ -78,7 +82,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--bucket-mb", type=float, default=25.0)
     ap.add_argument("--csv")
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME=ARGS",
+                    help="a variant on the hcops backend with these mpirun arguments")
     args = ap.parse_args()
+    extras = {}
+    for e in args.extra:
+        name, _, more = e.partition("=")
+        if not name or name in VARIANTS or not more.split():
+            ap.error(f"--extra {e!r}: NAME=mpirun arguments, NAME not one of {', '.join(VARIANTS)}")
+        extras[name] = more.split()
+    variants = VARIANTS + tuple(extras)
     python = os.environ.get("PYTHON") or os.path.join(TOP, "build", "torch2-venv", "bin", "python")
     env = dict(os.environ)
     env.setdefault("HCOPS_C10D_LIB", os.path.join(TOP, "build", "shim", "torch_dist", ".libs", "hcops_c10d_torch2.so"))
@@ -95,16 +108,17 @@ def main():
         env["TMPDIR"] = tmp
         subprocess.run(["sh", PAIR, "down", ns], check=False)
         subprocess.run(["sh", PAIR, "up", ns, args.link, "198"], check=True)
-    results = {v: [] for v in VARIANTS}
+    results = {v: [] for v in variants}
     worker = [python, WORKER, "--model", args.model, "--batch", str(args.batch), "--steps", str(args.steps),
               "--warmup", str(args.warmup), "--bucket-mb", str(args.bucket_mb)]
     print(f"DDP DiT-{args.model}/2, batch {args.batch}/rank, 2 ranks x 1 thread, link {args.link}; {machine()}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
     try:
         for r in range(args.rounds):
-            order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
-            for v in order:
-                res = run_job(mpirun(args.link, ns, tmp) + worker + ["--backend", v]
+            k = r % len(variants)
+            for v in variants[k:] + variants[:k]:
+                res = run_job(mpirun(args.link, ns, tmp) + extras.get(v, []) + worker
+                              + ["--backend", "hcops" if v in extras else v]
                               + ([] if args.link == "shm" else ["--pin"]), env)
                 results[v].append(res)
                 print(f"round {r + 1} {v:5s}: steps {' '.join(f'{t:.3f}' for t in res['step_times'])} s"
@@ -115,16 +129,19 @@ def main():
             subprocess.run(["sh", PAIR, "down", ns], check=False)
             subprocess.run(["rm", "-rf", tmp], check=False)
     status = 0
-    g, h = results["gloo"], results["hcops"]
-    for a, b in zip(g, h):
-        if a["losses"] != b["losses"] or a["param_sum"] != b["param_sum"]:
-            print(f"MISMATCH: gloo losses {a['losses']} sum {a['param_sum']}, hcops {b['losses']} sum {b['param_sum']}")
-            status = 1
-    step = {v: statistics.median(statistics.median(x["step_times"]) for x in results[v]) for v in VARIANTS}
-    alone = {v: statistics.median(statistics.median(x["allreduce_s"]) for x in results[v]) for v in ("gloo", "hcops")}
+    g = results["gloo"]
+    for name in ("hcops",) + tuple(extras):
+        for a, b in zip(g, results[name]):
+            if a["losses"] != b["losses"] or a["param_sum"] != b["param_sum"]:
+                print(f"MISMATCH: gloo losses {a['losses']} sum {a['param_sum']}, {name} {b['losses']} sum "
+                      f"{b['param_sum']}")
+                status = 1
+    step = {v: statistics.median(statistics.median(x["step_times"]) for x in results[v]) for v in variants}
+    alone = {v: statistics.median(statistics.median(x["allreduce_s"]) for x in results[v])
+             for v in variants if v != "none"}
     rows = []
     print(f"\n{'backend':8s} {'step s':>8s} {'exposed s':>10s} {'allreduce alone s':>18s} {'overlap':>8s}")
-    for v in ("gloo", "hcops", "none"):
+    for v in ("gloo", "hcops") + tuple(extras) + ("none",):
         exposed = step[v] - step["none"] if v != "none" else 0.0
         ar = alone.get(v)
         overlap = 1 - exposed / ar if ar else None
@@ -134,6 +151,9 @@ def main():
     print(f"\nhcops step {step['gloo'] / step['hcops']:.2f}x gloo's; exposed communication "
           f"{(step['hcops'] - step['none']) / max(1e-9, step['gloo'] - step['none']) * 100:.0f} % of gloo's "
           f"({args.rounds} rounds, medians; gradients {g[0]['grad_bytes'] / 1e6:.1f} MB)")
+    for v in extras:
+        print(f"{v}: step {step['gloo'] / step[v]:.2f}x gloo's, exposed "
+              f"{(step[v] - step['none']) / max(1e-9, step['gloo'] - step['none']) * 100:.0f} % of gloo's")
     if args.csv:
         with open(args.csv, "w") as f:
             f.write("link,model,batch,backend,step_s,exposed_s,allreduce_alone_s,overlap\n")

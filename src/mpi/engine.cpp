@@ -33,6 +33,10 @@ int app_thread_level = MPI_THREAD_SINGLE;
 
 namespace {
 
+// HCOPS_MPI_NAP_MAX's default, in microseconds (worker.cpp; measured in
+// doc/mpi.md).
+constexpr long kDefaultNapMaxUs = 1000;
+
 struct Engine {
   bool on = false;
   std::vector<Worker *> workers;
@@ -245,8 +249,9 @@ bool start_threads(int provided) {
     if (CPU_COUNT(&rest) > 0) own_core = sched_setaffinity(0, sizeof rest, &rest) == 0;
     else warn_once("mpi exclusive", "HCOPS_MPI_EXCLUSIVE=1 would leave no CPU for computing; ignored");
   }
+  const long nap_max_ns = 1000 * env_long("HCOPS_MPI_NAP_MAX", kDefaultNapMaxUs, kNapMinNs / 1000, 100000);
   for (int c : cpus)
-    if (Worker *w = start_worker(c, own_core && c >= 0)) engine->workers.push_back(w);
+    if (Worker *w = start_worker(c, own_core && c >= 0, nap_max_ns)) engine->workers.push_back(w);
   if (engine->workers.empty()) {
     warn_once("mpi thread", "cannot start an MPI progress thread; libhcops_mpi passes every call through");
     return false;

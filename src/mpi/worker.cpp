@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -27,6 +28,7 @@ struct Worker {
   // Its core was taken from the rest of the process (HCOPS_MPI_EXCLUSIVE):
   // polling flat out then costs nobody anything.
   bool own_core = false;
+  long nap_max_ns = kNapMinNs;  // on a shared core: the longest nap between polls
 };
 
 namespace {
@@ -47,10 +49,15 @@ void pin(int cpu) {
 // own it polls without pause; on a shared core, after a run of fruitless
 // polls, it yields between polls for common/wait.h's spin_ns() (the wait
 // of every HCOps thread: 50 us, none under OMP_WAIT_POLICY=passive), then
-// naps 20 us between polls. Without the naps, two
-// ranks' progress threads on the CPU of an unbound 2-rank job took it from
-// compute: mpi_overlap.py --bind none ran 4x slower than plain MPI. A nap
-// costs at most its length per step of a long reduction (timer slack 1 ns).
+// naps between polls: 20 us, doubled after each fruitless poll up to
+// HCOPS_MPI_NAP_MAX, back to 20 us once an operation completes or arrives.
+// Without the naps, two ranks' progress threads on the CPU of an unbound
+// 2-rank job took it from compute: mpi_overlap.py --bind none ran 4x slower
+// than plain MPI. With 20 us naps alone, the thread still woke 40,000 times
+// a second during a long allreduce, each wake taking the core from the
+// compute thread (CFS gives a waking thread the CPU). A nap costs at most
+// its length per step of a reduction (timer slack 1 ns); TCP's socket
+// buffers keep the link busy meanwhile.
 void *worker_main(void *arg) {
   Worker *w = static_cast<Worker *>(arg);
   // Any timed sleep inside MPI on this thread wakes when asked, not up to
@@ -64,12 +71,14 @@ void *worker_main(void *arg) {
   std::vector<MPI_Status> st;
   long fruitless = 0;
   int64_t fruitless_since = 0;
+  long nap_ns = kNapMinNs;
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(w->mu);
-      if (active.empty()) {
-        w->wake.wait(lk, [&] { return !w->inbox.empty() || w->stop; });
+      if (active.empty()) w->wake.wait(lk, [&] { return !w->inbox.empty() || w->stop; });
+      if (!w->inbox.empty()) {
         fruitless = 0;
+        nap_ns = kNapMinNs;
       }
       active.insert(active.end(), w->inbox.begin(), w->inbox.end());
       w->inbox.clear();
@@ -105,13 +114,15 @@ void *worker_main(void *arg) {
     active.resize(kept);
     if (outcount > 0) {
       fruitless = 0;
+      nap_ns = kNapMinNs;
     } else if (++fruitless > 64 && !w->own_core) {
       if (fruitless == 65) fruitless_since = now_ns();
       if (now_ns() - fruitless_since < spin_ns()) {
         sched_yield();
       } else {
-        const timespec nap{0, 20000};
+        const timespec nap{nap_ns / 1000000000L, nap_ns % 1000000000L};
         nanosleep(&nap, nullptr);
+        nap_ns = std::min(2 * nap_ns, w->nap_max_ns);
       }
     }
   }
@@ -120,10 +131,11 @@ void *worker_main(void *arg) {
 
 }  // namespace
 
-Worker *start_worker(int cpu, bool own_core) {
+Worker *start_worker(int cpu, bool own_core, long nap_max_ns) {
   Worker *w = new Worker;
   w->cpu = cpu;
   w->own_core = own_core;
+  w->nap_max_ns = std::max(kNapMinNs, nap_max_ns);
   // The thread starts with every signal blocked: the application's handlers
   // (SIGINT, SIGALRM, SIGCHLD...) must not run there, in the middle of a
   // PMPI call, nor its sigwait() lose a signal to them.

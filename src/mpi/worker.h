@@ -9,10 +9,15 @@ namespace mpi {
 
 struct Worker;
 
+// The shortest nap of a progress thread between fruitless polls on a shared
+// core (worker.cpp).
+constexpr long kNapMinNs = 20000;
+
 // A progress thread pinned to `cpu` (-1: not pinned), with every signal
 // blocked; `own_core`: nobody else runs on its core (HCOPS_MPI_EXCLUSIVE),
-// so it may poll without pause. nullptr if the thread cannot start.
-Worker *start_worker(int cpu, bool own_core);
+// so it may poll without pause; otherwise it naps between fruitless polls,
+// up to `nap_max_ns` (HCOPS_MPI_NAP_MAX). nullptr if the thread cannot start.
+Worker *start_worker(int cpu, bool own_core, long nap_max_ns);
 
 // Hands `op`, whose collective has been started, to `w`, which calls
 // finish() on it once the collective has completed.

@@ -7,7 +7,8 @@
 # bytes). With HCOPS_MPI=0 the same program must pass with no such line (the
 # wrapper passes every call through), and with HCOPS_MPI_OFFLOAD_MIN=0 every
 # MPI_Allreduce must be offloaded. 16 Mi-element reductions run on 2 and 3
-# ranks; ranks given different HCOPS_MPI_OFFLOAD_MIN must still agree.
+# ranks; ranks given different HCOPS_MPI_OFFLOAD_MIN must still agree; the
+# progress thread's longest nap (HCOPS_MPI_NAP_MAX) at both ends of its range.
 . "${srcdir:-..}/mpi/mpi_common.sh"
 prog=./test_mpi_allreduce
 
@@ -41,6 +42,20 @@ MPI_TIMEOUT=60
 mpi_checked "HCOPS_MPI_OFFLOAD_MIN 0 on rank 0, 1 GiB on rank 1" 1 -x HCOPS_MPI_OFFLOAD_MIN=0 "$prog" single quick \
   : -np 1 -x HCOPS_MPI_OFFLOAD_MIN=1073741824 "$prog" single quick && check_counts "offload_min per rank" 2
 MPI_TIMEOUT=120
+
+# The progress thread's naps on a shared core (worker.cpp): the shortest
+# and longest caps give MPI's results; a bad value warns and means 1 ms.
+export HCOPS_MPI_NAP_MAX=20
+mpi_checked "HCOPS_MPI_NAP_MAX=20" 2 "$prog" multiple quick && check_counts "nap 20 us" 2
+export HCOPS_MPI_NAP_MAX=100000
+mpi_checked "HCOPS_MPI_NAP_MAX=100000" 3 "$prog" multiple quick && check_counts "nap 100 ms" 3
+export HCOPS_MPI_NAP_MAX=soon
+mpi_checked "HCOPS_MPI_NAP_MAX=soon" 2 "$prog" multiple quick && check_counts "nap soon" 2
+if ! grep -q "^hcops: warning: HCOPS_MPI_NAP_MAX=\"soon\"" "$err"; then
+  echo "FAIL: HCOPS_MPI_NAP_MAX=soon: no warning"
+  failed=1
+fi
+unset HCOPS_MPI_NAP_MAX
 
 echo "== HCOPS_MPI=0: pass-through"
 export HCOPS_MPI=0
