@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "common/log.h"
-#include "common/team.h"
+#include "gemm/team.h"
 #include "common/topology.h"
 #include "gemm/fp32_math.h"
 #include "gemm/gemm.h"

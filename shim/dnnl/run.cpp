@@ -43,7 +43,7 @@ const char *run_gemms(const Plan &p, const Geometry &g, const void *a, const voi
   C *ec = static_cast<C *>(c) + g.c_offset;
   GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, alpha, ea, g.lda, eb, g.ldb, p.beta, ec, g.ldc};
   // Bias and activation on each block of C while it is in cache; a bf16 C
-  // is rounded once, after them (gemm/gemm.h).
+  // is rounded once, after them (kernels/gemm_types.h, Epilogue).
   args.epilogue = ops::output_epilogue(ops);
   return gemm_batched(args, g).family;
 }

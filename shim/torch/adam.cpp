@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/team.h"
+#include "gemm/team.h"
 #include "ops/adam.h"
 #include "shim/torch/fast_path.h"
 #include "shim/torch/register.h"
@@ -126,7 +126,7 @@ void adam_step_(at::TensorList params, at::TensorList grads, at::TensorList exp_
         for (int k = 0; k < times; ++k) t.unsafeGetTensorImpl()->bump_version();
   const int threads = at::in_parallel_region() ? 1 : at::get_num_threads();
   // Between two training steps: where PyTorch's own team is fitted to the
-  // cores the process gets (common/team.h).
+  // cores the process gets (gemm/team.h).
   hcops::fit_runtime_team();
   const std::string shape = std::to_string(count) + " tensors " + std::to_string(start.back()) + " elements";
   const std::string details = std::string(adamw ? "adamw" : "adam") + " amsgrad=" + std::to_string(amsgrad) +

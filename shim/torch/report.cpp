@@ -61,7 +61,7 @@ void print_summary() {
 void first_report() {
   static std::once_flag once;
   std::call_once(once, [] {
-    print_line("hcops_verbose,info,operators,isa=%s", ops::family_name(ops::family()));
+    print_line("hcops_verbose,info,operators,isa=%s", ops::ops_family());
     print_line("hcops_verbose,legend,op,dtype,shape,threads,ms,impl,details");
     print_line("hcops_verbose,legend,fallback,op,dtype,shape,reason");
     if (verbose_level() >= 2) {
@@ -95,7 +95,7 @@ void report_taken(Op op, const char *dtype, const std::string &shape, int thread
   if (verbose_level() < 1) return;
   first_report();
   print_line("hcops_verbose,exec,%s,%s,%s,%d,%.4f,hcops:%s,%s", names[size_t(op)], dtype, shape.c_str(), threads,
-             1e3 * seconds, ops::family_name(ops::family()), details.c_str());
+             1e3 * seconds, ops::ops_family(), details.c_str());
   if (verbose_level() < 2) return;
   std::lock_guard<std::mutex> g(lock);
   summaries[size_t(op)].seconds += seconds;

@@ -34,7 +34,7 @@ int64_t thread_cpu_ns();
 int contended_team(int wanted);
 
 // The same without the periodic full team: what the measurements alone
-// say (for the OpenMP runtime's own team, common/team.h's fit_runtime_team).
+// say (for the OpenMP runtime's own team, gemm/team.h's fit_runtime_team).
 int settled_team(int wanted);
 
 // Why contended_team() gives fewer than `wanted`, or nullptr (for the

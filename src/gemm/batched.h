@@ -14,7 +14,7 @@
 
 #include <string_view>
 
-#include "common/team.h"
+#include "gemm/team.h"
 #include "common/work_share.h"
 #include "gemm/gemm.h"
 #include "gemm/matmul_geometry.h"

@@ -5,7 +5,7 @@
 
 #include "common/cpu_features.h"
 #include "common/env.h"
-#include "common/team.h"
+#include "gemm/team.h"
 #include "common/wait.h"
 #include "common/topology.h"
 #include "gemm/blocking.h"
@@ -81,7 +81,7 @@ const char *best_f32_family() {
 
 std::string runnable_families() {
   std::string s;
-  for (int i = first_allowed_family(); i < kernel_family_count(); ++i)
+  for (int i = first_allowed_row(); i < kernel_family_count(); ++i)
     if (family_runs_here(kernel_families()[i])) s += std::string(kernel_families()[i].name) + "\n";
   return s;
 }
@@ -94,12 +94,9 @@ std::string engine_info(long m, long n, long k) {
   s += format("cpu features: %s\n", f.describe().c_str());
   s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_f32_family());
   // Which family and tile serve each datatype combination (first fit each).
-  s += kernel_line<Sgemm>("sgemm", topo);
-  s += kernel_line<Dgemm>("dgemm", topo);
-  s += kernel_line<Bf16Gemm>("bf16->f32", topo);
-  s += kernel_line<Bf16Bf16Gemm>("bf16->bf16", topo);
-  s += kernel_line<SgemmBf16>("sgemm bf16", topo);
-  s += kernel_line<SgemmBf16x3>("sgemm bf16x3", topo);
+#define HCOPS_KERNEL_LINE(Ty, name) s += kernel_line<Ty>(name, topo);
+  HCOPS_GEMM_DATATYPES(HCOPS_KERNEL_LINE)
+#undef HCOPS_KERNEL_LINE
   const Fp32MathMode &math = fp32_math();
   s += format("fp32 math (HCOPS_FP32_MATH, sgemm_ and cblas_sgemm): asked %s, in effect %s%s%s%s\n",
               fp32_math_name(math.asked), fp32_math_name(math.used), math.why.empty() ? "" : " (", math.why.c_str(),

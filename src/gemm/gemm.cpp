@@ -10,7 +10,7 @@
 
 #include "common/contention.h"
 #include "common/log.h"
-#include "common/team.h"
+#include "gemm/team.h"
 #include "common/topology.h"
 #include "common/wait.h"
 #include "common/work_share.h"
@@ -503,19 +503,10 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   return rep;
 }
 
-template GemmReport gemm_with<Sgemm>(const GemmArgs<Sgemm> &, const GemmKernel<Sgemm> &, const char *);
-template GemmReport gemm_with<Dgemm>(const GemmArgs<Dgemm> &, const GemmKernel<Dgemm> &, const char *);
-template GemmReport gemm_with<Bf16Gemm>(const GemmArgs<Bf16Gemm> &, const GemmKernel<Bf16Gemm> &, const char *);
-template GemmReport gemm_with<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &, const GemmKernel<Bf16Bf16Gemm> &,
-                                            const char *);
-template GemmReport gemm_with<SgemmBf16>(const GemmArgs<SgemmBf16> &, const GemmKernel<SgemmBf16> &, const char *);
-template GemmReport gemm_with<SgemmBf16x3>(const GemmArgs<SgemmBf16x3> &, const GemmKernel<SgemmBf16x3> &,
-                                           const char *);
-template GemmReport gemm<Sgemm>(const GemmArgs<Sgemm> &);
-template GemmReport gemm<Dgemm>(const GemmArgs<Dgemm> &);
-template GemmReport gemm<Bf16Gemm>(const GemmArgs<Bf16Gemm> &);
-template GemmReport gemm<Bf16Bf16Gemm>(const GemmArgs<Bf16Bf16Gemm> &);
-template GemmReport gemm<SgemmBf16>(const GemmArgs<SgemmBf16> &);
-template GemmReport gemm<SgemmBf16x3>(const GemmArgs<SgemmBf16x3> &);
+#define HCOPS_INSTANTIATE_GEMM(Ty, name)                                                                 \
+  template GemmReport gemm_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, const char *); \
+  template GemmReport gemm<Ty>(const GemmArgs<Ty> &);
+HCOPS_GEMM_DATATYPES(HCOPS_INSTANTIATE_GEMM)
+#undef HCOPS_INSTANTIATE_GEMM
 
 }  // namespace hcops

@@ -3,7 +3,7 @@
 // family lists what it provides (KernelList, kernels/families.def).
 #pragma once
 
-#include "gemm/gemm.h"
+#include "kernels/gemm_types.h"
 
 namespace hcops {
 

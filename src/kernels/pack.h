@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "gemm/gemm.h"
+#include "kernels/gemm_types.h"
 
 namespace hcops {
 namespace {

@@ -22,7 +22,7 @@
 #include <cstring>
 
 #include "common/dtype.h"
-#include "gemm/gemm.h"
+#include "kernels/gemm_types.h"
 #include "kernels/kernel.h"
 
 namespace hcops {

@@ -2,8 +2,9 @@
 
 #include "config.h"  // HCOPS_HAVE_AMX, for families.def
 
+#include <cassert>
+
 #include "common/cpu_features.h"
-#include "kernels/family_rows.h"
 
 namespace hcops {
 
@@ -18,27 +19,34 @@ namespace kernels {
 
 namespace {
 
-const KernelFamily kTable[] = {
-#define HCOPS_KERNEL_FAMILY(ns, needs, summary) {#ns, (needs), summary, &kernels::ns::kernels},
+// families.def's rows' kernel lists; the rows themselves (name, features,
+// summary) are common/family_rows.cpp's, in the same order.
+const KernelList *const kLists[] = {
+#define HCOPS_KERNEL_FAMILY(ns, needs, summary) &kernels::ns::kernels,
 #include "kernels/families.def"
 #undef HCOPS_KERNEL_FAMILY
 };
-constexpr int kCount = sizeof kTable / sizeof *kTable;
+constexpr int kCount = sizeof kLists / sizeof *kLists;
+
+struct Table {
+  KernelFamily rows[kCount];
+  Table() {
+    assert(family_row_count() == kCount);  // both expand families.def
+    for (int i = 0; i < kCount; ++i) rows[i] = KernelFamily{family_rows()[i], kLists[i]};
+  }
+};
+
+const KernelFamily *table() {
+  static const Table t;
+  return t.rows;
+}
 
 }  // namespace
 
-const KernelFamily *kernel_families() { return kTable; }
+const KernelFamily *kernel_families() { return table(); }
 int kernel_family_count() { return kCount; }
 
 bool family_runs_here(const KernelFamily &f) { return features_usable(f.needs); }
-
-const KernelFamily &best_family() {
-  for (int i = 0; i < kCount; ++i)
-    if (family_runs_here(kTable[i])) return kTable[i];
-  return kTable[kCount - 1];
-}
-
-int first_allowed_family() { return first_allowed_row(); }
 
 template <typename Ty>
 const ChosenKernel<Ty> &chosen_kernel() {
@@ -46,12 +54,13 @@ const ChosenKernel<Ty> &chosen_kernel() {
     // Whether a family serves Ty first, whether it runs here second: asking
     // whether amx runs asks Linux for the tile state (tile_state_granted),
     // which an f32 GEMM must never do.
-    for (int i = first_allowed_family(); i < kCount; ++i) {
-      const KernelList &list = *kTable[i].kernels;
+    const KernelFamily *families = table();
+    for (int i = first_allowed_row(); i < kCount; ++i) {
+      const KernelList &list = *families[i].kernels;
       for (int j = 0; j < list.count; ++j) {
         const KernelRef &r = list.refs[j];
-        if (r.template serves<Ty>() && family_runs_here(kTable[i]))
-          return ChosenKernel<Ty>{&kTable[i], static_cast<const GemmKernel<Ty> *>(r.kernel)};
+        if (r.template serves<Ty>() && family_runs_here(families[i]))
+          return ChosenKernel<Ty>{&families[i], static_cast<const GemmKernel<Ty> *>(r.kernel)};
       }
     }
     return ChosenKernel<Ty>{nullptr, nullptr};
@@ -59,11 +68,8 @@ const ChosenKernel<Ty> &chosen_kernel() {
   return chosen;
 }
 
-template const ChosenKernel<Sgemm> &chosen_kernel<Sgemm>();
-template const ChosenKernel<Dgemm> &chosen_kernel<Dgemm>();
-template const ChosenKernel<Bf16Gemm> &chosen_kernel<Bf16Gemm>();
-template const ChosenKernel<Bf16Bf16Gemm> &chosen_kernel<Bf16Bf16Gemm>();
-template const ChosenKernel<SgemmBf16> &chosen_kernel<SgemmBf16>();
-template const ChosenKernel<SgemmBf16x3> &chosen_kernel<SgemmBf16x3>();
+#define HCOPS_INSTANTIATE_CHOSEN(Ty, name) template const ChosenKernel<Ty> &chosen_kernel<Ty>();
+HCOPS_GEMM_DATATYPES(HCOPS_INSTANTIATE_CHOSEN)
+#undef HCOPS_INSTANTIATE_CHOSEN
 
 }  // namespace hcops

@@ -1,34 +1,28 @@
-// The kernel registry: the table of kernel families (families.def) and the
-// choice among them, made once per datatype combination from the CPU's
-// features and HCOPS_ISA.
+// The kernel registry: the rows of families.def with their GEMM kernels,
+// and the choice among them, made once per datatype combination from the
+// CPU's features and HCOPS_ISA (the first row HCOPS_ISA allows,
+// common/family_rows.h).
 #pragma once
 
 #include <cstdint>
 
+#include "common/family_rows.h"
 #include "kernels/kernel.h"
 
 namespace hcops {
 
-struct KernelFamily {
-  const char *name;           // HCOPS_ISA value, folder under src/kernels/
-  uint64_t needs;             // CpuFeature bits
-  const char *summary;        // for hcops-info
+// A row of families.def (common/family_rows.h: name, CPU features, summary)
+// with the GEMM kernels its folder serves.
+struct KernelFamily : FamilyRow {
   const KernelList *kernels;  // the datatypes it serves
 };
 
-// The table, in order of preference.
+// The table, in order of preference (the rows of family_rows()).
 const KernelFamily *kernel_families();
 int kernel_family_count();
 
 // Whether this CPU (and OS) can run `f`.
 bool family_runs_here(const KernelFamily &f);
-
-// The first family of the table this CPU runs (generic on any x86-64).
-const KernelFamily &best_family();
-
-// The index of the first row the engine may use: HCOPS_ISA's family, or 0.
-// An unknown name, or a family this CPU cannot run, warns once and gives 0.
-int first_allowed_family();
 
 // The kernel chosen for the datatypes Ty, with the family it belongs to;
 // null kernel when no allowed family serves Ty.
@@ -40,11 +34,8 @@ struct ChosenKernel {
 template <typename Ty>
 const ChosenKernel<Ty> &chosen_kernel();
 
-extern template const ChosenKernel<Sgemm> &chosen_kernel<Sgemm>();
-extern template const ChosenKernel<Dgemm> &chosen_kernel<Dgemm>();
-extern template const ChosenKernel<Bf16Gemm> &chosen_kernel<Bf16Gemm>();
-extern template const ChosenKernel<Bf16Bf16Gemm> &chosen_kernel<Bf16Bf16Gemm>();
-extern template const ChosenKernel<SgemmBf16> &chosen_kernel<SgemmBf16>();
-extern template const ChosenKernel<SgemmBf16x3> &chosen_kernel<SgemmBf16x3>();
+#define HCOPS_EXTERN_CHOSEN(Ty, name) extern template const ChosenKernel<Ty> &chosen_kernel<Ty>();
+HCOPS_GEMM_DATATYPES(HCOPS_EXTERN_CHOSEN)
+#undef HCOPS_EXTERN_CHOSEN
 
 }  // namespace hcops

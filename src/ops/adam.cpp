@@ -4,6 +4,7 @@
 #include "ops/adam.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "ops/adam_impl.h"
 #include "ops/family.h"
@@ -44,11 +45,10 @@ template <typename T>
 void run(T *param, const T *grad, T *exp_avg, T *exp_avg_sq, T *max_exp_avg_sq, int64_t n, const AdamConfig &c) {
   if (n <= 0) return;
   const AdamScalars s = scalars_of(c);
-  switch (family()) {
-    case Family::avx512: return avx512::adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, s);
-    case Family::avx2: return avx2::adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, s);
-    case Family::generic: return generic::adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, s);
-  }
+  if constexpr (std::is_same_v<T, float>)
+    ops_table().adam_step_f32(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, s);
+  else
+    ops_table().adam_step_bf16(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, s);
 }
 
 }  // namespace

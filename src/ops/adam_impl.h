@@ -1,5 +1,5 @@
 // The fused Adam / AdamW step on a family's vector traits (kernels/<family>/vec.h),
-// instantiated once per family by ops/<family>/adam.cpp and chosen by ops/adam.cpp.
+// instantiated once per family by ops/family_table.cpp and chosen by ops/adam.cpp.
 //
 // The order of operations is PyTorch 1.13's _single_tensor_adam / _single_tensor_adamw
 // (non-capturable) on f32 tensors, op by op, each result rounded to f32 where PyTorch
@@ -40,18 +40,6 @@ struct AdamScalars {
   bool lerp, lerp_from_end;
   bool l2, adamw, amsgrad, maximize;
 };
-
-#define HCOPS_ADAM_FAMILY(fam)                                                                                         \
-  namespace fam {                                                                                                      \
-  void adam_step(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq, int64_t n, \
-                 const AdamScalars &s);                                                                                \
-  void adam_step(bf16 *param, const bf16 *grad, bf16 *exp_avg, bf16 *exp_avg_sq, bf16 *max_exp_avg_sq, int64_t n,      \
-                 const AdamScalars &s);                                                                                \
-  }
-HCOPS_ADAM_FAMILY(avx512)
-HCOPS_ADAM_FAMILY(avx2)
-HCOPS_ADAM_FAMILY(generic)
-#undef HCOPS_ADAM_FAMILY
 
 namespace adam_detail {
 

@@ -1,32 +1,27 @@
-// GeLU and SiLU: the entry points of ops/eltwise.h, dispatched to the kernel
-// family ops::family() chose (HCOPS_ISA and the CPU).
+// GeLU and SiLU: the entry points of ops/eltwise.h, on the chosen family's
+// table (ops/family.h: HCOPS_ISA and the CPU).
 #include "ops/eltwise.h"
 
-#include "ops/eltwise_impl.h"
 #include "ops/family.h"
 
 namespace hcops::ops {
 
-#define HCOPS_ELTWISE_DECLARE(fn, ...) ;
-namespace avx512 {
-HCOPS_ELTWISE_ENTRY_POINTS(HCOPS_ELTWISE_DECLARE)
+void gelu_forward(const float *x, float *y, int64_t n, GeluApprox a) { ops_table().gelu_forward_f32(x, y, n, a); }
+void gelu_forward(const bf16 *x, bf16 *y, int64_t n, GeluApprox a) { ops_table().gelu_forward_bf16(x, y, n, a); }
+void gelu_backward(const float *dy, const float *x, float *dx, int64_t n, GeluApprox a) {
+  ops_table().gelu_backward_f32(dy, x, dx, n, a);
 }
-namespace avx2 {
-HCOPS_ELTWISE_ENTRY_POINTS(HCOPS_ELTWISE_DECLARE)
+void gelu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n, GeluApprox a) {
+  ops_table().gelu_backward_bf16(dy, x, dx, n, a);
 }
-namespace generic {
-HCOPS_ELTWISE_ENTRY_POINTS(HCOPS_ELTWISE_DECLARE)
+void silu_forward(const float *x, float *y, int64_t n) { ops_table().silu_forward_f32(x, y, n); }
+void silu_forward(const bf16 *x, bf16 *y, int64_t n) { ops_table().silu_forward_bf16(x, y, n); }
+void silu_backward(const float *dy, const float *x, float *dx, int64_t n) {
+  ops_table().silu_backward_f32(dy, x, dx, n);
 }
-
-#define HCOPS_ELTWISE_DISPATCH(fn, ...)                    \
-  {                                                        \
-    switch (family()) {                                    \
-      case Family::avx512: return avx512::fn(__VA_ARGS__); \
-      case Family::avx2: return avx2::fn(__VA_ARGS__);     \
-      case Family::generic: break;                         \
-    }                                                      \
-    return generic::fn(__VA_ARGS__);                       \
-  }
-HCOPS_ELTWISE_ENTRY_POINTS(HCOPS_ELTWISE_DISPATCH)
+void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n) {
+  ops_table().silu_backward_bf16(dy, x, dx, n);
+}
+void to_bf16(const float *x, bf16 *y, int64_t n) { ops_table().to_bf16(x, y, n); }
 
 }  // namespace hcops::ops

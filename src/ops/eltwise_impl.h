@@ -1,5 +1,5 @@
 // GeLU and SiLU, forward and backward (ops/eltwise.h), written once against
-// a family's f32 vector traits `F` and instantiated by ops/<family>/eltwise.cpp.
+// a family's f32 vector traits `F` and instantiated by ops/family_table.cpp.
 //
 // PyTorch 1.13's formulas (aten/src/ATen/native/cpu/Activation.cpp), in
 // forms equal to them in exact arithmetic that stay accurate in f32 where
@@ -187,22 +187,3 @@ void to_bf16(const float *x, bf16 *y, int64_t n) {
 }
 
 }  // namespace hcops::ops::eltwise
-
-// The entry points of one family: defined in ops/<family>/eltwise.cpp
-// (with F its traits), declared for the dispatch in ops/eltwise.cpp.
-// clang-format off
-#define HCOPS_ELTWISE_ENTRY_POINTS(BODY)                                                             \
-  void gelu_forward(const float *x, float *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a) \
-  void gelu_forward(const bf16 *x, bf16 *y, int64_t n, GeluApprox a) BODY(gelu_forward, x, y, n, a)   \
-  void gelu_backward(const float *dy, const float *x, float *dx, int64_t n, GeluApprox a)             \
-      BODY(gelu_backward, dy, x, dx, n, a)                                                             \
-  void gelu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n, GeluApprox a)                \
-      BODY(gelu_backward, dy, x, dx, n, a)                                                             \
-  void silu_forward(const float *x, float *y, int64_t n) BODY(silu_forward, x, y, n)                   \
-  void silu_forward(const bf16 *x, bf16 *y, int64_t n) BODY(silu_forward, x, y, n)                     \
-  void silu_backward(const float *dy, const float *x, float *dx, int64_t n)                           \
-      BODY(silu_backward, dy, x, dx, n)                                                                \
-  void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n)                              \
-      BODY(silu_backward, dy, x, dx, n)                                                                \
-  void to_bf16(const float *x, bf16 *y, int64_t n) BODY(to_bf16, x, y, n)
-// clang-format on

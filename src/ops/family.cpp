@@ -2,37 +2,42 @@
 
 #include <cstring>
 
-#include "kernels/family_rows.h"
+#include "common/family_rows.h"
 
 namespace hcops::ops {
 
+#define HCOPS_OPS_FAMILY(name) extern const OpsTable ops_table_##name;
+#include "ops/families.def"
+#undef HCOPS_OPS_FAMILY
+
 namespace {
 
-constexpr Family kFamilies[] = {Family::avx512, Family::avx2, Family::generic};
+const OpsTable *const kTables[] = {
+#define HCOPS_OPS_FAMILY(name) &ops_table_##name,
+#include "ops/families.def"
+#undef HCOPS_OPS_FAMILY
+};
 
 }  // namespace
 
-const char *family_name(Family f) {
-  switch (f) {
-    case Family::avx512: return "avx512";
-    case Family::avx2: return "avx2";
-    case Family::generic: return "generic";
-  }
-  return "?";
+const OpsTable *ops_table_of(const char *name) {
+  for (const OpsTable *t : kTables)
+    if (std::strcmp(t->family, name) == 0) return t;
+  return nullptr;
 }
 
-Family family() {
-  static const Family chosen = [] {
+const OpsTable &ops_table() {
+  static const OpsTable *const chosen = [] {
     for (int i = first_allowed_row(); i < family_row_count(); ++i) {
-      // A row without operator kernels (a GEMM-only family) passes to the
-      // next, before asking whether it runs here (for amx that would ask
-      // Linux for the tile state).
-      for (Family f : kFamilies)
-        if (std::strcmp(family_rows()[i].name, family_name(f)) == 0 && row_runs_here(i)) return f;
+      // A row without operators (a GEMM-only family) passes to the next,
+      // before asking whether it runs here (for amx that would ask Linux
+      // for the tile state).
+      const OpsTable *t = ops_table_of(family_rows()[i].name);
+      if (t && row_runs_here(i)) return t;
     }
-    return Family::generic;
+    return &ops_table_generic;  // every x86-64 runs it: the last row
   }();
-  return chosen;
+  return *chosen;
 }
 
 }  // namespace hcops::ops

@@ -1,17 +1,21 @@
 // The kernel family the operators run on. Operators follow GEMM's CPU
 // dispatch (kernels/families.def, HCOPS_ISA): the first row, from
-// HCOPS_ISA's, that this CPU runs and that has operator kernels. Every
-// operator has kernels for each family below.
+// HCOPS_ISA's, that this CPU runs and that has operators (ops/families.def).
 #pragma once
 
-#include <cstdint>
+#include "ops/ops_table.h"
 
 namespace hcops::ops {
 
-enum class Family : uint8_t { avx512, avx2, generic };
+// The chosen family's table, chosen once (thread-safe) from the CPU's
+// features and HCOPS_ISA.
+const OpsTable &ops_table();
 
-// Chosen once (thread-safe), from the CPU's features and HCOPS_ISA.
-Family family();
-const char *family_name(Family f);
+// Its name, as HCOPS_ISA spells it.
+inline const char *ops_family() { return ops_table().family; }
+
+// The table of the family named `name`, or null when that family has no
+// operators (tests; the choice is ops_table()'s).
+const OpsTable *ops_table_of(const char *name);
 
 }  // namespace hcops::ops

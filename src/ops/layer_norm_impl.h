@@ -1,6 +1,6 @@
 // LayerNorm over rows, forward and backward, on a family's vector traits F,
 // in f32 whatever the data (T) and parameter (P) types. Included by the
-// per-family translation units (ops/<family>/layer_norm.cpp).
+// family tables (ops/family_table.cpp).
 //
 // Moments: a corrected two-pass over the row (in L1 after the first pass):
 // m0 = sum(x / n), then d = x - m0, mean = m0 + sum(d) / n and

@@ -1,28 +1,13 @@
-// The output operations (ops/output_ops.h): dispatched to the kernel family
-// ops::family() chose, and wrapped as a GEMM epilogue.
+// The output operations (ops/output_ops.h): on the chosen family's table
+// (ops/family.h), and wrapped as a GEMM epilogue.
 #include "ops/output_ops.h"
 
 #include "ops/family.h"
 
 namespace hcops::ops {
 
-namespace avx512 {
-void apply_output_ops(const OutputOps &ops, float *c, long ldc, long i0, long m, long j0, long n);
-}
-namespace avx2 {
-void apply_output_ops(const OutputOps &ops, float *c, long ldc, long i0, long m, long j0, long n);
-}
-namespace generic {
-void apply_output_ops(const OutputOps &ops, float *c, long ldc, long i0, long m, long j0, long n);
-}
-
 void apply_output_ops(const OutputOps &ops, float *c, long ldc, long i0, long m, long j0, long n) {
-  switch (family()) {
-    case Family::avx512: return avx512::apply_output_ops(ops, c, ldc, i0, m, j0, n);
-    case Family::avx2: return avx2::apply_output_ops(ops, c, ldc, i0, m, j0, n);
-    case Family::generic: break;
-  }
-  generic::apply_output_ops(ops, c, ldc, i0, m, j0, n);
+  ops_table().apply_output_ops(ops, c, ldc, i0, m, j0, n);
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // What oneDNN's attributes do to a product before it is stored, as a GEMM
-// epilogue (gemm/gemm.h, Epilogue): a bias and one eltwise post-op, applied
+// epilogue (kernels/gemm_types.h, Epilogue): a bias and one eltwise post-op, applied
 // to a block of the f32 accumulator while it is in cache. Output scales and
 // a sum post-op need no epilogue: they are GEMM's alpha and beta. The ABI
 // layer (shim/dnnl/) maps a primitive's attributes onto this; the engine
@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "common/dtype.h"
-#include "gemm/gemm.h"
+#include "kernels/gemm_types.h"
 
 namespace hcops::ops {
 

@@ -1,6 +1,6 @@
 // The output operations (ops/output_ops.h) on one m x n column-major f32
 // block, written once against a family's f32 vector traits `F` and
-// instantiated by ops/<family>/output_ops.cpp. A column of C is contiguous:
+// instantiated by ops/family_table.cpp. A column of C is contiguous:
 // each column is one pass of whole vectors and one masked vector, with the
 // bias added and the activation applied in that pass (the block is in cache;
 // two passes would read it twice).

@@ -6,7 +6,7 @@
 // it to every element); -Inf elements beside a finite maximum give 0 (log:
 // -Inf). Each row is read from memory once and written once; the passes
 // between re-read it from L1. Input and output may be the same array.
-// Included by the per-family translation units (ops/<family>/softmax.cpp).
+// Instantiated per family by ops/family_table.cpp.
 #pragma once
 
 #include <cmath>

@@ -34,7 +34,7 @@ extern "C" {
 #include <vector>
 
 #include "common/dtype.h"
-#include "kernels/family_rows.h"
+#include "common/family_rows.h"
 #include "ops/family.h"
 
 namespace opscheck {
@@ -77,11 +77,9 @@ inline std::vector<int64_t> test_cols() {
 // it names a row without operator kernels (avx512_bf16, GEMM only), the next
 // operator family of the table this CPU runs (the wrapper script runs this
 // program once per family the CPU can run).
-inline bool is_operator_family(const char *name) {
-  return !std::strcmp(name, "avx512") || !std::strcmp(name, "avx2") || !std::strcmp(name, "generic");
-}
+inline bool is_operator_family(const char *name) { return hcops::ops::ops_table_of(name) != nullptr; }
 inline void check_family() {
-  const char *chosen = hcops::ops::family_name(hcops::ops::family());
+  const char *chosen = hcops::ops::ops_family();
   std::printf("ops family: %s\n", chosen);
   const char *isa = std::getenv("HCOPS_ISA");
   if (!isa) return;

@@ -22,7 +22,7 @@ extern "C" {
 #include <vector>
 
 #include "common/contention.h"
-#include "common/team.h"
+#include "gemm/team.h"
 #include "gemm/gemm.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Every bf16 combination of the engine (gemm/gemm.h: Bf16Gemm, Bf16Bf16Gemm,
+// Every bf16 combination of the engine (kernels/gemm_types.h: Bf16Gemm, Bf16Bf16Gemm,
 // SgemmBf16, SgemmBf16x3) through hcops::gemm<Ty>, column-major, on the
 // kernel family HCOPS_ISA selects. test_gemm_bf16.sh runs it once per family
 // this CPU runs and per thread count (HCOPS_NUM_THREADS=1, 2), passing the
@@ -50,7 +50,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "common/team.h"
+#include "gemm/team.h"
 #include "gemm/gemm.h"
 #include "kernels/registry.h"
 

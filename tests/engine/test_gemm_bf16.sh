@@ -6,11 +6,7 @@
 # combination but another one ran; a family that serves no bf16 leaves it
 # to the next row that does (generic serves them all).
 set -u
-families=$(../tools/hcops-info --families)
-if [ -z "$families" ]; then
-  echo "FAIL: hcops-info --families lists no kernel family"
-  exit 1
-fi
+. "${srcdir:-../../tests}/families.sh"
 status=0
 for isa in $families; do
   for threads in 1 2; do

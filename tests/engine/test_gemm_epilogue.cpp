@@ -45,7 +45,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "common/team.h"
+#include "gemm/team.h"
 #include "output_ops_ref.h"
 #include "gemm/blocking.h"
 #include "gemm/fp32_math.h"

@@ -6,11 +6,7 @@
 # that compute but another one ran. Then an f32 GEMM with an epilogue in
 # each HCOPS_FP32_MATH mode.
 set -u
-families=$(../tools/hcops-info --families)
-if [ -z "$families" ]; then
-  echo "FAIL: hcops-info --families lists no kernel family"
-  exit 1
-fi
+. "${srcdir:-../../tests}/families.sh"
 status=0
 for isa in $families; do
   for threads in 1 2; do

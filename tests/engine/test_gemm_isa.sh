@@ -6,11 +6,7 @@
 # always read in place (HCOPS_PACK_B), whatever the shape would choose, and
 # with the skinny kernels off (HCOPS_SKINNY=never: products of n <= 16 packed).
 set -u
-families=$(../tools/hcops-info --families)
-if [ -z "$families" ]; then
-  echo "FAIL: hcops-info --families lists no kernel family"
-  exit 1
-fi
+. "${srcdir:-../../tests}/families.sh"
 status=0
 for isa in $families; do
   # A family without f32 kernels of its own ("serves" lists no f32:f32:f32,

@@ -18,7 +18,7 @@ extern "C" {
 #include <vector>
 
 #include "common/cpu_features.h"
-#include "common/team.h"
+#include "gemm/team.h"
 #include "common/topology.h"
 #include "gemm/gemm.h"
 #include "gemm/numa_buffer.h"

@@ -6,24 +6,13 @@
 # this CPU cannot run, and GEMM families without operator kernels, are
 # named as skipped.
 set -u
-op_families="avx512 avx2 generic"
-families=$(../tools/hcops-info --families)
-if [ -z "$families" ]; then
-  echo "FAIL: hcops-info --families lists no kernel family"
-  exit 1
-fi
+. "${srcdir:-../../tests}/families.sh"
 status=0
-for f in $op_families; do
-  case " $(echo $families) " in
-    *" $f "*) ;;
-    *) echo "SKIP: operator family $f: this CPU cannot run it" ;;
-  esac
+for f in $ops_families; do
+  runs_here "$f" || echo "SKIP: operator family $f: this CPU cannot run it"
 done
 for isa in $families; do
-  case " $op_families " in
-    *" $isa "*) ;;
-    *) echo "SKIP: kernel family $isa has no operator kernels"; continue ;;
-  esac
+  has_ops "$isa" || { echo "SKIP: kernel family $isa has no operator kernels"; continue; }
   echo "== HCOPS_ISA=$isa"
   HCOPS_ISA=$isa ./test_ops_eltwise "$isa" || status=1
 done

@@ -7,17 +7,10 @@
 # CPU cannot run are skipped, and said so.
 set -u
 programs="./test_ops_softmax ./test_ops_layer_norm ./test_ops_output"
-families=$(../tools/hcops-info --families)
-if [ -z "$families" ]; then
-  echo "FAIL: hcops-info --families lists no kernel family"
-  exit 1
-fi
+. "${srcdir:-../../tests}/families.sh"
 status=0
-for isa in avx512 avx2 generic; do
-  case " $(echo $families) " in
-    *" $isa "*) ;;
-    *) echo "SKIP: HCOPS_ISA=$isa: this CPU cannot run the $isa operator kernels, not tested here" ;;
-  esac
+for isa in $ops_families; do
+  runs_here "$isa" || echo "SKIP: HCOPS_ISA=$isa: this CPU cannot run the $isa operator kernels, not tested here"
 done
 for isa in $families; do
   for p in $programs; do

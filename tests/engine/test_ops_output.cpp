@@ -1,5 +1,5 @@
 // The output operations' kernels (ops/output_ops.h: bias then activation on
-// a column-major f32 block), on the kernel family ops::family() chose
+// a column-major f32 block), on the kernel family ops::ops_table() chose
 // (engine/test_ops_isa.sh runs this once per family with HCOPS_ISA), against
 // the f64 reference and bounds of output_ops_ref.h: every bias kind (none,
 // f32 or bf16, along rows or columns, bias_scale 1 or not), every activation

@@ -13,7 +13,7 @@ extern "C" {
 #include <random>
 #include <vector>
 
-#include "common/team.h"
+#include "gemm/team.h"
 #include "gemm/gemm.h"
 #include "gemm/workspace.h"
 

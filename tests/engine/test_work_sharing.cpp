@@ -29,7 +29,7 @@ extern "C" {
 #include <vector>
 
 #include "common/dtype.h"
-#include "common/team.h"
+#include "gemm/team.h"
 #include "common/topology.h"
 #include "common/work_share.h"
 #include "gemm/gemm.h"

@@ -24,8 +24,9 @@ torch.ops.hcops.adam_step_([torch.ones(1)], [torch.ones(1)], [torch.ones(1)], [t
                            0.1, 0.9, 0.999, 1e-8, 0.0, False, False, False)" 2>&1 | sed -n 's/^hcops_verbose,exec,adam_step_,.*,hcops:\([a-z0-9_]*\),.*/\1/p')
 echo "== chosen family: $chosen"
 [ -n "$chosen" ] || { echo "FAIL: no verbose line names the chosen family"; status=1; }
-for isa in $(../tools/hcops-info --families); do
-  case $isa in avx512|avx2|generic) ;; *) continue ;; esac
+. "${srcdir:-../../tests}/families.sh"
+for isa in $families; do
+  has_ops "$isa" || continue
   [ "$isa" = "$chosen" ] && continue
   echo "== HCOPS_ISA=$isa, 2 threads, quick"
   HCOPS_ISA=$isa $py --threads 2 --quick || status=1

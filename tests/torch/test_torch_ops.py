@@ -35,6 +35,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import kernel_families  # noqa: E402 - tests/kernel_families.py
 SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 LIB = os.environ.get("HCOPS_TORCH_LIB", "")
@@ -447,12 +449,12 @@ def main():
         check(OVERRIDE_TEXT not in p.stderr, f"{what}: no '{OVERRIDE_TEXT}' on stderr", p.stderr[-400:])
 
     info = os.path.join(os.environ.get("HCOPS_TEST_BUILDDIR", "."), "..", "tools", "hcops-info")
-    families = subprocess.run([info, "--families"], capture_output=True, text=True).stdout.split()
+    families = kernel_families.families_here(info)
     check(bool(families), "hcops-info --families lists kernel families")
-    for fam in ("avx512", "avx2", "generic"):
+    for fam in kernel_families.ops_families():
         if fam not in families:
             print(f"SKIP: HCOPS_ISA={fam}: this CPU does not run it")
-    op_families = [f for f in families if f in ("avx512", "avx2", "generic")]
+    op_families = [f for f in families if f in kernel_families.ops_families()]
     for i, fam in enumerate(families):
         # Which family the operators run on: the verbose info line says. A
         # family without operator kernels (avx512_bf16, GEMM only) passes them

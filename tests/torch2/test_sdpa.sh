@@ -4,14 +4,14 @@
 # Twice: as the CPU chooses (bf16 products where a family with bf16 GEMM
 # instructions serves them), and forced to a family without them, where
 # bf16 slices are widened to f32.
-families=$(../tools/hcops-info --families)
-case " $(echo $families) " in
-  *" amx "* | *" avx512_bf16 "*) native=bf16 ;;
-  *) native=f32 ;;
-esac
+. "${srcdir:-../../tests}/families.sh"
+if runs_here amx || runs_here avx512_bf16; then native=bf16; else native=f32; fi
+# The first family this CPU runs that has no bf16 GEMM instructions.
 widening=
-for isa in avx512 avx2 generic; do
-  case " $(echo $families) " in *" $isa "*) widening=$isa; break ;; esac
+for isa in $families; do
+  case $isa in amx | avx512_bf16) continue ;; esac
+  widening=$isa
+  break
 done
 status=0
 echo "== as the CPU chooses: bf16 products $native"

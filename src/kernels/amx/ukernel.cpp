@@ -6,6 +6,9 @@
 // the CPU, XCR0 and Linux's permission for the tile state all allow it.
 #include "kernels/amx/gemm_family.h"
 #include "kernels/amx/tiles_hw.h"
+#include "kernels/family_flags.h"
+
+HCOPS_FAMILY_FLAGS_MATCH(amx);
 
 namespace hcops::kernels::amx {
 namespace {

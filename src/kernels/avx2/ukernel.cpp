@@ -4,9 +4,12 @@
 #include <immintrin.h>
 
 #include "kernels/avx2/vec.h"
+#include "kernels/family_flags.h"
 #include "kernels/kernel.h"
 #include "kernels/pack.h"
 #include "kernels/simd_tile.h"
+
+HCOPS_FAMILY_FLAGS_MATCH(avx2);
 
 namespace hcops::kernels::avx2 {
 namespace {

@@ -6,10 +6,13 @@
 
 #include "kernels/avx512/transpose_pack.h"
 #include "kernels/avx512/vec.h"
+#include "kernels/family_flags.h"
 #include "kernels/kernel.h"
 #include "kernels/pack.h"
 #include "kernels/simd_tile.h"
 #include "kernels/skinny.h"
+
+HCOPS_FAMILY_FLAGS_MATCH(avx512);
 
 namespace hcops::kernels::avx512 {
 namespace {

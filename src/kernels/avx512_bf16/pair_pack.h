@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "common/dtype.h"
-#include "gemm/gemm.h"
+#include "kernels/gemm_types.h"
 #include "kernels/avx512_bf16/convert.h"
 #include "kernels/kernel.h"
 

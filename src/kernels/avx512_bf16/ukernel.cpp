@@ -1,5 +1,5 @@
 // AVX512_BF16 microkernels: vdpbf16ps on K-pair panels (pair_pack.h), for
-// the four bf16 datatype combinations of gemm/gemm.h. One pair step of the
+// the four bf16 datatype combinations of kernels/gemm_types.h. One pair step of the
 // 32 x 12 tile is two zmm of A (16 rows x one k pair each) against 12 B pairs,
 // each a 32-bit word broadcast from memory, into 24 f32 accumulators: 24 vdpbf16ps to 2 vector loads, 26 of
 // the 32 zmm registers. The same shape as the avx512 family's f32 tile, for the
@@ -32,8 +32,11 @@
 
 #include "kernels/avx512_bf16/convert.h"
 #include "kernels/avx512_bf16/pair_pack.h"
+#include "kernels/family_flags.h"
 #include "kernels/kernel.h"
 #include "kernels/macro_kernel.h"
+
+HCOPS_FAMILY_FLAGS_MATCH(avx512_bf16);
 
 namespace hcops::kernels::avx512_bf16 {
 namespace {

@@ -1,6 +1,6 @@
 // The generic family's bf16 microkernel: the portable reference of what
 // vdpbf16ps computes, for every bf16 combination (Bf16Gemm, Bf16Bf16Gemm,
-// SgemmBf16, SgemmBf16x3: gemm/gemm.h). Panels are in the K-pair layout of
+// SgemmBf16, SgemmBf16x3: kernels/gemm_types.h). Panels are in the K-pair layout of
 // kernels/pack_pairs.h (k_align = 2); each packed pair of k steps is two
 // bf16 products, exact in f32, added to the f32 accumulator one after the
 // other in the order of vdpbf16ps's pseudocode in Intel's SDM (the odd step,

@@ -3,11 +3,14 @@
 // intrinsics families are in simd_tile.h. It also serves every bf16
 // combination (pair_ukernel.h), so that each bf16 entry point runs,
 // and is tested, on any CPU.
+#include "kernels/family_flags.h"
 #include "kernels/generic/pair_ukernel.h"
 #include "kernels/generic/vec.h"
 #include "kernels/kernel.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
+
+HCOPS_FAMILY_FLAGS_MATCH(generic);
 
 namespace hcops::kernels::generic {
 namespace {

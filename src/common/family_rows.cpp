@@ -1,4 +1,4 @@
-#include "kernels/family_rows.h"
+#include "common/family_rows.h"
 
 #include "config.h"  // HCOPS_HAVE_AMX, for families.def
 

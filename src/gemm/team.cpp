@@ -1,4 +1,4 @@
-#include "common/team.h"
+#include "gemm/team.h"
 
 #include <fcntl.h>
 #include <omp.h>

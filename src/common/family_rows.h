@@ -1,8 +1,9 @@
 // The rows of kernels/families.def without their kernel lists: names, the
-// CPU features each needs, and HCOPS_ISA's choice among them. GEMM's registry
-// (registry.h) pairs each row with the GEMM kernels it serves; the operators
-// (ops/family.h) with their own per-family tables. Both thus follow one CPU
-// dispatch and one HCOPS_ISA. In libhcops_common: no kernel code here.
+// CPU features each needs, and HCOPS_ISA's choice among them. GEMM's
+// registry (kernels/registry.h) pairs each row with the GEMM kernels it
+// serves; the operators (ops/family.h) with their own per-family tables.
+// Both thus follow one CPU dispatch and one HCOPS_ISA. In libhcops_common:
+// no kernel code here.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,19 @@
+# Sourced by the tests that run once per kernel family (forced with
+# HCOPS_ISA), from the build's tests directory:
+#   families       the families this CPU runs, in order of preference
+#                  (hcops-info --families); none fails the test at once
+#   ops_families   the families with operators (src/ops/families.def)
+#   runs_here F    whether this CPU runs family F
+#   has_ops F      whether family F has operators
+families=$(../tools/hcops-info --families)
+if [ -z "$families" ]; then
+  echo "FAIL: hcops-info --families lists no kernel family"
+  exit 1
+fi
+ops_families=$(sed -n 's/^HCOPS_OPS_FAMILY(\([a-z0-9_]*\))$/\1/p' "${srcdir:-../../tests}/../src/ops/families.def")
+if [ -z "$ops_families" ]; then
+  echo "FAIL: no HCOPS_OPS_FAMILY row in ${srcdir:-../../tests}/../src/ops/families.def"
+  exit 1
+fi
+runs_here() { case " $(echo $families) " in *" $1 "*) return 0 ;; esac; return 1; }
+has_ops() { case " $(echo $ops_families) " in *" $1 "*) return 0 ;; esac; return 1; }
