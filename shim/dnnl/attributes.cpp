@@ -4,23 +4,25 @@
 // operators compute. Anything else: not claimed.
 #include <cstring>
 
+#include "shim/dnnl/decline.h"
 #include "shim/dnnl/plan.h"
 
 namespace hcops::dnnl {
 
 bool read_attributes(const_dnnl_primitive_desc_t pd, Plan *plan) {
   const_dnnl_primitive_attr_t attr = nullptr;
-  if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success || !attr) return false;
+  if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success || !attr) return decline("attr_query");
   // f32 in a reduced-precision math mode is oneDNN's to round: forwarded.
   dnnl_fpmath_mode_t fpmath;
   if (dnnl_primitive_attr_get_fpmath_mode(attr, &fpmath) != dnnl_success || fpmath != dnnl_fpmath_mode_strict)
-    return false;
+    return decline("fpmath_mode");
 
   dnnl_dim_t count = 0;
   int mask = 0;
   const float *scales = nullptr;
-  if (dnnl_primitive_attr_get_output_scales(attr, &count, &mask, &scales) != dnnl_success) return false;
-  if (mask != 0 || count != 1 || !scales) return false;  // per-channel scales: forwarded
+  if (dnnl_primitive_attr_get_output_scales(attr, &count, &mask, &scales) != dnnl_success)
+    return decline("attr_query");
+  if (mask != 0 || count != 1 || !scales) return decline("output_scales_mask");  // per-channel scales
   {
     // DNNL_RUNTIME_F32_VAL is a NaN of its own bit pattern.
     const float rt = DNNL_RUNTIME_F32_VAL;
@@ -30,12 +32,13 @@ bool read_attributes(const_dnnl_primitive_desc_t pd, Plan *plan) {
 
   for (int arg : {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}) {
     const int32_t *zp = nullptr;
-    if (dnnl_primitive_attr_get_zero_points(attr, arg, &count, &mask, &zp) != dnnl_success) return false;
-    if (mask != 0 || count != 1 || !zp || zp[0] != 0) return false;
+    if (dnnl_primitive_attr_get_zero_points(attr, arg, &count, &mask, &zp) != dnnl_success)
+      return decline("attr_query");
+    if (mask != 0 || count != 1 || !zp || zp[0] != 0) return decline("zero_points");
   }
 
   const_dnnl_post_ops_t po = nullptr;
-  if (dnnl_primitive_attr_get_post_ops(attr, &po) != dnnl_success || !po) return false;
+  if (dnnl_primitive_attr_get_post_ops(attr, &po) != dnnl_success || !po) return decline("attr_query");
   const int len = dnnl_post_ops_len(po);
   bool sum = false;
   for (int i = 0; i < len; ++i) {
@@ -45,9 +48,10 @@ bool read_attributes(const_dnnl_primitive_desc_t pd, Plan *plan) {
         float scale;
         int32_t zero_point;
         dnnl_data_type_t dt;
-        if (sum || plan->ops.act != ops::Activation::none) return false;
-        if (dnnl_post_ops_get_params_sum_v3(po, i, &scale, &zero_point, &dt) != dnnl_success) return false;
-        if (zero_point != 0 || dt != dnnl_data_type_undef) return false;
+        if (sum || plan->ops.act != ops::Activation::none) return decline("post_op_order");
+        if (dnnl_post_ops_get_params_sum_v3(po, i, &scale, &zero_point, &dt) != dnnl_success)
+          return decline("attr_query");
+        if (zero_point != 0 || dt != dnnl_data_type_undef) return decline("sum_zero_point_or_type");
         plan->beta = scale;
         sum = true;
         break;
@@ -55,21 +59,23 @@ bool read_attributes(const_dnnl_primitive_desc_t pd, Plan *plan) {
       case dnnl_eltwise: {
         float scale, alpha, beta;
         dnnl_alg_kind_t alg;
-        if (plan->ops.act != ops::Activation::none) return false;
-        if (dnnl_post_ops_get_params_eltwise(po, i, &scale, &alg, &alpha, &beta) != dnnl_success) return false;
+        if (plan->ops.act != ops::Activation::none) return decline("post_op_order");
+        if (dnnl_post_ops_get_params_eltwise(po, i, &scale, &alg, &alpha, &beta) != dnnl_success)
+          return decline("attr_query");
         switch (alg) {
           case dnnl_eltwise_relu: plan->ops.act = ops::Activation::relu; break;
           case dnnl_eltwise_gelu_tanh: plan->ops.act = ops::Activation::gelu_tanh; break;
           case dnnl_eltwise_gelu_erf: plan->ops.act = ops::Activation::gelu_erf; break;
           case dnnl_eltwise_swish: plan->ops.act = ops::Activation::swish; break;
-          default: return false;
+          default: return decline("eltwise_alg");
         }
         plan->ops.act_alpha = alpha;
         plan->ops.act_beta = beta;
         plan->ops.act_scale = scale;
         break;
       }
-      default: return false;  // binary, depthwise convolution, prelu: forwarded
+      case dnnl_binary: return decline("post_op_binary");
+      default: return decline("post_op_kind");  // depthwise convolution, prelu
     }
   }
   return true;

@@ -4,6 +4,7 @@
 //   backward_data    diff_src = diff_dst * weights
 //   backward_weights diff_weights = diff_dst^T * src, diff_bias = sum_n diff_dst
 #include "shim/dnnl/claim.h"
+#include "shim/dnnl/decline.h"
 #include "shim/dnnl/verbose_info.h"
 
 namespace hcops::dnnl {
@@ -17,7 +18,9 @@ const dnnl_memory_desc_t *present(const dnnl_memory_desc_t *md) { return md && m
 // unit-stride dimension) and laid out as in `like` (the weights or their
 // diff), so that both flatten alike.
 bool flat(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *like, Matrix *x) {
-  if (!plain_md(md) || has_runtime_dims(md) || md->ndims < 2) return false;
+  if (!plain_md(md)) return false;
+  if (has_runtime_dims(md)) return decline("runtime_dims");
+  if (md->ndims < 2) return decline("ndims");
   const auto &st = md->format_desc.blocking.strides;
   *x = Matrix{};
   x->rows = md->dims[0];
@@ -28,13 +31,13 @@ bool flat(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *like, Matrix *
     x->cs = st[1];
     return true;
   }
-  if (like->ndims != md->ndims) return false;
+  if (like->ndims != md->ndims) return decline("ndims");
   // Dense: the non-unit dims, by increasing stride, each at the product of
   // the ones before.
   long expected = 1, cols = 1;
   bool used[DNNL_MAX_NDIMS] = {};
   for (int d = 1; d < md->ndims; ++d) {
-    if (md->dims[d] > 1 && st[d] != like->format_desc.blocking.strides[d]) return false;
+    if (md->dims[d] > 1 && st[d] != like->format_desc.blocking.strides[d]) return decline("layouts_differ");
     cols *= md->dims[d];
   }
   for (int n = 1; n < md->ndims; ++n) {
@@ -43,7 +46,7 @@ bool flat(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *like, Matrix *
       if (!used[d] && md->dims[d] > 1 && (best < 0 || st[d] < st[best])) best = d;
     if (best < 0) break;
     used[best] = true;
-    if (st[best] != expected) return false;
+    if (st[best] != expected) return decline("not_dense");
     expected *= md->dims[best];
   }
   x->cols = cols;
@@ -57,17 +60,21 @@ Matrix transposed(Matrix x) {
   return x;
 }
 
-bool plain_vector(const dnnl_memory_desc_t *md) { return plain_md(md) && md->ndims == 1 && !has_runtime_dims(md); }
+bool plain_vector(const dnnl_memory_desc_t *md) {
+  if (!plain_md(md)) return false;
+  return (md->ndims == 1 && !has_runtime_dims(md)) || decline("bias_shape");
+}
 
 }  // namespace
 
 std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
   const dnnl_inner_product_desc_t *d = nullptr;
-  if (dnnl_primitive_desc_query(pd, dnnl_query_inner_product_d, 0, &d) != dnnl_success || !d) return nullptr;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_inner_product_d, 0, &d) != dnnl_success || !d)
+    return declined("desc_query");
   auto q = [pd](dnnl_query_t what, int i) { return present(dnnl_primitive_desc_query_md(pd, what, i)); };
   auto plan = std::make_unique<Plan>();
   plan->kind = dnnl_inner_product;
-  if (!read_attributes(pd, plan.get())) return nullptr;
+  if (!read_attributes(pd, plan.get())) return nullptr;  // (its reason recorded)
   const bool attrs = plan->alpha != 1.0f || plan->runtime_scale || plan->beta != 0.0f || !plan->ops.empty();
 
   Matrix a, b, c;
@@ -78,8 +85,10 @@ std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
     case dnnl_forward_inference: {
       src = q(dnnl_query_src_md, 0), wei = q(dnnl_query_weights_md, 0), bias = q(dnnl_query_weights_md, 1);
       dst = q(dnnl_query_dst_md, 0);
-      if (!src || !wei || !dst || !flat(src, wei, &a) || !flat(wei, src, &b) || !matrix_of(dst, &c)) return nullptr;
-      if (bias && (!plain_vector(bias) || bias->dims[0] != c.cols)) return nullptr;
+      if (!src || !wei || !dst) return declined("no_memory");
+      if (!flat(src, wei, &a) || !flat(wei, src, &b) || !matrix_of(dst, &c)) return nullptr;
+      if (bias && !plain_vector(bias)) return nullptr;
+      if (bias && bias->dims[0] != c.cols) return declined("bias_shape");
       b = transposed(b);
       ma = src, mb = wei, mc = dst;
       plan->arg_a = DNNL_ARG_SRC, plan->arg_b = DNNL_ARG_WEIGHTS, plan->arg_c = DNNL_ARG_DST;
@@ -93,8 +102,9 @@ std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
     }
     case dnnl_backward_data: {
       src = q(dnnl_query_diff_src_md, 0), wei = q(dnnl_query_weights_md, 0), dst = q(dnnl_query_diff_dst_md, 0);
-      if (attrs || !src || !wei || !dst || !flat(src, wei, &c) || !flat(wei, src, &b) || !matrix_of(dst, &a))
-        return nullptr;
+      if (attrs) return declined("attributes_on_backward");
+      if (!src || !wei || !dst) return declined("no_memory");
+      if (!flat(src, wei, &c) || !flat(wei, src, &b) || !matrix_of(dst, &a)) return nullptr;
       ma = dst, mb = wei, mc = src;
       plan->arg_a = DNNL_ARG_DIFF_DST, plan->arg_b = DNNL_ARG_WEIGHTS, plan->arg_c = DNNL_ARG_DIFF_SRC;
       prop = "backward_data";
@@ -103,9 +113,11 @@ std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
     case dnnl_backward_weights: {
       src = q(dnnl_query_src_md, 0), wei = q(dnnl_query_diff_weights_md, 0), bias = q(dnnl_query_diff_weights_md, 1);
       dst = q(dnnl_query_diff_dst_md, 0);
-      if (attrs || !src || !wei || !dst || !flat(src, wei, &b) || !flat(wei, src, &c) || !matrix_of(dst, &a))
-        return nullptr;
-      if (bias && (!plain_vector(bias) || bias->dims[0] != c.rows)) return nullptr;
+      if (attrs) return declined("attributes_on_backward");
+      if (!src || !wei || !dst) return declined("no_memory");
+      if (!flat(src, wei, &b) || !flat(wei, src, &c) || !matrix_of(dst, &a)) return nullptr;
+      if (bias && !plain_vector(bias)) return nullptr;
+      if (bias && bias->dims[0] != c.rows) return declined("bias_shape");
       plan->diff_dst = a;
       a = transposed(a);
       ma = dst, mb = src, mc = wei;
@@ -117,12 +129,13 @@ std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
       prop = "backward_weights";
       break;
     }
-    default: return nullptr;
+    default: return declined("prop_kind");
   }
-  if (ma->data_type != mb->data_type) return nullptr;
+  if (ma->data_type != mb->data_type) return declined("datatypes");
   bool ok;
   plan->types = types_of(ma->data_type, mc->data_type, &ok);
-  if (!ok || !make_geometry(a, b, c, false, plan->arg_bias != 0, &plan->geo)) return nullptr;
+  if (!ok) return nullptr;
+  if (!make_geometry(a, b, c, false, plan->arg_bias != 0, &plan->geo)) return declined("geometry");
   plan->md_a = *ma;
   plan->md_b = *mb;
   plan->md_c = *mc;

@@ -1,6 +1,7 @@
 // Matmul: dst[b] = src[b] * weights[b] (+ bias), 2-D or batched with
 // broadcast batch dims, any plain strides, runtime dims.
 #include "shim/dnnl/claim.h"
+#include "shim/dnnl/decline.h"
 #include "shim/dnnl/verbose_info.h"
 
 namespace hcops::dnnl {
@@ -15,18 +16,19 @@ bool matmul_geometry(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *we
                      const dnnl_memory_desc_t *bias, Geometry *g) {
   Matrix a, b, c;
   if (!matrix_of(src, &a) || !matrix_of(wei, &b) || !matrix_of(dst, &c)) return false;
-  if (a.nbatch != c.nbatch || b.nbatch != c.nbatch) return false;
+  if (a.nbatch != c.nbatch || b.nbatch != c.nbatch) return decline("batch_ndims");
   bool bias_rows = false, bias_cols = false;
   if (bias) {
     Matrix v;
-    if (!matrix_of(bias, &v) || v.nbatch != c.nbatch) return false;
+    if (!matrix_of(bias, &v)) return false;
+    if (v.nbatch != c.nbatch) return decline("bias_ndims");
     for (int d = 0; d < v.nbatch; ++d)
-      if (v.bdims[d] != 1) return false;
+      if (v.bdims[d] != 1) return decline("bias_batched");
     if (v.rows == 1 && v.cols == c.cols && (v.cols <= 1 || v.cs == 1)) bias_cols = true;
     else if (v.cols == 1 && v.rows == c.rows && (v.rows <= 1 || v.rs == 1)) bias_rows = true;
-    else return false;  // a full M x N bias, or a scalar one on a wider dst
+    else return decline("bias_shape");  // a full M x N bias, or a scalar one on a wider dst
   }
-  return make_geometry(a, b, c, bias_rows, bias_cols, g);
+  return make_geometry(a, b, c, bias_rows, bias_cols, g) || decline("geometry");
 }
 
 bool any_runtime(std::initializer_list<const dnnl_memory_desc_t *> mds) {
@@ -42,13 +44,13 @@ std::unique_ptr<Plan> matmul_plan(const_dnnl_primitive_desc_t pd) {
   const dnnl_memory_desc_t *wei = present(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
   const dnnl_memory_desc_t *bias = present(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1));
   const dnnl_memory_desc_t *dst = present(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
-  if (!src || !wei || !dst || !plain_md(src) || !plain_md(wei) || !plain_md(dst) || (bias && !plain_md(bias)))
-    return nullptr;
-  if (src->data_type != wei->data_type) return nullptr;
+  if (!src || !wei || !dst) return declined("no_memory");
+  if (!plain_md(src) || !plain_md(wei) || !plain_md(dst) || (bias && !plain_md(bias))) return nullptr;
+  if (src->data_type != wei->data_type) return declined("datatypes");
   auto plan = std::make_unique<Plan>();
   bool ok;
   plan->types = types_of(src->data_type, dst->data_type, &ok);
-  if (!ok || !read_attributes(pd, plan.get())) return nullptr;
+  if (!ok || !read_attributes(pd, plan.get())) return nullptr;  // (their reasons recorded)
   if (any_runtime({src, wei, dst, bias})) {
     plan->runtime_geometry = matmul_geometry;
   } else if (!matmul_geometry(src, wei, dst, bias, &plan->geo)) {

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 
+#include "shim/dnnl/decline.h"
+
 namespace hcops::dnnl {
 
 bool matrix_of(const dnnl_memory_desc_t *md, Matrix *x) {
-  if (!plain_md(md) || md->ndims < 2 || has_runtime_dims(md)) return false;
+  if (!plain_md(md)) return false;
+  if (md->ndims < 2) return decline("ndims");
+  if (has_runtime_dims(md)) return decline("runtime_dims");
   const int nd = md->ndims;
   const auto &st = md->format_desc.blocking.strides;
   *x = Matrix{};
@@ -27,16 +31,18 @@ Types types_of(dnnl_data_type_t ab, dnnl_data_type_t c, bool *ok) {
   if (ab == dnnl_f32 && c == dnnl_f32) return Types::f32;
   if (ab == dnnl_bf16 && c == dnnl_f32) return Types::bf16_f32;
   if (ab == dnnl_bf16 && c == dnnl_bf16) return Types::bf16_bf16;
-  *ok = false;
+  *ok = decline("datatypes");
   return Types::f32;
 }
 
 bool plain_md(const dnnl_memory_desc_t *md) {
-  if (!md || md->ndims < 1 || md->format_kind != dnnl_blocked) return false;
-  if (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) return false;
-  if (md->format_desc.blocking.inner_nblks != 0 || md->extra.flags != 0) return false;
+  if (!md || md->ndims < 1) return decline("no_memory");
+  if (md->format_kind != dnnl_blocked) return decline("format_any");
+  if (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) return decline("datatype");
+  if (md->format_desc.blocking.inner_nblks != 0) return decline("format_blocked");
+  if (md->extra.flags != 0) return decline("md_extra");
   for (int d = 0; d < md->ndims; ++d)
-    if (md->padded_dims[d] != md->dims[d] || md->padded_offsets[d] != 0) return false;
+    if (md->padded_dims[d] != md->dims[d] || md->padded_offsets[d] != 0) return decline("padded");
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "shim/common/verbose.h"
 #include "shim/dnnl/claim.h"
+#include "shim/dnnl/decline.h"
 #include "shim/dnnl/real.h"
 #include "shim/dnnl/report.h"
 #include "shim/dnnl/side_table.h"
@@ -18,18 +19,22 @@ namespace {
 
 using namespace hcops::dnnl;
 
-// The plan for a CPU matmul or inner product HCOps computes, else nullptr.
-std::unique_ptr<Plan> plan_for(const_dnnl_primitive_desc_t pd) {
+// The plan for a CPU matmul or inner product HCOps computes, else nullptr;
+// `kind`: "matmul" or "inner_product" for those, else null (the kinds HCOps
+// does not compute, which it does not report one by one).
+std::unique_ptr<Plan> plan_for(const_dnnl_primitive_desc_t pd, const char **kind_name) {
+  *kind_name = nullptr;
+  (void)take_decline();  // a reason left by an earlier call is not this one's
+  dnnl_primitive_kind_t kind;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind) != dnnl_success) return nullptr;
+  if (kind != dnnl_matmul && kind != dnnl_inner_product) return nullptr;
+  *kind_name = kind == dnnl_matmul ? "matmul" : "inner_product";
   dnnl_engine_t engine = nullptr;
   dnnl_engine_kind_t engine_kind;
   if (dnnl_primitive_desc_query(pd, dnnl_query_engine, 0, &engine) != dnnl_success || !engine ||
       dnnl_engine_get_kind(engine, &engine_kind) != dnnl_success || engine_kind != dnnl_cpu)
-    return nullptr;
-  dnnl_primitive_kind_t kind;
-  if (dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind) != dnnl_success) return nullptr;
-  if (kind == dnnl_matmul) return matmul_plan(pd);
-  if (kind == dnnl_inner_product) return inner_product_plan(pd);
-  return nullptr;
+    return declined("engine");
+  return kind == dnnl_matmul ? matmul_plan(pd) : inner_product_plan(pd);
 }
 
 }  // namespace
@@ -43,9 +48,14 @@ dnnl_status_t dnnl_primitive_create(dnnl_primitive_t *primitive, const_dnnl_prim
   if (st != dnnl_success || !primitive || !*primitive || !hcops_dnnl_takeover()) return st;
   // A fresh primitive may have an address a destroyed one had: its plan, if
   // any, is its own.
-  std::unique_ptr<Plan> plan = plan_for(primitive_desc);
-  if (plan) side_table_insert(*primitive, std::move(plan));
-  else side_table_erase(*primitive);
+  const char *kind = nullptr;
+  std::unique_ptr<Plan> plan = plan_for(primitive_desc, &kind);
+  if (plan) {
+    side_table_insert(*primitive, std::move(plan));
+  } else {
+    side_table_erase(*primitive);
+    if (kind) report_declined(kind, "create", take_decline());
+  }
   return st;
 }
 
@@ -63,13 +73,18 @@ dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stre
       t0 = hcops::now_seconds();
     }
     const char *family = "none";
-    if (run_plan(*plan, nargs, args, &family)) {
+    (void)take_decline();
+    if (!run_plan(*plan, nargs, args, &family)) {
+      report_declined(plan->verbose_kind.c_str(), "execute", take_decline());
+    } else {
       if (timed) {
         hcops::KeepFpEnv keep;
         report_executed(*plan, family, hcops::now_seconds() - t0);
       }
       return dnnl_success;
     }
+  } else if (plan) {
+    report_declined(plan->verbose_kind.c_str(), "execute", "bad_arguments");  // libdnnl says what
   }
   if (!real) return dnnl_runtime_error;
   report_forwarded();

@@ -61,6 +61,11 @@ void report_executed(const Plan &plan, const char *family, double seconds) {
   t.seconds += seconds;
 }
 
+void report_declined(const char *kind, const char *when, const char *why) {
+  if (verbose_level() < 1) return;
+  print_line("hcops_verbose,fallback,dnnl,%s,%s,%s", kind, when, why);
+}
+
 void report_forwarded() {
   if (verbose_level() < 2) return;
   forwarded.fetch_add(1, std::memory_order_relaxed);

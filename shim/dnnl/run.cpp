@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "gemm/batched.h"
+#include "shim/dnnl/decline.h"
 #include "shim/dnnl/diff_bias.h"
 #include "shim/dnnl/plan.h"
 
@@ -20,16 +21,16 @@ dnnl_memory_t find_arg(int nargs, const dnnl_exec_arg_t *args, int arg) {
 // The data and descriptor of argument `arg`; false when it is missing.
 bool memory_of(int nargs, const dnnl_exec_arg_t *args, int arg, void **data, const dnnl_memory_desc_t **md) {
   dnnl_memory_t mem = find_arg(nargs, args, arg);
-  if (!mem || dnnl_memory_get_data_handle(mem, data) != dnnl_success) return false;
-  return dnnl_memory_get_memory_desc(mem, md) == dnnl_success && *md;
+  if (!mem || dnnl_memory_get_data_handle(mem, data) != dnnl_success) return decline("missing_argument");
+  return (dnnl_memory_get_memory_desc(mem, md) == dnnl_success && *md) || decline("missing_argument");
 }
 
 // A memory of a runtime-dims plan: the plan's descriptor where that was not
 // left to run time (the geometry checks the rest).
 bool fits(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t &plan) {
-  if (md->ndims != plan.ndims || md->data_type != plan.data_type) return false;
+  if (md->ndims != plan.ndims || md->data_type != plan.data_type) return decline("memory_differs");
   for (int d = 0; d < md->ndims; ++d)
-    if (plan.dims[d] != DNNL_RUNTIME_DIM_VAL && plan.dims[d] != md->dims[d]) return false;
+    if (plan.dims[d] != DNNL_RUNTIME_DIM_VAL && plan.dims[d] != md->dims[d]) return decline("memory_differs");
   return true;
 }
 
@@ -67,24 +68,26 @@ bool run_plan(const Plan &p, int nargs, const dnnl_exec_arg_t *args, const char 
     g = &rt;
   } else if (!dnnl_memory_desc_equal(ma, &p.md_a) || !dnnl_memory_desc_equal(mb, &p.md_b) ||
              !dnnl_memory_desc_equal(mc, &p.md_c) || (mbias && !dnnl_memory_desc_equal(mbias, &p.md_bias))) {
-    return false;
+    return decline("memory_differs");
   }
   // (An empty memory may have no buffer.)
   const bool empty = g->batches() == 0 || g->m == 0 || g->n == 0;
-  if ((!empty && g->k > 0 && (!a || !b)) || (!empty && !c) || (p.arg_bias && !bias && !empty)) return false;
+  if ((!empty && g->k > 0 && (!a || !b)) || (!empty && !c) || (p.arg_bias && !bias && !empty))
+    return decline("null_buffer");
   float alpha = p.alpha;
   if (p.runtime_scale) {
     void *s;
     const dnnl_memory_desc_t *ms;
-    if (!memory_of(nargs, args, DNNL_ARG_ATTR_OUTPUT_SCALES, &s, &ms) || !s) return false;
+    if (!memory_of(nargs, args, DNNL_ARG_ATTR_OUTPUT_SCALES, &s, &ms)) return false;
+    if (!s) return decline("null_buffer");
     alpha = *static_cast<const float *>(s);
   }
   void *diff_bias = nullptr;
   if (p.arg_diff_bias) {
     const dnnl_memory_desc_t *md;
-    if (!memory_of(nargs, args, p.arg_diff_bias, &diff_bias, &md) || !diff_bias ||
-        !dnnl_memory_desc_equal(md, &p.md_diff_bias))
-      return false;
+    if (!memory_of(nargs, args, p.arg_diff_bias, &diff_bias, &md)) return false;
+    if (!diff_bias) return decline("null_buffer");
+    if (!dnnl_memory_desc_equal(md, &p.md_diff_bias)) return decline("memory_differs");
   }
 
   ops::OutputOps ops = p.ops;

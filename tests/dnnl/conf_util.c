@@ -275,6 +275,29 @@ static int exec_line_matches(const char *k, const char *kind, const char *prop) 
   return f && !strncmp(f + 1, prop, strlen(prop)) && f[1 + strlen(prop)] == ',';
 }
 
+int count_hcops_fallback(const char *text, const char *kind, const char *when, char *reason, size_t cap) {
+  const char *prefix = "hcops_verbose,fallback,dnnl,";
+  int count = 0;
+  if (reason && cap) reason[0] = 0;
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (!strncmp(line, prefix, strlen(prefix))) {
+      char buf[256];
+      snprintf(buf, sizeof buf, "%.*s", (int)(len - strlen(prefix)), line + strlen(prefix));
+      char *k = buf, *w = strchr(k, ','), *r = w ? strchr(w + 1, ',') : NULL;
+      if (w && r) {
+        *w++ = 0, *r++ = 0;
+        if ((!kind || !strcmp(k, kind)) && (!when || !strcmp(w, when))) {
+          if (count++ == 0 && reason && cap) snprintf(reason, cap, "%s", r);
+        }
+      }
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return count;
+}
+
 int count_hcops_exec(const char *text, const char *kind, const char *prop) {
   const char *prefix = "hcops_verbose,exec,cpu,";
   int count = 0;

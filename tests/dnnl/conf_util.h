@@ -83,3 +83,7 @@ char *capture_end(void);
  * (ONEDNN_VERBOSE's exec fields); kind NULL: matmul or inner_product, prop
  * NULL: any. */
 int count_hcops_exec(const char *text, const char *kind, const char *prop);
+/* The "hcops_verbose,fallback,dnnl,<kind>,<when>,<reason>" lines in text
+ * (kind, when: NULL for any); the first one's reason copied into `reason`
+ * (cap bytes, "" when there is none). */
+int count_hcops_fallback(const char *text, const char *kind, const char *when, char *reason, size_t cap);

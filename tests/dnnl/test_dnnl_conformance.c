@@ -7,8 +7,10 @@
  * Each problem is marked must-claim (HCOps runs it under the preload: an
  * hcops_verbose exec line per execution, except that an execution on an
  * empty dst, with nothing to compute, may be handed on) or must-forward (the real library
- * runs it: no line; test_dnnl_conformance.sh compares its digest with the
- * stock run's, bit for bit).
+ * runs it: no exec line, but one "hcops_verbose,fallback,dnnl,<kind>,create,
+ * <reason>" line, whose reason ends the problem's line as "declined:
+ * <reason>"; test_dnnl_conformance.sh compares its digest with the stock
+ * run's, bit for bit, and checks the reasons of some).
  *
  *   --seed=N     the random set's seed (default: DNNL_CONF_SEED, else the
  *                time; printed first)
@@ -51,7 +53,7 @@ static int run_problem(const problem *p, uint64_t seed, expectation expect) {
     case P_IP: run_ip(&p->u.ip, seed, &r); break;
     case P_CONV: run_conv(&p->u.conv, seed, &r); break;
   }
-  char note[160] = "";
+  char note[320] = "";
   if (expect != EXPECT_NOTHING) {
     char *text = capture_end();
     int ours = count_hcops_exec(text, kind_name(p), prop_name(p)), any = count_hcops_exec(text, NULL, NULL);
@@ -63,6 +65,23 @@ static int run_problem(const problem *p, uint64_t seed, expectation expect) {
                prop_name(p), want);
       r.ok = 0;
     }
+    /* Fallback lines: one at create for a must-forward matmul or inner
+     * product the library made (none for a convolution, which HCOps does not
+     * compute), none for a must-claim one but at an execute it may hand on
+     * (an empty dst), none at all without the preload. */
+    char why[64];
+    int created = count_hcops_fallback(text, kind_name(p), "create", why, sizeof why);
+    int executed = count_hcops_fallback(text, kind_name(p), "execute", NULL, 0);
+    int fallbacks = count_hcops_fallback(text, NULL, NULL, NULL, 0);
+    int want_created = expect == EXPECT_CLAIMS && mark == MUST_FORWARD && p->kind != P_CONV && !r.skipped ? 1 : 0;
+    int most_executed = expect == EXPECT_CLAIMS && mark == MUST_CLAIM ? r.empty_executions : 0;
+    if (created != want_created || executed > most_executed || fallbacks != created + executed) {
+      snprintf(note + strlen(note), sizeof note - strlen(note),
+               " verbose: %d fallback lines (%d at create, %d at execute), want %d at create", fallbacks, created,
+               executed, want_created);
+      r.ok = 0;
+    }
+    if (created) snprintf(note + strlen(note), sizeof note - strlen(note), " declined: %s", why);
     free(text);
   }
   if (r.skipped) snprintf(note + strlen(note), sizeof note - strlen(note), " skipped: %s", r.skipped);

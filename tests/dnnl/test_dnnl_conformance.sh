@@ -10,7 +10,9 @@
 #   3. LD_PRELOAD=libhcops.so HCOPS_VERBOSE=1 with HCOPS_ISA forced to each
 #      kernel family this CPU runs (hcops-info --families), 1 and 2 threads:
 #      every problem within bounds, an hcops_verbose exec line for each
-#      execution of a must-claim problem and none for the others, and the
+#      execution of a must-claim problem and none for the others, a
+#      fallback line with its reason for each must-forward matmul and inner
+#      product (some reasons checked by name), and the
 #      must-forward results equal to stock's (same threads) bit for bit.
 # Outputs are kept in dnnl_conf.<setting>.out for inspection.
 set -u
@@ -63,6 +65,19 @@ for isa in $families; do
     run "$isa.t$threads" claims OMP_NUM_THREADS=$threads HCOPS_ISA=$isa HCOPS_VERBOSE=1 LD_PRELOAD="$lib"
     same_digests "stock.t$threads" "$isa.t$threads" forward
   done
+done
+# The reasons HCOps gives for what it leaves to libdnnl (HCOPS_VERBOSE's
+# fallback lines), for must-forward problems of the fixed list.
+first=$(echo $families | cut -d' ' -f1)
+for pair in mm_u8s8_f32_src_zp:datatype mm_s8s8_s32:datatype mm_bf16_weights_any_blocked:format_blocked \
+  mm_f32_oscale_per_n:output_scales_mask mm_f32_binary_add:post_op_binary mm_f32_tanh:eltwise_alg \
+  mm_f32_relu_then_sum:post_op_order mm_f32_relu_then_gelu_erf:post_op_order ip_fwd_inference_u8s8_s32:datatype \
+  ip_fwd_inference_f32_tanh:eltwise_alg; do
+  name=${pair%%:*} why=${pair#*:}
+  if ! grep -q "^$name .* declined: $why\( \|\$\)" "dnnl_conf.$first.t1.out"; then
+    echo "FAIL: $name: not declined for '$why': $(grep "^$name " "dnnl_conf.$first.t1.out")"
+    status=1
+  fi
 done
 [ $status = 0 ] && echo "all settings passed (seed $seed)"
 exit $status

@@ -144,6 +144,7 @@ hcops_verbose,exec,sgemm_,N,N,100,200,300,1,100,300,0,100,2,1.2,10,hcops:avx512,
 hcops_verbose,exec,dgemm_,T,N,10,10,10,-1.5,10,10,0.5,10,1,0.4,0.005,hcops:avx512,unpacked
 hcops_verbose,exec,gelu,f32,1000x1000,2,0.8,hcops:avx512,approximate=tanh
 hcops_verbose,fallback,gelu,f64,10x10,dtype
+hcops_verbose,fallback,dnnl,matmul,create,post_op_binary
 [1,1]<stderr>:hcops_verbose,mpi,1,MPI_Allreduce,2,1000,MPI_FLOAT,MPI_SUM,4000,2.0,0.4
 hcops_verbose,mpi,0,allreduce,2,3699,MPI_FLOAT,MPI_SUM,14796,23.163,-
 onednn_verbose,info,oneDNN v2.6.3 (commit N/A)
@@ -184,6 +185,7 @@ def hand_logs():
           "hand: the tagged MPI line (exposed ms), and a torch.distributed backend's line (exposed '-')")
     check("1 not verbose lines skipped" in p.stdout, "hand: the program's line skipped and counted")
     check("Operators PyTorch ran itself" in p.stdout and "dtype" in p.stdout, "hand: fallbacks listed")
+    check("dnnl:matmul" in p.stdout and "post_op_binary" in p.stdout, "hand: a primitive left to libdnnl listed")
     p = prof("-", "--no-peak", stdin=HAND)
     check(p.returncode == 0 and "sgemm_" in p.stdout, "hand: read from standard input")
 

@@ -10,6 +10,9 @@ time. The line formats are those of the libraries' own printers:
   operators (shim/torch/report.h):
     hcops_verbose,exec,<op>,<dtype>,<shape>,<threads>,<ms>,hcops:<family>,<details>
     hcops_verbose,fallback,<op>,<dtype>,<shape>,<reason>
+  oneDNN primitives HCOps left to libdnnl (shim/dnnl/report.h), kept as
+  (dnnl:<kind>, -, <when>, <reason>) beside the operators' fallbacks:
+    hcops_verbose,fallback,dnnl,<kind>,create|execute,<reason>
   oneDNN primitives HCOps ran (shim/dnnl/report.h), and oneDNN's own (2.x; 3.x
   adds a "primitive" marker, and a timestamp with ONEDNN_VERBOSE_TIMESTAMP=1,
   after "onednn_verbose"):
@@ -193,7 +196,10 @@ def parse_line(line, lineno, log):
     elif what == "fallback":
         if len(f) < 6:
             raise LogError(lineno, f"fallback line with {len(f) - 2} fields, 4 expected")
-        key = (f[2], f[3], f[4], ",".join(f[5:]))
+        if f[2] == "dnnl":  # a primitive left to libdnnl: kind, when, reason
+            key = ("dnnl:" + f[3], "-", f[4], ",".join(f[5:]))
+        else:
+            key = (f[2], f[3], f[4], ",".join(f[5:]))
         log.fallbacks[key] = log.fallbacks.get(key, 0) + 1
         log.fallback_lines.append((lineno, key))
         return

@@ -144,7 +144,7 @@ def print_tables(profile, out, top):
         print(f"{row.part:<9} {row.name:<28} {row.shape[:34]:<34} {row.dtype[:9]:<9} {row.calls:6d} {row.ms:10.2f} "
               f"{100 * profile.share(row):5.1f}% {_fmt_rate(row)} {_fmt_peak(row)}", file=out)
     if log.fallbacks:
-        print("\nOperators PyTorch ran itself (HCOps fallbacks)", file=out)
+        print("\nOperators PyTorch ran itself, and primitives libdnnl ran (HCOps fallbacks)", file=out)
         for (op, dtype, shape, reason), n in sorted(log.fallbacks.items(), key=lambda x: -x[1]):
             print(f"  {op:<28} {dtype:<6} {shape:<24} {reason:<20} {n:6d} calls", file=out)
     if profile.machine is not None and profile.machine.sources:

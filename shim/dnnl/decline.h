@@ -1,0 +1,26 @@
+// Why HCOps leaves a primitive, or one execute of it, to libdnnl: the
+// planners (matmul.cpp, inner_product.cpp, attributes.cpp, plan.cpp) and
+// run_plan name the condition that declined it, a short token as the
+// PyTorch layer's fallback reasons (doc/environment.md, HCOPS_VERBOSE);
+// dnnl_primitive_create and _execute print it (report.h). Per thread: a
+// planner runs on the thread that creates the primitive.
+#pragma once
+
+#include <memory>
+
+namespace hcops::dnnl {
+
+struct Plan;
+
+// Records `why` as the reason of the plan or execute in progress on this
+// thread (the first one recorded since take_decline() stands: the outermost
+// check that failed is named by the first helper that saw it); false.
+bool decline(const char *why);
+
+// The same, for a planner that returns its plan: null.
+std::unique_ptr<Plan> declined(const char *why);
+
+// The reason recorded on this thread ("unclaimed" if none), and forgets it.
+const char *take_decline();
+
+}  // namespace hcops::dnnl
