@@ -194,15 +194,21 @@ int launch(Op *op, Shadow *sh, StartFn start, void *arg) {
 
 void wait_done(const std::vector<Op *> &ops, bool any) {
   if (ops.empty()) return;
-  std::unique_lock<std::mutex> lk(engine->done_mu);
-  engine->done_cv.wait(lk, [&] {
-    for (Op *op : ops) {
-      const bool d = op->done.load(std::memory_order_acquire);
-      if (any && d) return true;
-      if (!any && !d) return false;
-    }
-    return !any;
-  });
+  // This thread's core is idle meanwhile: the progress threads stop napping
+  // long (worker.cpp).
+  waiting_begin(engine->workers);
+  {
+    std::unique_lock<std::mutex> lk(engine->done_mu);
+    engine->done_cv.wait(lk, [&] {
+      for (Op *op : ops) {
+        const bool d = op->done.load(std::memory_order_acquire);
+        if (any && d) return true;
+        if (!any && !d) return false;
+      }
+      return !any;
+    });
+  }
+  waiting_end();
 }
 
 // Until no offloaded collective of `sh` is left unfinished.

@@ -4,9 +4,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <time.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -33,6 +34,9 @@ struct Worker {
 
 namespace {
 
+// Application threads waiting for an offloaded operation (wait_done).
+std::atomic<int> waiters{0};
+
 void pin(int cpu) {
   if (cpu < 0) return;
   cpu_set_t set;
@@ -51,6 +55,10 @@ void pin(int cpu) {
 // of every HCOps thread: 50 us, none under OMP_WAIT_POLICY=passive), then
 // naps between polls: 20 us, doubled after each fruitless poll up to
 // HCOPS_MPI_NAP_MAX, back to 20 us once an operation completes or arrives.
+// A nap is a wait on the thread's condition variable, which a new
+// operation, stop, or an application thread that starts waiting for an
+// operation (wait_done: its core is then idle, and the operation is all it
+// waits for) cuts short; while one waits, the naps stay at 20 us.
 // Without the naps, two ranks' progress threads on the CPU of an unbound
 // 2-rank job took it from compute: mpi_overlap.py --bind none ran 4x slower
 // than plain MPI. With 20 us naps alone, the thread still woke 40,000 times
@@ -120,9 +128,10 @@ void *worker_main(void *arg) {
       if (now_ns() - fruitless_since < spin_ns()) {
         sched_yield();
       } else {
-        const timespec nap{nap_ns / 1000000000L, nap_ns % 1000000000L};
-        nanosleep(&nap, nullptr);
-        nap_ns = std::min(2 * nap_ns, w->nap_max_ns);
+        std::unique_lock<std::mutex> lk(w->mu);
+        w->wake.wait_for(lk, std::chrono::nanoseconds(nap_ns),
+                         [&] { return !w->inbox.empty() || w->stop || waiters.load(std::memory_order_relaxed) > 0; });
+        nap_ns = waiters.load(std::memory_order_relaxed) > 0 ? kNapMinNs : std::min(2 * nap_ns, w->nap_max_ns);
       }
     }
   }
@@ -160,6 +169,16 @@ void submit(Worker *w, Op *op) {
 }
 
 int worker_cpu(const Worker *w) { return w->cpu; }
+
+void waiting_begin(const std::vector<Worker *> &workers) {
+  waiters.fetch_add(1, std::memory_order_relaxed);
+  for (Worker *w : workers) {
+    { std::lock_guard<std::mutex> g(w->mu); }  // a nap that checked before the add wakes now
+    w->wake.notify_one();
+  }
+}
+
+void waiting_end() { waiters.fetch_sub(1, std::memory_order_relaxed); }
 
 void stop_worker(Worker *w) {
   {

@@ -2,6 +2,8 @@
 // to it to completion (PMPI_Testsome) while the application computes.
 #pragma once
 
+#include <vector>
+
 #include "mpi/op.h"
 
 namespace hcops {
@@ -25,6 +27,12 @@ void submit(Worker *w, Op *op);
 
 // The CPU `w` was pinned to (-1: none).
 int worker_cpu(const Worker *w);
+
+// An application thread starts (ends) waiting for offloaded operations:
+// the progress threads cut their naps short and keep them at 20 us
+// meanwhile (worker.cpp).
+void waiting_begin(const std::vector<Worker *> &workers);
+void waiting_end();
 
 // Joins the thread once its ops are finished, and deletes `w`.
 void stop_worker(Worker *w);
