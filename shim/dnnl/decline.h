@@ -13,8 +13,9 @@ namespace hcops::dnnl {
 struct Plan;
 
 // Records `why` as the reason of the plan or execute in progress on this
-// thread (the first one recorded since take_decline() stands: the outermost
-// check that failed is named by the first helper that saw it); false.
+// thread; the first one recorded since take_decline() stands, so the
+// innermost helper that saw the failure names it (plain_md's `datatype`
+// inside matrix_of); false.
 bool decline(const char *why);
 
 // The same, for a planner that returns its plan: null.

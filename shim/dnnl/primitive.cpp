@@ -20,7 +20,7 @@ namespace {
 using namespace hcops::dnnl;
 
 // The plan for a CPU matmul or inner product HCOps computes, else nullptr;
-// `kind`: "matmul" or "inner_product" for those, else null (the kinds HCOps
+// `kind_name`: "matmul" or "inner_product" for those, else null (the kinds HCOps
 // does not compute, which it does not report one by one).
 std::unique_ptr<Plan> plan_for(const_dnnl_primitive_desc_t pd, const char **kind_name) {
   *kind_name = nullptr;

@@ -16,8 +16,8 @@
  *                time; printed first)
  *   --random=N   how many random problems (default 40)
  *   --expect=claims  the run is under the preload with HCOPS_VERBOSE=1:
- *                check the marks; --expect=none: no hcops exec line at all
- *                (stock, HCOPS_DNNL=0); default: no verbose check
+ *                check the marks; --expect=none: no hcops exec or fallback
+ *                line at all (stock, HCOPS_DNNL=0); default: no verbose check
  *   --only=TEXT  the problems whose name contains TEXT */
 #include <stdio.h>
 #include <stdlib.h>
