@@ -69,6 +69,19 @@ void check_list(const std::vector<at::Tensor> &list, const at::Tensor &like, int
   TORCH_CHECK(like.numel() * size <= INT_MAX, "hcops: ", what, " of more than 2^31-1 elements is not supported yet");
 }
 
+// gather's outputs and scatter's inputs: one list on the root (checked as
+// check_list does), none on the other ranks; returns is_root.
+bool root_list(const std::vector<std::vector<at::Tensor>> &lists, const at::Tensor &like, bool is_root, int size,
+               const char *what, const char *side) {
+  if (!is_root) {
+    TORCH_CHECK(lists.empty(), "hcops: ", what, " takes no ", side, " list on a rank that is not the root");
+    return false;
+  }
+  TORCH_CHECK(lists.size() == 1, "hcops: ", what, " takes one ", side, " list on the root");
+  check_list(lists[0], like, size, what);
+  return true;
+}
+
 at::Tensor end_to_end(const std::vector<at::Tensor> &list) {
   std::vector<at::Tensor> flat;
   for (const at::Tensor &t : list) flat.push_back(t.reshape(-1));
@@ -356,13 +369,7 @@ c10::intrusive_ptr<c10d::Work> Backend::gather(std::vector<std::vector<at::Tenso
   at::Tensor &in = single_cpu(inputs, "gather");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "hcops: gather to rank ", opts.rootRank, " of ", size_);
   const int root = static_cast<int>(opts.rootRank);
-  const bool is_root = rank_ == root;
-  if (is_root) {
-    TORCH_CHECK(outputs.size() == 1, "hcops: gather takes one output list on the root");
-    check_list(outputs[0], in, size_, "gather");
-  } else {
-    TORCH_CHECK(outputs.empty(), "hcops: gather takes no output list on a rank that is not the root");
-  }
+  const bool is_root = root_list(outputs, in, rank_ == root, size_, "gather", "output");
   auto p = pending("gather", in, in.numel());
   at::Tensor src = in.contiguous();
   at::Tensor all;
@@ -391,13 +398,7 @@ c10::intrusive_ptr<c10d::Work> Backend::scatter(std::vector<at::Tensor> &outputs
   at::Tensor &out = single_cpu(outputs, "scatter");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "hcops: scatter from rank ", opts.rootRank, " of ", size_);
   const int root = static_cast<int>(opts.rootRank);
-  const bool is_root = rank_ == root;
-  if (is_root) {
-    TORCH_CHECK(inputs.size() == 1, "hcops: scatter takes one input list on the root");
-    check_list(inputs[0], out, size_, "scatter");
-  } else {
-    TORCH_CHECK(inputs.empty(), "hcops: scatter takes no input list on a rank that is not the root");
-  }
+  const bool is_root = root_list(inputs, out, rank_ == root, size_, "scatter", "input");
   auto p = pending("scatter", out, out.numel());
   at::Tensor src = is_root ? end_to_end(inputs[0]) : at::Tensor();
   at::Tensor dst = staged(out, p.get(), false);
