@@ -23,7 +23,7 @@ step() { # NAME COMMAND...: runs it, then says how long it took
   "$@"
   echo "== $name: $(($(date +%s) - t0)) s"
 }
-step peak build/perf/hcops-peak --csv "$out/bf16-peak.csv"
+step peak build/tools/hcops-peak --csv "$out/bf16-peak.csv"
 step replay "$py" perf/gemm_replay.py --precisions bf16 $quick --csv "$out/bf16-replay.csv" --png "$out/bf16-replay.png"
 step sweep "$py" perf/gemm_sweep.py --precisions bf16 $quick --csv "$out/bf16-sweep.csv" --png "$out/bf16-sweep.png"
 step fp32-math "$py" perf/fp32_math.py $quick --csv "$out/fp32-math.csv"

@@ -33,6 +33,7 @@
 
 #define PROG "hcops-dnnl-bf16"
 #include "dnnl_check.h"
+#include "bench_util.h"
 
 /* Exported by libdnnl.so.2 (2.6) but declared in no installed header: oneDNN's
  * own declaration (src/common/gemm.cpp, bfloat16_t being a uint16_t). */
@@ -145,14 +146,6 @@ static void matmul_fini(struct matmul *mm) {
 
 /* ---- selftest ------------------------------------------------------------- */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double uniform(double lo, double hi) { /* xorshift64*: the same data every run */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return lo + (hi - lo) * ((rng_state * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
-}
-
 /* A column-major element of op(X), X with leading dimension ld. */
 static float op_elem(const uint16_t *x, char t, int ld, int row, int col) {
   return from_bf16(t == 'N' ? x[row + (size_t)col * ld] : x[col + (size_t)row * ld]);
@@ -166,9 +159,9 @@ static int check_one(const struct call *c, struct matmul *mm) {
   const size_t na = call_a_elems(c), nb = call_b_elems(c), nc = call_c_elems(c);
   uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
   float *out = malloc(nc * 4), *c0 = malloc(nc * 4);
-  for (size_t i = 0; i < na; ++i) a[i] = to_bf16((float)uniform(-1, 1));
-  for (size_t i = 0; i < nb; ++i) b[i] = to_bf16((float)uniform(-1, 1));
-  for (size_t i = 0; i < nc; ++i) out[i] = c0[i] = (float)uniform(-1, 1);
+  for (size_t i = 0; i < na; ++i) a[i] = to_bf16((float)bench_uniform(-1, 1));
+  for (size_t i = 0; i < nb; ++i) b[i] = to_bf16((float)bench_uniform(-1, 1));
+  for (size_t i = 0; i < nc; ++i) out[i] = c0[i] = (float)bench_uniform(-1, 1);
   struct operands o = {a, b, out, mm};
   run(c, &o);
   int bad = 0;

@@ -42,6 +42,7 @@
 
 #define PROG "hcops-dnnl-ops"
 #include "dnnl_check.h"
+#include "bench_util.h"
 #define MAX_ARGS 10
 #define LN_EPS 1e-6f /* DiT's nn.LayerNorm(eps=1e-6) */
 
@@ -92,14 +93,6 @@ static float from_bf16(uint16_t h) {
   return f;
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double uniform(double lo, double hi) { /* xorshift64*: the same data every run */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return lo + (hi - lo) * ((rng_state * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
-}
-
 static void *handle(dnnl_memory_t m) {
   void *p = NULL;
   CHECK(dnnl_memory_get_data_handle(m, &p));
@@ -123,7 +116,7 @@ static void fill(const struct arg *a, double lo, double hi) {
   void *p = handle(a->mem);
   const size_t n = elements(a->mem);
   for (size_t i = 0; i < n; ++i) {
-    const float v = (float)uniform(lo, hi);
+    const float v = (float)bench_uniform(lo, hi);
     if (a->bf16) ((uint16_t *)p)[i] = to_bf16(v);
     else ((float *)p)[i] = v;
   }
@@ -345,22 +338,6 @@ static int parse_problem(struct problem *pb, const char *op, const char *dir, co
 
 /* ---- timing -------------------------------------------------------------- */
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int dump(struct run *r, const struct problem *pb, const char *prefix) {
   const int *ids = arg_ids(pb->op, pb->bwd);
   printf("\"files\": {");
@@ -391,13 +368,13 @@ static int bench(const struct problem *pb, const char *dims, long iters, int rep
   if (prefix && !dump(&r, pb, prefix)) return 2;
   double *t = malloc(sizeof *t * reps);
   for (int i = 0; i < reps; ++i) {
-    const double t0 = now_ns();
+    const double t0 = 1e9 * bench_now_s();
     for (long k = 0; k < iters; ++k) call(&r, pb);
     CHECK(dnnl_stream_wait(r.stream));
-    t[i] = (now_ns() - t0) / iters;
+    t[i] = (1e9 * bench_now_s() - t0) / iters;
   }
   printf("\"threads\": %d, \"iters\": %ld, \"reps\": %d, \"ns\": %.1f}\n", omp_get_max_threads(), iters, reps,
-         median(t, reps));
+         bench_median(t, reps));
   free(t);
   teardown(&r);
   return 0;

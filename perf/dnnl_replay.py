@@ -7,7 +7,7 @@ step: HCOps' primitives (libhcops.so preloaded) against oneDNN's own.
    matmul exec line (memory descriptors, attributes, problem) becomes a row
    of the primitive list with its calls per step and stock's median ms
    (perf-results/dnnl-dit-primitives.csv; --primitives FILE reuses a list).
-2. Replay: build/perf/hcops-dnnl-replay rebuilds every primitive from its
+2. Replay: build/tools/hcops-dnnl-replay rebuilds every primitive from its
    fields, checks one execution against a double reference and times
    repeated executions; run stock and with LD_PRELOAD=libhcops.so in turn
    (one process each, the order alternated round by round).

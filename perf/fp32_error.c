@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "trace.h"
+#include "bench_util.h"
 
 #define PROG "hcops-fp32-error"
 
@@ -30,14 +31,6 @@ typedef void (*dgemm_fn)(const char *, const char *, const int *, const int *, c
                          const double *, const int *, const double *, const int *, const double *, double *,
                          const int *);
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double uniform(void) { /* xorshift64*, in [-1, 1): the same data every run */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return -1 + 2 * ((rng_state * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
-}
-
 static void *symbol(const char *lib, const char *name) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   void *f = h ? dlsym(h, name) : NULL;
@@ -46,11 +39,6 @@ static void *symbol(const char *lib, const char *name) {
     exit(2);
   }
   return f;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
@@ -87,9 +75,9 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n; ++i) {
     const struct call *x = &calls[i];
     const size_t na = call_a_elems(x), nb = call_b_elems(x), nc = call_c_elems(x);
-    for (size_t e = 0; e < na; ++e) ad[e] = a[e] = (float)uniform();
-    for (size_t e = 0; e < nb; ++e) bd[e] = b[e] = (float)uniform();
-    for (size_t e = 0; e < nc; ++e) cd[e] = c[e] = (float)uniform();
+    for (size_t e = 0; e < na; ++e) ad[e] = a[e] = (float)bench_uniform(-1, 1);
+    for (size_t e = 0; e < nb; ++e) bd[e] = b[e] = (float)bench_uniform(-1, 1);
+    for (size_t e = 0; e < nc; ++e) cd[e] = c[e] = (float)bench_uniform(-1, 1);
     sgemm(&x->ta, &x->tb, &x->m, &x->n, &x->k, &x->alpha, a, &x->lda, b, &x->ldb, &x->beta, c, &x->ldc);
     for (size_t e = 0; e < nc; ++e) sd[e] = fabs(cd[e]);
     const double alpha = x->alpha, beta = x->beta, abs_alpha = fabs(alpha), abs_beta = fabs(beta);
@@ -104,11 +92,11 @@ int main(int argc, char **argv) {
         const double err = sd[e] > 0 ? fabs(c[e] - cd[e]) / sd[e] : (c[e] == cd[e] ? 0 : INFINITY);
         errs[ne++] = isnan(err) ? INFINITY : err;
       }
-    qsort(errs, ne, sizeof *errs, cmp_double);
+    qsort(errs, ne, sizeof *errs, bench_cmp_double);
     medians[i] = ne ? errs[ne / 2] : 0;
     if (ne && errs[ne - 1] > worst) worst = errs[ne - 1], worst_call = i;
   }
-  qsort(medians, n, sizeof *medians, cmp_double);
+  qsort(medians, n, sizeof *medians, bench_cmp_double);
   const struct call *w = &calls[worst_call];
   printf("{\"calls\": %zu, \"max_err\": %.3e, \"median_err\": %.3e, \"worst_call\": \"%c%c %dx%dx%d\"}\n", n, worst,
          n ? medians[n / 2] : 0, w->ta, w->tb, w->m, w->n, w->k);

@@ -5,7 +5,7 @@ attention and adaLN (n = batch: skinny) shapes, each as NN, NT and TN (--only
 NAME: those whose name contains NAME), in f32 and f64 (or bf16: bf16 A and
 B, f32 C, HCOps' sbgemm_ against oneDNN's dnnl_gemm_bf16bf16f32 and matmul
 primitive), on 1 and 2 threads.
-Every (library, case) runs in its own process (build/perf/hcops-replay on a
+Every (library, case) runs in its own process (build/tools/hcops-replay on a
 one-shape trace); the library order rotates case by case and round by round.
 Reports the median GFLOPS over rounds, the % of the peak measured by
 hcops-peak on as many threads (FMA; bf16: the dot-product or AMX peak), and hcops' speedup over the fastest peer as the

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_util.h"
 
 #define BATCHES 7
 
@@ -33,25 +34,9 @@ static size_t page;
  * can neither elide a malloc/free pair nor drop the stores before free. */
 #define KEEP(p) __asm__ volatile("" : : "r"(p) : "memory")
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* ns per iteration of one batch */
 static double small_batch(size_t size, size_t align) {
-  const double t0 = now();
+  const double t0 = 1e9 * bench_now_s();
   for (long i = 0; i < small_iters; ++i) {
     void *p = NULL;
     if (align) {
@@ -62,11 +47,11 @@ static double small_batch(size_t size, size_t align) {
     KEEP(p);
     free(p);
   }
-  return (now() - t0) / small_iters;
+  return (1e9 * bench_now_s() - t0) / small_iters;
 }
 
 static double large_batch(size_t size, int touch, long iters) {
-  const double t0 = now();
+  const double t0 = 1e9 * bench_now_s();
   for (long i = 0; i < iters; ++i) {
     char *p = malloc(size);
     if (!p) {
@@ -78,14 +63,14 @@ static double large_batch(size_t size, int touch, long iters) {
     KEEP(p);
     free(p);
   }
-  return (now() - t0) / iters;
+  return (1e9 * bench_now_s() - t0) / iters;
 }
 
 static double measure_small(size_t size, size_t align) {
   double t[BATCHES];
   small_batch(size, align);
   for (int b = 0; b < BATCHES; ++b) t[b] = small_batch(size, align);
-  return median(t, BATCHES);
+  return bench_median(t, BATCHES);
 }
 
 static double measure_large(size_t size, int touch) {
@@ -93,7 +78,7 @@ static double measure_large(size_t size, int touch) {
   double t[BATCHES];
   large_batch(size, touch, iters);
   for (int b = 0; b < BATCHES; ++b) t[b] = large_batch(size, touch, iters);
-  return median(t, BATCHES);
+  return bench_median(t, BATCHES);
 }
 
 /* Two threads allocate at once: the interposer must not add a shared lock or

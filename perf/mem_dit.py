@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times a DiT training step (perf/dit/dit.py) and one large SGEMM
-(build/perf/hcops-replay on a one-shape trace) with HCOps' BLAS under different
+(build/tools/hcops-replay on a one-shape trace) with HCOps' BLAS under different
 allocators, alternating them round by round (each run in its own process, the
 order rotated every round). Reports medians over rounds and, per round, the
 ratio to libhcops.so alone; the huge-page effect is the ratio base / thp of the

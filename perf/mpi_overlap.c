@@ -49,24 +49,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include "bench_util.h"
 
 #define MAX_ITERS 10000
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static double minimum(const double *v, int n) {
   double m = v[0];
@@ -103,18 +88,18 @@ static double busy_unit_s; /* seconds per unit, calibrated at start */
 static void calibrate_busy(void) {
   long units = busy_unit_s > 0 ? (long)(2e-3 / busy_unit_s) + 1 : 16;
   for (;;) { /* grow until a batch lasts >= 2 ms */
-    const double t0 = now();
+    const double t0 = bench_now_s();
     busy_units(units);
-    if (now() - t0 >= 2e-3) break;
+    if (bench_now_s() - t0 >= 2e-3) break;
     units *= 2;
   }
   double per[5];
   for (int r = 0; r < 5; ++r) {
-    const double t0 = now();
+    const double t0 = bench_now_s();
     busy_units(units);
-    per[r] = (now() - t0) / units;
+    per[r] = (bench_now_s() - t0) / units;
   }
-  busy_unit_s = median(per, 5);
+  busy_unit_s = bench_median(per, 5);
 }
 
 enum kind { BUSY, IDLE };
@@ -244,13 +229,13 @@ static void overlap_loop(enum kind k, double target, const float *send, float *r
   }
   for (int i = 0; i < iters; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = now();
+    const double t0 = bench_now_s();
     MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
-    const double c0 = now();
+    const double c0 = bench_now_s();
     compute(k, target);
-    const double c1 = now();
+    const double c1 = bench_now_s();
     MPI_Wait(&req, MPI_STATUS_IGNORE);
-    overall[i] = now() - t0;
+    overall[i] = bench_now_s() - t0;
     comp[i] = c1 - c0;
   }
 }
@@ -327,13 +312,13 @@ int main(int argc, char **argv) {
       const int nwarm = o.warmup < 3 ? 3 : o.warmup;
       for (int i = 0; i < nwarm; ++i) {
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = now();
+        const double t0 = bench_now_s();
         MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
-        pure[i] = now() - t0;
+        pure[i] = bench_now_s() - t0;
       }
       /* Every rank must use the same counts: all derive them from t_max. */
-      const double t_est = median(pure, nwarm);
+      const double t_est = bench_median(pure, nwarm);
       double t_max = 0;
       MPI_Allreduce(&t_est, &t_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       int iters = o.iters;
@@ -347,13 +332,13 @@ int main(int argc, char **argv) {
       /* Pure communication. */
       for (int i = 0; i < iters; ++i) {
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = now();
+        const double t0 = bench_now_s();
         MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
-        pure[i] = now() - t0;
+        pure[i] = bench_now_s() - t0;
       }
       const double pure_min = mean_over_ranks(minimum(pure, iters), nranks);
-      const double pure_med = mean_over_ranks(median(pure, iters), nranks);
+      const double pure_med = mean_over_ranks(bench_median(pure, iters), nranks);
 
       /* Overlap: the same comm with compute as long as the pure comm. */
       const double target = pure_med;
@@ -363,9 +348,9 @@ int main(int argc, char **argv) {
       }
       overlap_loop(k, target, send, recv, count, o.warmup, iters, overall, comp);
       for (int i = 0; i < iters; ++i) exposed[i] = overall[i] - comp[i];
-      const double comp_med = mean_over_ranks(median(comp, iters), nranks);
-      const double overall_med = mean_over_ranks(median(overall, iters), nranks);
-      const double exposed_med = mean_over_ranks(median(exposed, iters), nranks);
+      const double comp_med = mean_over_ranks(bench_median(comp, iters), nranks);
+      const double overall_med = mean_over_ranks(bench_median(overall, iters), nranks);
+      const double exposed_med = mean_over_ranks(bench_median(exposed, iters), nranks);
       double overlap = 100.0 * (1.0 - exposed_med / pure_med);
       if (overlap < 0) overlap = 0;
 
@@ -379,8 +364,8 @@ int main(int argc, char **argv) {
         if (fiters < 10) fiters = 10;
         if (fiters > iters) fiters = iters;
         overlap_loop(k, fix_target, send, recv, count, o.warmup, fiters, overall, comp);
-        fix_comp = mean_over_ranks(median(comp, fiters), nranks);
-        fix_overall = mean_over_ranks(median(overall, fiters), nranks);
+        fix_comp = mean_over_ranks(bench_median(comp, fiters), nranks);
+        fix_overall = mean_over_ranks(bench_median(overall, fiters), nranks);
       }
       if (rank == 0) {
         printf("%10zu %6d %11.1f %11.1f %11.1f %11.1f %11.1f %6.2f %8.1f", bytes, iters, pure_med * 1e6, pure_min * 1e6,

@@ -18,7 +18,7 @@ threads). Each round runs every case once in every library, the library
 order rotated from case to case and round to round; the figures are
 medians over rounds, and the speed-ups medians of the per-round ratios.
 The memory bound of a call is the bytes it must move (benchlib/ops.py) at
-the STREAM triad bandwidth build/perf/hcops-stream measures on as many
+the STREAM triad bandwidth build/tools/hcops-stream measures on as many
 threads at the start of each round. Before timing, one oneDNN call per
 operator, direction and datatype is checked against PyTorch's result on the
 same inputs (and HCOps' on them), so that the peers compute one function.

@@ -15,9 +15,15 @@ MULTIARCH = "/usr/lib/x86_64-linux-gnu"
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 
 
+# The measuring programs hcops-prof runs too (hcops-replay, hcops-peak,
+# hcops-stream, hcops-dnnl-replay) are built in build/tools/, the others in
+# build/perf/.
+TOOLS_PROGRAMS = ("hcops-replay", "hcops-peak", "hcops-stream", "hcops-dnnl-replay")
+
+
 def program(name):
-    """A benchmark program built in build/perf/ (hcops-replay, hcops-peak, ...)."""
-    return os.path.join(BUILD, "perf", name)
+    """A benchmark program of the build (build/perf/ or build/tools/)."""
+    return os.path.join(BUILD, "tools" if name in TOOLS_PROGRAMS else "perf", name)
 
 
 def require(*paths):

@@ -1,6 +1,6 @@
 """What perf/ops_bench.py runs the operators in: the PyTorch workers
 (perf/ops_worker.py, HCOps and stock PyTorch), oneDNN's primitive
-(build/perf/hcops-dnnl-ops) and the STREAM triad (build/perf/hcops-stream)."""
+(build/perf/hcops-dnnl-ops) and the STREAM triad (build/tools/hcops-stream)."""
 import json
 import os
 import subprocess

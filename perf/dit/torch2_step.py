@@ -53,7 +53,7 @@ def step_flops(model, batch, tokens=256):
 def peak_gflops(threads):
     """{"f32_gflops", "bf16_gflops"}: the best kernel family's rate at `threads`
     threads as hcops-peak measures it now (its own processes, this machine)."""
-    peak = os.path.join(BUILD, "perf", "hcops-peak")
+    peak = os.path.join(BUILD, "tools", "hcops-peak")
     try:
         out = subprocess.run([peak, "--json"], capture_output=True, text=True, timeout=600).stdout
         data = json.loads(out.splitlines()[-1])

@@ -9,7 +9,7 @@
 // and xerbla_("SBGEMM ", info) with the length OpenBLAS passes,
 // sizeof("SBGEMM ") = 8. Its quick returns are OpenBLAS's (m or n zero)
 // plus ours for alpha or k zero with beta one, which leave C as it is.
-#include "blas_abi.h"
+#include "shim/common/blas_abi.h"
 #include "shim/common/gemm_call.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "blas_abi.h"
+#include "shim/common/blas_abi.h"
 
 static int is_trans(char t) { return t == 'T' || t == 't' || t == 'C' || t == 'c'; }
 static int is_notrans(char t) { return t == 'N' || t == 'n'; }

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blas_abi.h"
+#include "shim/common/blas_abi.h"
 #include "cblas.h"
-#include "../cblas/cblas_state.h"
+#include "shim/common/cblas_state.h"
 
 /* The frame of this thread's xerbla_ that is calling the application's
  * handler. A handler that calls xerbla_ again (ours, through the global

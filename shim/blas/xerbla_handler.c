@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blas_abi.h"
+#include "shim/common/blas_abi.h"
 #include "common/fp_env.h"
 
 #define MAX_OBJECTS 512

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cblas.h"
-#include "cblas_state.h"
+#include "shim/common/cblas_state.h"
 
 static int caller_position(int p, const char *rout) {
   if (!RowMajorStrg || !strstr(rout, "gemm")) return p;

@@ -12,9 +12,9 @@
 //    RowMajorStrg is set.
 #include <utility>
 
-#include "../blas/blas_abi.h"
+#include "shim/common/blas_abi.h"
 #include "cblas.h"
-#include "cblas_state.h"
+#include "shim/common/cblas_state.h"
 #include "shim/common/gemm_call.h"
 
 namespace {

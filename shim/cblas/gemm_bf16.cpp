@@ -24,7 +24,7 @@
 #include <cstring>
 #include <utility>
 
-#include "../blas/blas_abi.h"
+#include "shim/common/blas_abi.h"
 #include "cblas.h"
 #include "shim/common/gemm_call.h"
 

@@ -13,6 +13,9 @@
 #include "cblas.h"
 #include "hcops.h"
 
+#include "config.h"
+
+#ifdef HCOPS_HAVE_DNNL
 /* The oneDNN layer (shim/dnnl/): its two GEMMs, and a forwarded call that
  * opens the real libdnnl (whose constructors run in the caller's thread).
  * Declared here: the test links no libdnnl. */
@@ -20,6 +23,7 @@ int dnnl_sgemm(char, char, long, long, long, float, const float *, long, const f
 int dnnl_gemm_bf16bf16f32(char, char, long, long, long, float, const bfloat16 *, long, const bfloat16 *, long, float,
                           float *, long);
 const void *dnnl_version(void);
+#endif
 
 void sgemm_(const char *, const char *, const int *, const int *, const int *, const float *, const float *,
             const int *, const float *, const int *, const float *, float *, const int *);
@@ -71,10 +75,12 @@ int main(void) {
   FP_CHECK(sbgemm_("N", "T", &n, &n, &n, &sone, ba, &n, bb, &n, &szero, bc, &n));
   FP_CHECK(cblas_sbgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, N, N, 1, ba, N, bb, N, 1, bc, N));
   FP_CHECK(cblas_gemm_bf16bf16f32(CblasColMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, ba, N, bb, N, 0, bc, N));
+#ifdef HCOPS_HAVE_DNNL
   static float dnnl_c[N * N];
   FP_CHECK(dnnl_sgemm('N', 'T', N, N, N, 1, sa, N, sb, N, 0, dnnl_c, N));
   FP_CHECK(dnnl_gemm_bf16bf16f32('T', 'N', N, N, N, 1, ba, N, bb, N, 1, dnnl_c, N));
   FP_CHECK(dnnl_version());
+#endif
   FP_CHECK(sgemm_("N", "N", &bad, &n, &n, &sone, sa, &n, sb, &n, &szero, sc, &n));
   FP_CHECK(daxpy_(&n, &done, da, &inc, dc, &inc));
   FP_CHECK(sscal_(&n, &stwo, sc, &inc));

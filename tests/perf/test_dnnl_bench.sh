@@ -12,6 +12,7 @@
 # their CSV files parse with a row per primitive / configuration and step.
 set -u
 perf="${HCOPS_PERF_BUILDDIR:?set by tests/perf/perf.am}"
+tools="${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}"
 lib="${HCOPS_LIB:?set by tests/Makefile.am}"
 src="${srcdir:-../../tests}/../perf"
 py=${PYTHON:-/usr/bin/python3}
@@ -36,7 +37,7 @@ CSV
 # verbose round trip of every rebuilt row.
 for how in stock preloaded; do
   if [ $how = stock ]; then pre=; else pre=$lib; fi
-  LD_PRELOAD=$pre OMP_NUM_THREADS=2 ONEDNN_VERBOSE=1 "$perf/hcops-dnnl-replay" --quick "$tmp/prims.csv" \
+  LD_PRELOAD=$pre OMP_NUM_THREADS=2 ONEDNN_VERBOSE=1 "$tools/hcops-dnnl-replay" --quick "$tmp/prims.csv" \
     >"$tmp/$how.out" 2>"$tmp/$how.err"
   rc=$?
   cat "$tmp/$how.err"

@@ -7,13 +7,14 @@
 # is checked element by element. Each exits non-zero on a wrong result.
 set -eu
 perf="${HCOPS_PERF_BUILDDIR:?set by tests/perf/perf.am}"
+tools="${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}"
 status=0
 for t in 1 2; do
   if ! OMP_NUM_THREADS=$t "$perf/hcops-dnnl-ops" --selftest --quick; then
     echo "FAIL: hcops-dnnl-ops --selftest on $t thread(s)"
     status=1
   fi
-  if ! OMP_NUM_THREADS=$t "$perf/hcops-stream" --quick; then
+  if ! OMP_NUM_THREADS=$t "$tools/hcops-stream" --quick; then
     echo "FAIL: hcops-stream on $t thread(s)"
     status=1
   fi

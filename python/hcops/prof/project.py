@@ -4,7 +4,7 @@ round by round; per call the median over rounds of its time per call, and
 per part and for the whole log what each library would take (calls × time
 per call).
 
-  GEMM calls: hcops-replay (perf/replay.c) with a trace of the call repeated
+  GEMM calls: hcops-replay (tools/replay.c) with a trace of the call repeated
     so that one pass lasts about 5 ms; the fastest of its passes, divided by
     the repetitions. Leading dimensions the call had are kept where they are
     valid column-major ones (a cblas row-major call's may not be): otherwise
@@ -15,7 +15,7 @@ per call).
     mkl and onednn (perf/gemm_replay.py sets one up in build/anchors-venv):
     MKL's sgemm_/dgemm_/cblas_gemm_bf16bf16f32 and oneDNN 3.x's dnnl_sgemm
     and dnnl_gemm_bf16bf16f32 too.
-  oneDNN primitives: hcops-dnnl-replay (perf/dnnl_replay.c) rebuilds them from
+  oneDNN primitives: hcops-dnnl-replay (tools/dnnl_replay.c) rebuilds them from
     their verbose fields; run with libdnnl alone (oneDNN) and with libhcops.so
     preloaded (HCOps). What it cannot rebuild is said and kept at the log's time.
   Operators and MPI calls are not replayed: their measured time is carried

@@ -39,7 +39,6 @@ void trace_fill(void *x, size_t n, size_t stride, enum elem kind);
 
 uint16_t to_bf16(float f); /* round to nearest even, NaN kept quiet */
 float from_bf16(uint16_t h);
-double now_s(void);
 
 struct timing {
   double linear_s, attention_s;         /* of the fastest pass */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_util.h"
 
 size_t call_a_elems(const struct call *c) { return (size_t)c->lda * (c->ta == 'N' ? c->k : c->m); }
 size_t call_b_elems(const struct call *c) { return (size_t)c->ldb * (c->tb == 'N' ? c->n : c->k); }
@@ -72,12 +73,6 @@ void trace_fill(void *x, size_t n, size_t stride, enum elem kind) {
   }
 }
 
-double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 struct timing trace_time(const struct trace *t, int repeats, void (*run)(const struct call *, void *), void *ctx) {
   double flops[2] = {0, 0}, best[2] = {1e30, 1e30};
   for (size_t i = 0; i < t->n; ++i)
@@ -85,9 +80,9 @@ struct timing trace_time(const struct trace *t, int repeats, void (*run)(const s
   for (int r = 0; r <= repeats; ++r) {
     double part[2] = {0, 0};
     for (size_t i = 0; i < t->n; ++i) {
-      const double t0 = now_s();
+      const double t0 = bench_now_s();
       run(&t->calls[i], ctx);
-      part[call_is_attention(&t->calls[i])] += now_s() - t0;
+      part[call_is_attention(&t->calls[i])] += bench_now_s() - t0;
     }
     if (r == 0) continue; /* warm-up */
     if (part[0] + part[1] < best[0] + best[1]) {

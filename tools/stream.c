@@ -14,19 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_util.h"
 
 #define PROG "hcops-stream"
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* One triad pass; noinline so that every pass really runs. */
 __attribute__((noinline)) static void triad(double *restrict a, const double *restrict b, const double *restrict c,
@@ -67,16 +57,16 @@ int main(int argc, char **argv) {
   for (long i = 0; i < n; ++i) a[i] = 0, b[i] = 1, c[i] = 2;
   triad(a, b, c, 3, n);
   for (int r = 0; r < reps; ++r) {
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     triad(a, b, c, 3, n);
-    t[r] = now_s() - t0;
+    t[r] = bench_now_s() - t0;
   }
   for (long i = 0; i < n; ++i)
     if (a[i] != 7) {
       fprintf(stderr, PROG ": a[%ld] = %g after the triad, expected 7\n", i, a[i]);
       return 1;
     }
-  qsort(t, reps, sizeof *t, cmp_double);
+  qsort(t, reps, sizeof *t, bench_cmp_double);
   const double bytes = 3.0 * sizeof(double) * n;
   printf(
       "{\"threads\": %d, \"mib_per_array\": %ld, \"reps\": %d, \"triad_gbs_best\": %.2f, \"triad_gbs_median\": %.2f}\n",

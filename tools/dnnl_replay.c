@@ -48,6 +48,7 @@
 
 #define PROG "hcops-dnnl-replay"
 #include "dnnl_check.h"
+#include "bench_util.h"
 
 #define MAX_POST_OPS 4
 #define CHECKED_ELEMS 64
@@ -246,14 +247,6 @@ static const char *parse_row(char *line, struct primitive *p) {
 
 /* ---- memory and the reference --------------------------------------------- */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double uniform(void) { /* xorshift64* in [-1, 1): the same data every run */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return -1 + 2 * (((rng_state * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53);
-}
-
 static size_t elem_size(dnnl_data_type_t dt) { return dt == dnnl_f32 ? 4 : 2; }
 
 static double load(const void *base, dnnl_data_type_t dt, size_t i) {
@@ -263,7 +256,7 @@ static double load(const void *base, dnnl_data_type_t dt, size_t i) {
 
 static void fill(void *base, dnnl_data_type_t dt, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    const float v = (float)uniform();
+    const float v = (float)bench_uniform(-1, 1);
     if (dt == dnnl_f32) ((float *)base)[i] = v;
     else ((uint16_t *)base)[i] = to_bf16(v);
   }
@@ -371,17 +364,6 @@ static dnnl_memory_desc_t md_of(const struct tensor *t) {
   return md;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 struct result {
   double ms, min_ms, err;
   char impl[64];
@@ -445,12 +427,12 @@ static void measure(const struct primitive *p, dnnl_engine_t engine, dnnl_stream
   CHECK(dnnl_stream_wait(stream));
   double *t = malloc(repeats * sizeof *t);
   for (int i = 0; i < repeats; ++i) {
-    const double t0 = now_ms();
+    const double t0 = 1e3 * bench_now_s();
     CHECK(dnnl_primitive_execute(prim, stream, nargs, args));
     CHECK(dnnl_stream_wait(stream));
-    t[i] = now_ms() - t0;
+    t[i] = 1e3 * bench_now_s() - t0;
   }
-  qsort(t, repeats, sizeof *t, cmp_double);
+  qsort(t, repeats, sizeof *t, bench_cmp_double);
   r->min_ms = t[0];
   r->ms = repeats % 2 ? t[repeats / 2] : 0.5 * (t[repeats / 2 - 1] + t[repeats / 2]);
   free(t);

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_util.h"
 
 #define CHAINS 12
 #define ITERS (1L << 23) /* ~30 ms per run at this CPU's peak */
@@ -155,12 +156,6 @@ struct worker {
   double t0, t1;
 };
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
 static volatile double sink;
 
 static void *work(void *arg) {
@@ -172,9 +167,9 @@ static void *work(void *arg) {
     pthread_setaffinity_np(pthread_self(), sizeof one, &one); /* best effort: a container may refuse */
   }
   pthread_barrier_wait(w->start);
-  w->t0 = now();
+  w->t0 = bench_now_s();
   sink = w->k->loop();
-  w->t1 = now();
+  w->t1 = bench_now_s();
   return NULL;
 }
 
