@@ -9,7 +9,7 @@
 // E[x^2] - E[x]^2 would lose it all; the sums are blocked and pairwise
 // (row_loops.h), so the error does not grow with the row's length beyond
 // a few ulps per doubling: rstd within 1e-7 relative of the f64 value on a
-// row of 9.4 M uniform elements (tests/engine/test_ops_layer_norm).
+// row of 9.4 M uniform elements (tests/ops/test_ops_layer_norm).
 // rstd = 1 / sqrt(max(var, 0) + eps) as PyTorch. x / n keeps m0 finite for
 // rows near FLT_MAX (a row of 3e38: mean 3e38, var 0, as PyTorch).
 // Non-finite cases: a NaN or an Inf in a row makes its mean (Inf - Inf in

@@ -10,7 +10,7 @@
 // instead of a denormal). IEEE special values: exp(+Inf) = +Inf, exp(-Inf)
 // = 0, overflow gives +Inf, underflow 0 or a denormal, tanh and erf saturate
 // to +-1, odd functions keep -0; NaN propagates through every function.
-// tests/engine/test_ops_eltwise checks exp, sigmoid and erfc through the
+// tests/ops/test_ops_eltwise checks exp, sigmoid and erfc through the
 // GeLU and SiLU kernels.
 //
 // The polynomial coefficients are minimax-like fits (iteratively reweighted

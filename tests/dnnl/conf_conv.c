@@ -13,7 +13,7 @@ void run_conv(const conv_problem *p, uint64_t seed, conf_result *r) {
                      dmd = md_tag(4, dd, dnnl_f32, dnnl_nchw), bmd = md_tag(1, &p->OC, dnnl_f32, dnnl_a);
   dnnl_dims_t strides = {1, 1}, pad = {1, 1};
   dnnl_convolution_desc_t desc;
-  CHECK(dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wmd,
+  CHECK_DNNL(dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wmd,
                                            p->with_bias ? &bmd : NULL, &dmd, strides, pad, pad));
   dnnl_status_t status;
   dnnl_primitive_desc_t pd = make_pd(&desc, NULL, NULL, 0, &status);
@@ -23,7 +23,7 @@ void run_conv(const conv_problem *p, uint64_t seed, conf_result *r) {
     return;
   }
   dnnl_primitive_t prim;
-  CHECK(dnnl_primitive_create(&prim, pd));
+  CHECK_DNNL(dnnl_primitive_create(&prim, pd));
   tensor src = tensor_new(&smd), wei = tensor_new(&wmd), dst = tensor_new(&dmd), bias = tensor_new(&bmd);
   tensor_fill(&src, &rng, -1, 1);
   tensor_fill(&wei, &rng, -1, 1);
@@ -33,8 +33,8 @@ void run_conv(const conv_problem *p, uint64_t seed, conf_result *r) {
                              {DNNL_ARG_DST, tensor_memory(&dst)},
                              {DNNL_ARG_BIAS, tensor_memory(&bias)}};
   int nargs = p->with_bias ? 4 : 3;
-  CHECK(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
-  CHECK(dnnl_stream_wait(conf_stream()));
+  CHECK_DNNL(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
+  CHECK_DNNL(dnnl_stream_wait(conf_stream()));
   r->executions = 1;
 
   dnnl_dims_t di = {0};
@@ -62,6 +62,6 @@ void run_conv(const conv_problem *p, uint64_t seed, conf_result *r) {
 
   for (int i = 0; i < 4; ++i) dnnl_memory_destroy(args[i].memory);
   tensor_free(&src), tensor_free(&wei), tensor_free(&dst), tensor_free(&bias);
-  CHECK(dnnl_primitive_destroy(prim));
-  CHECK(dnnl_primitive_desc_destroy(pd));
+  CHECK_DNNL(dnnl_primitive_destroy(prim));
+  CHECK_DNNL(dnnl_primitive_desc_destroy(pd));
 }

@@ -75,7 +75,7 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
     dnnl_memory_desc_t hs = md_tag(s.nd, s.src, low, act_tag), hw = md_tag(s.nd, s.wei, low, wei_tag),
                        hd = md_tag(2, s.dst, low, dnnl_nc);
     dnnl_inner_product_desc_t fwd;
-    CHECK(dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &hs, &hw, NULL, &hd));
+    CHECK_DNNL(dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &hs, &hw, NULL, &hd));
     hint = make_pd(&fwd, NULL, NULL, 0, &status);
     if (!hint) {
       r->skipped = "no forward implementation for the hint";
@@ -87,11 +87,11 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
   switch (p->dir) {
     case IP_FWD_TRAINING:
     case IP_FWD_INFERENCE:
-      CHECK(dnnl_inner_product_forward_desc_init(
+      CHECK_DNNL(dnnl_inner_product_forward_desc_init(
           &desc, p->dir == IP_FWD_TRAINING ? dnnl_forward_training : dnnl_forward_inference, &smd, &wmd, bmdp, &dmd));
       break;
-    case IP_BWD_DATA: CHECK(dnnl_inner_product_backward_data_desc_init(&desc, &smd, &wmd, &dmd)); break;
-    case IP_BWD_WEIGHTS: CHECK(dnnl_inner_product_backward_weights_desc_init(&desc, &smd, &wmd, bmdp, &dmd)); break;
+    case IP_BWD_DATA: CHECK_DNNL(dnnl_inner_product_backward_data_desc_init(&desc, &smd, &wmd, &dmd)); break;
+    case IP_BWD_WEIGHTS: CHECK_DNNL(dnnl_inner_product_backward_weights_desc_init(&desc, &smd, &wmd, bmdp, &dmd)); break;
   }
   dnnl_primitive_attr_t attr = make_attr(p->po, p->npo, 0, 0, NULL, NULL);
   dnnl_primitive_desc_t pd = make_pd(&desc, attr, hint, p->use_iterator, &status);
@@ -103,7 +103,7 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
     return;
   }
   dnnl_primitive_t prim;
-  CHECK(dnnl_primitive_create(&prim, pd));
+  CHECK_DNNL(dnnl_primitive_create(&prim, pd));
   r->primitive = prim;
 
   tensor src = tensor_new(&smd), wei = tensor_new(&wmd), dst = tensor_new(&dmd), bias = {0};
@@ -127,8 +127,8 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
   args[nargs++] = (dnnl_exec_arg_t){wei_arg, tensor_memory(&wei)};
   args[nargs++] = (dnnl_exec_arg_t){dst_arg, tensor_memory(&dst)};
   if (bias.data) args[nargs++] = (dnnl_exec_arg_t){bwd ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS, tensor_memory(&bias)};
-  CHECK(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
-  CHECK(dnnl_stream_wait(conf_stream()));
+  CHECK_DNNL(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
+  CHECK_DNNL(dnnl_stream_wait(conf_stream()));
   r->executions = 1;
   const tensor *out = p->dir == IP_BWD_DATA ? &src : p->dir == IP_BWD_WEIGHTS ? &wei : &dst;
   if (md_nelems(&out->md) == 0) r->empty_executions = 1;
@@ -195,6 +195,6 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
   for (int i = 0; i < nargs; ++i) dnnl_memory_destroy(args[i].memory);
   tensor_free(&src), tensor_free(&wei), tensor_free(&dst), tensor_free(&old);
   if (bias.data) tensor_free(&bias);
-  CHECK(dnnl_primitive_destroy(prim));
-  CHECK(dnnl_primitive_desc_destroy(pd));
+  CHECK_DNNL(dnnl_primitive_destroy(prim));
+  CHECK_DNNL(dnnl_primitive_desc_destroy(pd));
 }

@@ -58,12 +58,12 @@ static void fill_for(tensor *t, uint64_t *rng) {
 static void reorder(const tensor *from, tensor *to) {
   dnnl_primitive_desc_t rpd;
   dnnl_primitive_t prim;
-  CHECK(dnnl_reorder_primitive_desc_create(&rpd, &from->md, conf_engine(), &to->md, conf_engine(), NULL));
-  CHECK(dnnl_primitive_create(&prim, rpd));
+  CHECK_DNNL(dnnl_reorder_primitive_desc_create(&rpd, &from->md, conf_engine(), &to->md, conf_engine(), NULL));
+  CHECK_DNNL(dnnl_primitive_create(&prim, rpd));
   dnnl_memory_t mf = tensor_memory(from), mt = tensor_memory(to);
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, mf}, {DNNL_ARG_TO, mt}};
-  CHECK(dnnl_primitive_execute(prim, conf_stream(), 2, args));
-  CHECK(dnnl_stream_wait(conf_stream()));
+  CHECK_DNNL(dnnl_primitive_execute(prim, conf_stream(), 2, args));
+  CHECK_DNNL(dnnl_stream_wait(conf_stream()));
   dnnl_memory_destroy(mf);
   dnnl_memory_destroy(mt);
   dnnl_primitive_destroy(prim);
@@ -146,12 +146,12 @@ static void execute_once(const mm_problem *p, dnnl_primitive_t prim, const dnnl_
   }
 
   const_dnnl_primitive_desc_t pd;
-  CHECK(dnnl_primitive_get_primitive_desc(prim, &pd));
+  CHECK_DNNL(dnnl_primitive_get_primitive_desc(prim, &pd));
   tensor scratch = tensor_new(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
   args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, tensor_memory(&scratch)};
 
-  CHECK(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
-  CHECK(dnnl_stream_wait(conf_stream()));
+  CHECK_DNNL(dnnl_primitive_execute(prim, conf_stream(), nargs, args));
+  CHECK_DNNL(dnnl_stream_wait(conf_stream()));
   tensor_free(&scratch);
   r->executions++;
   if (md_nelems(&dmd) == 0) r->empty_executions++;
@@ -246,12 +246,12 @@ int mm_prepare(const mm_problem *p, mm_prepared *out) {
   }
   dnnl_memory_desc_t src1_md = md_strided(nd, s.ddims, dnnl_f32, NULL);
   dnnl_primitive_attr_t attr = make_attr(p->po, p->npo, nscales, mask, scales, &src1_md);
-  if (p->src_zp) CHECK(dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &p->src_zp));
+  if (p->src_zp) CHECK_DNNL(dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &p->src_zp));
   /* A scratchpad per execution, as PyTorch gives one: libdnnl's own (mode
    * library) belongs to the primitive, and two threads executing a shared
    * primitive at once would then share it (oneDNN 2.6 without
    * DNNL_ENABLE_CONCURRENT_EXEC, Debian's build: wrong results, stock). */
-  CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+  CHECK_DNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
 
   dnnl_matmul_desc_t desc;
   if (dnnl_matmul_desc_init(&desc, &smd, &wmd, bmdp, &dmd) != dnnl_success) {
@@ -271,7 +271,7 @@ int mm_prepare(const mm_problem *p, mm_prepared *out) {
   const dnnl_memory_desc_t *w = &out->wei_layout;
   if (p->wei_any && w->format_kind == dnnl_blocked && w->format_desc.blocking.inner_nblks == 0)
     out->skipped = "the library chose a plain weights layout";
-  CHECK(dnnl_primitive_create(&out->prim, pd));
+  CHECK_DNNL(dnnl_primitive_create(&out->prim, pd));
   return out->skipped == NULL;
 }
 
@@ -282,8 +282,8 @@ void mm_execute(const mm_problem *p, const mm_prepared *pp, uint64_t seed, conf_
 }
 
 void mm_release(mm_prepared *pp) {
-  if (pp->prim) CHECK(dnnl_primitive_destroy(pp->prim));
-  if (pp->pd) CHECK(dnnl_primitive_desc_destroy(pp->pd));
+  if (pp->prim) CHECK_DNNL(dnnl_primitive_destroy(pp->prim));
+  if (pp->pd) CHECK_DNNL(dnnl_primitive_desc_destroy(pp->pd));
   pp->prim = NULL, pp->pd = NULL;
 }
 

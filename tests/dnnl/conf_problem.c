@@ -73,23 +73,23 @@ void result_account(conf_result *r, double got, refval want) {
 dnnl_primitive_attr_t make_attr(const post_op *po, int npo, int nscales, int scale_mask, const float *scales,
                                 const dnnl_memory_desc_t *src1_md) {
   dnnl_primitive_attr_t attr;
-  CHECK(dnnl_primitive_attr_create(&attr));
-  if (nscales) CHECK(dnnl_primitive_attr_set_output_scales(attr, nscales, scale_mask, scales));
+  CHECK_DNNL(dnnl_primitive_attr_create(&attr));
+  if (nscales) CHECK_DNNL(dnnl_primitive_attr_set_output_scales(attr, nscales, scale_mask, scales));
   if (npo) {
     dnnl_post_ops_t ops;
-    CHECK(dnnl_post_ops_create(&ops));
+    CHECK_DNNL(dnnl_post_ops_create(&ops));
     for (int i = 0; i < npo; ++i) {
       switch (po[i].kind) {
-        case PO_SUM: CHECK(dnnl_post_ops_append_sum(ops, po[i].scale)); break;
+        case PO_SUM: CHECK_DNNL(dnnl_post_ops_append_sum(ops, po[i].scale)); break;
         case PO_ELTWISE:
-          CHECK(dnnl_post_ops_append_eltwise(ops, po[i].scale, po[i].alg, po[i].alpha, po[i].beta));
+          CHECK_DNNL(dnnl_post_ops_append_eltwise(ops, po[i].scale, po[i].alg, po[i].alpha, po[i].beta));
           break;
-        case PO_BINARY_ADD: CHECK(dnnl_post_ops_append_binary(ops, dnnl_binary_add, src1_md)); break;
+        case PO_BINARY_ADD: CHECK_DNNL(dnnl_post_ops_append_binary(ops, dnnl_binary_add, src1_md)); break;
         default: break;
       }
     }
-    CHECK(dnnl_primitive_attr_set_post_ops(attr, ops));
-    CHECK(dnnl_post_ops_destroy(ops));
+    CHECK_DNNL(dnnl_primitive_attr_set_post_ops(attr, ops));
+    CHECK_DNNL(dnnl_post_ops_destroy(ops));
   }
   return attr;
 }
@@ -105,7 +105,7 @@ dnnl_primitive_desc_t make_pd(const void *op_desc, const_dnnl_primitive_attr_t a
   *status = dnnl_primitive_desc_iterator_create(&it, op_desc, attr, conf_engine(), hint);
   if (*status != dnnl_success) return NULL;
   pd = dnnl_primitive_desc_iterator_fetch(it);
-  CHECK(dnnl_primitive_desc_iterator_destroy(it));
+  CHECK_DNNL(dnnl_primitive_desc_iterator_destroy(it));
   if (!pd) *status = dnnl_runtime_error;
   return pd;
 }

@@ -19,7 +19,7 @@ void conf_die(const char *file, int line, const char *what, dnnl_status_t status
 
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-static void engine_init(void) { CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0)); }
+static void engine_init(void) { CHECK_DNNL(dnnl_engine_create(&engine, dnnl_cpu, 0)); }
 dnnl_engine_t conf_engine(void) {
   pthread_once(&engine_once, engine_init);
   return engine;
@@ -28,7 +28,7 @@ dnnl_engine_t conf_engine(void) {
 /* Each thread its own stream: a oneDNN stream is not to be shared. */
 static __thread dnnl_stream_t stream;
 dnnl_stream_t conf_stream(void) {
-  if (!stream) CHECK(dnnl_stream_create(&stream, conf_engine(), dnnl_stream_default_flags));
+  if (!stream) CHECK_DNNL(dnnl_stream_create(&stream, conf_engine(), dnnl_stream_default_flags));
   return stream;
 }
 
@@ -93,12 +93,12 @@ dnnl_memory_desc_t md_strided(int ndims, const dnnl_dim_t *dims, dnnl_data_type_
     }
     strides = dense;
   }
-  CHECK(dnnl_memory_desc_init_by_strides(&md, ndims, dims, dt, strides));
+  CHECK_DNNL(dnnl_memory_desc_init_by_strides(&md, ndims, dims, dt, strides));
   return md;
 }
 dnnl_memory_desc_t md_tag(int ndims, const dnnl_dim_t *dims, dnnl_data_type_t dt, dnnl_format_tag_t tag) {
   dnnl_memory_desc_t md;
-  CHECK(dnnl_memory_desc_init_by_tag(&md, ndims, dims, dt, tag));
+  CHECK_DNNL(dnnl_memory_desc_init_by_tag(&md, ndims, dims, dt, tag));
   return md;
 }
 dnnl_dim_t md_nelems(const dnnl_memory_desc_t *md) {
@@ -237,7 +237,7 @@ uint64_t tensor_digest(const tensor *t) {
 
 dnnl_memory_t tensor_memory(const tensor *t) {
   dnnl_memory_t m;
-  CHECK(dnnl_memory_create(&m, &t->md, conf_engine(), t->data));
+  CHECK_DNNL(dnnl_memory_create(&m, &t->md, conf_engine(), t->data));
   return m;
 }
 

@@ -12,7 +12,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 /* A failing call is a failure of the test, not of the problem: exit 2. */
-#define CHECK(call)                                                  \
+#define CHECK_DNNL(call)                                                  \
   do {                                                               \
     dnnl_status_t s_ = (call);                                       \
     if (s_ != dnnl_success) conf_die(__FILE__, __LINE__, #call, s_); \

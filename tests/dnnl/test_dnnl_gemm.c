@@ -31,17 +31,8 @@ typedef dnnl_status_t (*bf16_fn)(char, char, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t,
 
 static sgemm_fn real_sgemm;
 static bf16_fn real_bf16;
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                              \
-      fputc('\n', stderr);                                       \
-      ++failures;                                                \
-    }                                                            \
-  } while (0)
+static int checks, failures;
+#include "common/check.h"
 
 static uint32_t rng = 12345;
 static int rnd(int n) {

@@ -8,14 +8,8 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdio.h>
 
-static int failures;
-#define CHECK(cond)                                              \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      printf("%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                \
-    }                                                            \
-  } while (0)
+static int checks, failures;
+#include "common/check.h"
 
 int main(void) {
   fprintf(stderr, "-- first call\n");

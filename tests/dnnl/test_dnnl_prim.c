@@ -21,14 +21,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#define CHECK(x)                                                                     \
-  do {                                                                               \
-    dnnl_status_t s_ = (x);                                                          \
-    if (s_ != dnnl_success) {                                                        \
-      fprintf(stderr, "test_dnnl_prim: %s:%d: %s: %d\n", __FILE__, __LINE__, #x, s_); \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
+#include "dnnl/conf_util.h" /* CHECK_DNNL, dt_size */
 
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
@@ -55,17 +48,13 @@ static float from_bf16(uint16_t b) {
   return f;
 }
 
-static size_t dt_size(dnnl_data_type_t dt) {
-  return dt == dnnl_f32 || dt == dnnl_s32 ? 4 : dt == dnnl_bf16 ? 2 : 1;
-}
-
 /* A memory for md filled with values of `seed` (its whole span, padding
  * and gaps included). */
 static dnnl_memory_t make_memory(const dnnl_memory_desc_t *md, unsigned seed) {
   dnnl_memory_t m;
-  CHECK(dnnl_memory_create(&m, md, engine, DNNL_MEMORY_ALLOCATE));
+  CHECK_DNNL(dnnl_memory_create(&m, md, engine, DNNL_MEMORY_ALLOCATE));
   void *p;
-  CHECK(dnnl_memory_get_data_handle(m, &p));
+  CHECK_DNNL(dnnl_memory_get_data_handle(m, &p));
   const size_t n = dnnl_memory_desc_get_size(md) / dt_size(md->data_type);
   for (size_t i = 0; i < n; ++i) {
     const float v = value((unsigned)i, seed);
@@ -85,8 +74,8 @@ static dnnl_memory_t make_memory(const dnnl_memory_desc_t *md, unsigned seed) {
 static void dump(const char *name, double tol, dnnl_memory_t m) {
   const dnnl_memory_desc_t *md;
   void *p;
-  CHECK(dnnl_memory_get_memory_desc(m, &md));
-  CHECK(dnnl_memory_get_data_handle(m, &p));
+  CHECK_DNNL(dnnl_memory_get_memory_desc(m, &md));
+  CHECK_DNNL(dnnl_memory_get_data_handle(m, &p));
   const size_t n = dnnl_memory_desc_get_size(md) / dt_size(md->data_type);
   fprintf(out, "%s %g %zu", name, tol, n);
   for (size_t i = 0; i < n; ++i) {
@@ -105,7 +94,7 @@ static void dump(const char *name, double tol, dnnl_memory_t m) {
 
 static void md_init(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *dims, dnnl_data_type_t dt,
                     dnnl_format_tag_t tag) {
-  CHECK(dnnl_memory_desc_init_by_tag(md, nd, dims, dt, tag));
+  CHECK_DNNL(dnnl_memory_desc_init_by_tag(md, nd, dims, dt, tag));
 }
 
 /* On stdout, flushed, where ONEDNN_VERBOSE prints (and flushes) its lines. */
@@ -119,18 +108,18 @@ static void case_begin(const char *name) {
 static dnnl_primitive_t make_primitive(const void *op_desc, const_dnnl_primitive_attr_t attr,
                                        const_dnnl_primitive_desc_t hint) {
   dnnl_primitive_desc_iterator_t it;
-  CHECK(dnnl_primitive_desc_iterator_create(&it, op_desc, attr, engine, hint));
+  CHECK_DNNL(dnnl_primitive_desc_iterator_create(&it, op_desc, attr, engine, hint));
   dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
   dnnl_primitive_t p;
-  CHECK(dnnl_primitive_create(&p, pd));
-  CHECK(dnnl_primitive_desc_destroy(pd));
-  CHECK(dnnl_primitive_desc_iterator_destroy(it));
+  CHECK_DNNL(dnnl_primitive_create(&p, pd));
+  CHECK_DNNL(dnnl_primitive_desc_destroy(pd));
+  CHECK_DNNL(dnnl_primitive_desc_iterator_destroy(it));
   return p;
 }
 
 static void execute(dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args) {
-  CHECK(dnnl_primitive_execute(p, stream, nargs, args));
-  CHECK(dnnl_stream_wait(stream));
+  CHECK_DNNL(dnnl_primitive_execute(p, stream, nargs, args));
+  CHECK_DNNL(dnnl_stream_wait(stream));
 }
 
 struct Post {
@@ -144,22 +133,22 @@ struct Post {
 
 static dnnl_primitive_attr_t make_attr(const struct Post *po, const dnnl_memory_desc_t *binary_md) {
   dnnl_primitive_attr_t attr;
-  CHECK(dnnl_primitive_attr_create(&attr));
+  CHECK_DNNL(dnnl_primitive_attr_create(&attr));
   if (!po) return attr;
   if (po->runtime_oscale) {
     const float rt = DNNL_RUNTIME_F32_VAL;
-    CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &rt));
+    CHECK_DNNL(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &rt));
   } else if (po->oscale != 1.0f) {
-    CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &po->oscale));
+    CHECK_DNNL(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &po->oscale));
   }
   dnnl_post_ops_t ops;
-  CHECK(dnnl_post_ops_create(&ops));
-  if (po->sum != 0.0f) CHECK(dnnl_post_ops_append_sum(ops, po->sum));
+  CHECK_DNNL(dnnl_post_ops_create(&ops));
+  if (po->sum != 0.0f) CHECK_DNNL(dnnl_post_ops_append_sum(ops, po->sum));
   if (po->eltwise != dnnl_alg_kind_undef)
-    CHECK(dnnl_post_ops_append_eltwise(ops, po->escale, po->eltwise, po->alpha, po->beta));
-  if (po->binary) CHECK(dnnl_post_ops_append_binary(ops, dnnl_binary_add, binary_md));
-  CHECK(dnnl_primitive_attr_set_post_ops(attr, ops));
-  CHECK(dnnl_post_ops_destroy(ops));
+    CHECK_DNNL(dnnl_post_ops_append_eltwise(ops, po->escale, po->eltwise, po->alpha, po->beta));
+  if (po->binary) CHECK_DNNL(dnnl_post_ops_append_binary(ops, dnnl_binary_add, binary_md));
+  CHECK_DNNL(dnnl_primitive_attr_set_post_ops(attr, ops));
+  CHECK_DNNL(dnnl_post_ops_destroy(ops));
   return attr;
 }
 
@@ -178,12 +167,12 @@ static void matmul(const char *name, double tol, const dnnl_memory_desc_t *src, 
   if (runtime) {
     dnnl_dims_t rt;
     for (int i = 0; i < DNNL_MAX_NDIMS; ++i) rt[i] = DNNL_RUNTIME_DIM_VAL;
-    CHECK(dnnl_memory_desc_init_by_tag(&s, 2, rt, src->data_type, dnnl_ab));
-    CHECK(dnnl_memory_desc_init_by_tag(&w, 2, rt, wei->data_type, dnnl_ab));
-    CHECK(dnnl_memory_desc_init_by_tag(&d, 2, rt, dst->data_type, dnnl_ab));
+    CHECK_DNNL(dnnl_memory_desc_init_by_tag(&s, 2, rt, src->data_type, dnnl_ab));
+    CHECK_DNNL(dnnl_memory_desc_init_by_tag(&w, 2, rt, wei->data_type, dnnl_ab));
+    CHECK_DNNL(dnnl_memory_desc_init_by_tag(&d, 2, rt, dst->data_type, dnnl_ab));
   }
   dnnl_matmul_desc_t op;
-  CHECK(dnnl_matmul_desc_init(&op, &s, &w, bias, &d));
+  CHECK_DNNL(dnnl_matmul_desc_init(&op, &s, &w, bias, &d));
   dnnl_primitive_attr_t attr = make_attr(po, &bin_md);
   dnnl_primitive_t p = make_primitive(&op, attr, NULL);
   dnnl_memory_t ms = make_memory(src, 1), mw = make_memory(wei, 2), md = make_memory(dst, 3);
@@ -198,22 +187,22 @@ static void matmul(const char *name, double tol, const dnnl_memory_desc_t *src, 
     md_init(&sc, 1, one, dnnl_f32, dnnl_a);
     mscale = make_memory(&sc, 6);
     void *h;
-    CHECK(dnnl_memory_get_data_handle(mscale, &h));
+    CHECK_DNNL(dnnl_memory_get_data_handle(mscale, &h));
     *(float *)h = po->oscale;
     args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_OUTPUT_SCALES, mscale};
   }
   execute(p, nargs, args);
   dump(name, tol, md);
-  CHECK(dnnl_primitive_destroy(p));
-  CHECK(dnnl_primitive_attr_destroy(attr));
+  CHECK_DNNL(dnnl_primitive_destroy(p));
+  CHECK_DNNL(dnnl_primitive_attr_destroy(attr));
   dnnl_memory_t all[] = {ms, mw, md, mb, mbin, mscale};
   for (unsigned i = 0; i < sizeof all / sizeof *all; ++i)
-    if (all[i]) CHECK(dnnl_memory_destroy(all[i]));
+    if (all[i]) CHECK_DNNL(dnnl_memory_destroy(all[i]));
 }
 
 static void md_strides(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *dims, dnnl_data_type_t dt,
                        const dnnl_dim_t *strides) {
-  CHECK(dnnl_memory_desc_init_by_strides(md, nd, dims, dt, strides));
+  CHECK_DNNL(dnnl_memory_desc_init_by_strides(md, nd, dims, dt, strides));
 }
 
 static void matmul_cases(void) {
@@ -326,12 +315,12 @@ static void inner_product(const char *name, double tol, dnnl_prop_kind_t prop, i
   dnnl_primitive_desc_t hint = NULL;
   {
     dnnl_inner_product_desc_t f;
-    CHECK(dnnl_inner_product_forward_desc_init(&f, dnnl_forward_training, &s, &w, with_bias ? &b : NULL, &d));
-    CHECK(dnnl_primitive_desc_create(&hint, &f, NULL, engine, NULL));
+    CHECK_DNNL(dnnl_inner_product_forward_desc_init(&f, dnnl_forward_training, &s, &w, with_bias ? &b : NULL, &d));
+    CHECK_DNNL(dnnl_primitive_desc_create(&hint, &f, NULL, engine, NULL));
   }
-  if (fwd) CHECK(dnnl_inner_product_forward_desc_init(&op, prop, &s, &w, with_bias ? &b : NULL, &d));
-  else if (bwd_w) CHECK(dnnl_inner_product_backward_weights_desc_init(&op, &s, &w, with_bias ? &b : NULL, &d));
-  else CHECK(dnnl_inner_product_backward_data_desc_init(&op, &s, &w, &d));
+  if (fwd) CHECK_DNNL(dnnl_inner_product_forward_desc_init(&op, prop, &s, &w, with_bias ? &b : NULL, &d));
+  else if (bwd_w) CHECK_DNNL(dnnl_inner_product_backward_weights_desc_init(&op, &s, &w, with_bias ? &b : NULL, &d));
+  else CHECK_DNNL(dnnl_inner_product_backward_data_desc_init(&op, &s, &w, &d));
   dnnl_primitive_attr_t attr = make_attr(po, NULL);
   dnnl_primitive_t p = make_primitive(&op, attr, fwd ? NULL : hint);
   dnnl_memory_t ms = make_memory(&s, 1), mw = make_memory(&w, 2), mb = make_memory(&b, 4), md = make_memory(&d, 3);
@@ -363,11 +352,11 @@ static void inner_product(const char *name, double tol, dnnl_prop_kind_t prop, i
     snprintf(bname, sizeof bname, "%s_diff_bias", name);
     dump(bname, tol, mb);
   }
-  CHECK(dnnl_primitive_destroy(p));
-  CHECK(dnnl_primitive_desc_destroy(hint));
-  CHECK(dnnl_primitive_attr_destroy(attr));
+  CHECK_DNNL(dnnl_primitive_destroy(p));
+  CHECK_DNNL(dnnl_primitive_desc_destroy(hint));
+  CHECK_DNNL(dnnl_primitive_attr_destroy(attr));
   dnnl_memory_t all[] = {ms, mw, mb, md};
-  for (unsigned i = 0; i < 4; ++i) CHECK(dnnl_memory_destroy(all[i]));
+  for (unsigned i = 0; i < 4; ++i) CHECK_DNNL(dnnl_memory_destroy(all[i]));
 }
 
 static void inner_product_cases(void) {
@@ -389,7 +378,7 @@ static void missing_argument(void) {
   dnnl_dims_t ds = {4, 5}, dw = {5, 6}, dd = {4, 6};
   md_init(&s, 2, ds, dnnl_f32, dnnl_ab), md_init(&w, 2, dw, dnnl_f32, dnnl_ab), md_init(&d, 2, dd, dnnl_f32, dnnl_ab);
   dnnl_matmul_desc_t op;
-  CHECK(dnnl_matmul_desc_init(&op, &s, &w, NULL, &d));
+  CHECK_DNNL(dnnl_matmul_desc_init(&op, &s, &w, NULL, &d));
   dnnl_primitive_t p = make_primitive(&op, NULL, NULL);
   dnnl_memory_t ms = make_memory(&s, 1), md = make_memory(&d, 3);
   dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md}};
@@ -397,9 +386,9 @@ static void missing_argument(void) {
   dnnl_stream_wait(stream);
   fprintf(out, "missing_weights_status 0 1 %d\n", (int)st);
   dump("missing_weights_dst", 0, md);
-  CHECK(dnnl_primitive_destroy(p));
-  CHECK(dnnl_memory_destroy(ms));
-  CHECK(dnnl_memory_destroy(md));
+  CHECK_DNNL(dnnl_primitive_destroy(p));
+  CHECK_DNNL(dnnl_memory_destroy(ms));
+  CHECK_DNNL(dnnl_memory_destroy(md));
 }
 
 /* Two threads creating, executing and destroying matmuls of their own
@@ -416,22 +405,22 @@ static void *thread_cycles(void *arg) {
     md_init(&s, 2, ds, dnnl_f32, dnnl_ab), md_init(&w, 2, dw, dnnl_f32, t ? dnnl_ba : dnnl_ab);
     md_init(&d, 2, dd, dnnl_f32, dnnl_ab);
     dnnl_matmul_desc_t op;
-    CHECK(dnnl_matmul_desc_init(&op, &s, &w, NULL, &d));
+    CHECK_DNNL(dnnl_matmul_desc_init(&op, &s, &w, NULL, &d));
     dnnl_primitive_t p = make_primitive(&op, NULL, NULL);
     dnnl_memory_t ms = make_memory(&s, 1 + c), mw = make_memory(&w, 2 + c), md = make_memory(&d, 3);
     dnnl_stream_t st;
-    CHECK(dnnl_stream_create(&st, engine, dnnl_stream_default_flags));
+    CHECK_DNNL(dnnl_stream_create(&st, engine, dnnl_stream_default_flags));
     dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}};
-    CHECK(dnnl_primitive_execute(p, st, 3, args));
-    CHECK(dnnl_stream_wait(st));
+    CHECK_DNNL(dnnl_primitive_execute(p, st, 3, args));
+    CHECK_DNNL(dnnl_stream_wait(st));
     void *h;
-    CHECK(dnnl_memory_get_data_handle(md, &h));
+    CHECK_DNNL(dnnl_memory_get_data_handle(md, &h));
     memcpy(thread_result[t], h, (size_t)(M * N) * sizeof(float));
-    CHECK(dnnl_stream_destroy(st));
-    CHECK(dnnl_primitive_destroy(p));
-    CHECK(dnnl_memory_destroy(ms));
-    CHECK(dnnl_memory_destroy(mw));
-    CHECK(dnnl_memory_destroy(md));
+    CHECK_DNNL(dnnl_stream_destroy(st));
+    CHECK_DNNL(dnnl_primitive_destroy(p));
+    CHECK_DNNL(dnnl_memory_destroy(ms));
+    CHECK_DNNL(dnnl_memory_destroy(mw));
+    CHECK_DNNL(dnnl_memory_destroy(md));
   }
   return NULL;
 }
@@ -476,14 +465,14 @@ static void fork_while_threads_work(void) {
   dnnl_dims_t ds = {21, 13}, dw = {13, 17}, dd = {21, 17};
   md_init(&s, 2, ds, dnnl_f32, dnnl_ab), md_init(&w, 2, dw, dnnl_f32, dnnl_ab), md_init(&d, 2, dd, dnnl_f32, dnnl_ab);
   dnnl_matmul_desc_t op;
-  CHECK(dnnl_matmul_desc_init(&op, &s, &w, NULL, &d));
+  CHECK_DNNL(dnnl_matmul_desc_init(&op, &s, &w, NULL, &d));
   dnnl_primitive_t p = make_primitive(&op, NULL, NULL);
   dnnl_memory_t ms = make_memory(&s, 1), mw = make_memory(&w, 2), md = make_memory(&d, 3);
   dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}};
   execute(p, 3, args);
   static float want[21 * 17];
   void *h;
-  CHECK(dnnl_memory_get_data_handle(md, &h));
+  CHECK_DNNL(dnnl_memory_get_data_handle(md, &h));
   memcpy(want, h, sizeof want);
   dump("fork_parent", 1e-5, md);
 
@@ -507,10 +496,10 @@ static void fork_while_threads_work(void) {
   cycling = 0;
   pthread_join(th, NULL);
   fprintf(out, "fork_children_failed 0 1 %d\n", bad);
-  CHECK(dnnl_primitive_destroy(p));
-  CHECK(dnnl_memory_destroy(ms));
-  CHECK(dnnl_memory_destroy(mw));
-  CHECK(dnnl_memory_destroy(md));
+  CHECK_DNNL(dnnl_primitive_destroy(p));
+  CHECK_DNNL(dnnl_memory_destroy(ms));
+  CHECK_DNNL(dnnl_memory_destroy(mw));
+  CHECK_DNNL(dnnl_memory_destroy(md));
 }
 
 /* Each line of OUT against REF's: same names and counts, values within
@@ -557,15 +546,15 @@ int main(int argc, char **argv) {
   }
   out = fopen(argv[2], "w");
   if (!out) return 1;
-  CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0));
-  CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
+  CHECK_DNNL(dnnl_engine_create(&engine, dnnl_cpu, 0));
+  CHECK_DNNL(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
   matmul_cases();
   inner_product_cases();
   missing_argument();
   two_threads();
   fork_while_threads_work();
   case_begin("end");
-  CHECK(dnnl_stream_destroy(stream));
-  CHECK(dnnl_engine_destroy(engine));
+  CHECK_DNNL(dnnl_stream_destroy(stream));
+  CHECK_DNNL(dnnl_engine_destroy(engine));
   return fclose(out) != 0;
 }

@@ -46,7 +46,7 @@ extern "C" {
 #include <vector>
 
 #include "gemm/team.h"
-#include "output_ops_ref.h"
+#include "ops/output_ops_ref.h"
 #include "gemm/blocking.h"
 #include "gemm/fp32_math.h"
 #include "gemm/gemm.h"

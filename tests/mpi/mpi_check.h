@@ -1,29 +1,17 @@
 /* Checks for the libhcops_mpi test programs: every rank counts its checks
- * and failures, prints the first failures as single lines (so ranks' lines
- * do not interleave), and mpi_check_summary() sums them over the ranks for
- * one "<what> on N ranks: C checks, F failed" line. The programs define
- * `rank`, `checks` and `failures`; a threaded one wraps CHECK in its lock. */
+ * and failures with CHECK (common/check.h: the first failures as single
+ * lines, so ranks' lines do not interleave), and mpi_check_summary() sums
+ * them over the ranks for one "<what> on N ranks: C checks, F failed" line.
+ * The programs define `rank`, `checks` and `failures`; a threaded one wraps
+ * CHECK in its lock. */
 #pragma once
 
 #include <mpi.h>
 #include <stdio.h>
 
-#define MPI_CHECK_REPORT(...)                                                                            \
-  do {                                                                                                   \
-    if (++failures <= 25) {                                                                              \
-      char msg_[400];                                                                                    \
-      int n_ = snprintf(msg_, sizeof msg_, "rank %d: FAIL: ", rank);                                     \
-      n_ += snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, __VA_ARGS__);                                  \
-      if (n_ < (int)sizeof msg_) snprintf(msg_ + n_, sizeof msg_ - (size_t)n_, "  (line %d)", __LINE__); \
-      fprintf(stderr, "%s\n", msg_);                                                                     \
-    }                                                                                                    \
-  } while (0)
-
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    ++checks;                                   \
-    if (!(cond)) MPI_CHECK_REPORT(__VA_ARGS__); \
-  } while (0)
+/* CHECK (common/check.h) prefixes each line with the rank. */
+#define CHECK_RANK rank
+#include "common/check.h"
 
 /* Sums checks and failures over MPI_COMM_WORLD with PMPI (never offloaded,
  * so never counted by the wrapper); rank 0 prints the line. Collective.

@@ -19,7 +19,7 @@ in either implementation; softmax's dx: 1/16 of |y| (|dy| + sum |dy y|),
 log_softmax's: of |dy| + exp(y) sum |dy|, LayerNorm's dx: of max rstd
 |weight dy|: the terms the result is the difference of).
 Outputs made of sums take the kernels' reduction allowance on top, as the
-engine tests state it (tests/engine/ops_check.h): softmax, log_softmax and
+operator tests state it (tests/ops/ops_check.h): softmax, log_softmax and
 LayerNorm rows of C columns 8 + ceil(C/16) + 8 ulp, LayerNorm's weight and
 bias gradients over R rows 8 + R ulp. bf16: equal or within 1 bf16 ulp of max(|ref|, floor) of
 ref = PyTorch's f32 result on the same bf16 inputs, rounded to bf16 (floor
