@@ -13,7 +13,7 @@ const char *hcops_version(void);
 
 /* Writes what hcops-info shows: version, CPU features and chosen kernel,
  * topology, the packing workspaces the engine has made so far, the partition
- * for an m x n x k SGEMM, the reference BLAS, and the environment in effect.
+ * for an m x n x k SGEMM, the underlying BLAS, and the environment in effect.
  * m, n or k <= 0 omits the partition. */
 void hcops_print_info(FILE *out, long m, long n, long k);
 
@@ -22,9 +22,11 @@ void hcops_print_info(FILE *out, long m, long n, long k);
  * Any of them is a valid HCOPS_ISA value. The string is static. */
 const char *hcops_kernel_families(void);
 
-/* Path of the reference BLAS that non-GEMM routines forward to, resolving it
- * now if needed; NULL when none could be loaded. */
-const char *hcops_reference_blas(void);
+/* Path of the underlying BLAS, the library (OpenBLAS) that non-GEMM
+ * routines are forwarded to, resolving it now if needed; NULL when none could
+ * be loaded. hcops_reference_blas is its earlier name. */
+const char *hcops_underlying_blas(void);
+const char *hcops_reference_blas(void) __attribute__((deprecated("use hcops_underlying_blas")));
 
 /* ---- libhcops_mem.so: memory placement (see doc/memory.md) ----
  * These are exported by libhcops_mem.so, the allocation interposer; link it

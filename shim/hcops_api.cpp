@@ -19,10 +19,10 @@ const char *hcops_kernel_families(void) {
 
 void hcops_print_info(FILE *out, long m, long n, long k) {
   hcops::KeepFpEnv keep;  // a report, not a computation: it leaves no flag
-  const char *ref = hcops_reference_blas();
+  const char *ref = hcops_underlying_blas();
   std::fprintf(out, "hcops %s\n", hcops_version());
   std::fprintf(out, "%s", hcops::engine_info(m, n, k).c_str());
-  std::fprintf(out, "reference BLAS (forwarded routines): %s\n", ref ? ref : "none found (set HCOPS_REFERENCE_BLAS)");
+  std::fprintf(out, "underlying BLAS (forwarded routines): %s\n", ref ? ref : "none found (set HCOPS_UNDERLYING_BLAS)");
 }
 
 }  // extern "C"

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
         "usage: hcops-info [M N K]\n"
         "       hcops-info --families\n"
         "Prints the HCOps version, CPU features and kernels, topology (HWLOC_XMLFILE is honoured),\n"
-        "the reference BLAS and the environment in effect; with M N K, the partition of that SGEMM.\n"
+        "the underlying BLAS and the environment in effect; with M N K, the partition of that SGEMM.\n"
         "--families lists the kernel families this CPU runs (valid HCOPS_ISA values), best first.\n");
     return 0;
   }

@@ -3,7 +3,7 @@
  * As netlib's, it maps the positions of a row-major report back to the
  * caller's: the routine reported those of the swapped column-major call
  * (RowMajorStrg set). Only the routines HCOps runs natively, the gemms,
- * report that way; the others are forwarded whole to the reference BLAS. */
+ * report that way; the others are forwarded whole to the underlying BLAS. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -86,14 +86,15 @@ static void *open_candidate(struct hcops_foreign *lib, const char *path) {
 
 /* The variable's candidate, reported when unusable (a configuration mistake). */
 static void *from_environment(struct hcops_foreign *lib) {
-  const char *asked = secure_getenv(lib->env);
+  const char *name = lib->env, *asked = secure_getenv(name);
+  if ((!asked || !*asked) && lib->env_alias) asked = secure_getenv(name = lib->env_alias);
   if (!asked || !*asked) return NULL;
   dlerror(); /* a stale message would be reported as this candidate's */
   void *h = open_candidate(lib, asked);
   if (!h) {
     const char *why = dlerror();
     char shown[1100];
-    hcops_log_error("cannot use %s=%s (%s); looking for another %s", lib->env, hcops_log_escaped(asked, shown, sizeof shown),
+    hcops_log_error("cannot use %s=%s (%s); looking for another %s", name, hcops_log_escaped(asked, shown, sizeof shown),
                     why ? why : "it is HCOps itself", lib->what);
   }
   return h;

@@ -1,5 +1,5 @@
 /* The generic forwarder: libhcops exports the whole ABI of a foreign library
- * (the reference BLAS, oneDNN's libdnnl.so.2) and implements only part of
+ * (the underlying BLAS, oneDNN's libdnnl.so.2) and implements only part of
  * it. Every other symbol is a trampoline (forward_x86_64.inc) that jumps to
  * the foreign library's own definition, found once, on the first forwarded
  * call, by the resolver below from a per-library description.
@@ -34,8 +34,9 @@ extern "C" {
 
 struct hcops_foreign {
   /* What to look for: set by the foreign library's glue in shim/<lib>/. */
-  const char *what;            /* the messages' name for it: "reference BLAS" */
-  const char *env;             /* variable naming a path or soname: "HCOPS_REFERENCE_BLAS" */
+  const char *what;            /* the messages' name for it: "underlying BLAS" */
+  const char *env;             /* variable naming a path or soname: "HCOPS_UNDERLYING_BLAS" */
+  const char *env_alias;       /* its earlier name, read when it is unset: "HCOPS_REFERENCE_BLAS" */
   const char *probe;           /* a symbol every usable candidate defines itself: "dgemm_" */
   const char *const *defaults; /* opened when none is loaded; NULL-terminated, "" entries skipped */
   const char *hint;            /* ends "set <env> to <hint>": "a BLAS library such as libopenblas.so.0" */

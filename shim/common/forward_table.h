@@ -96,10 +96,16 @@ __attribute__((used)) static void HCOPS_FWD_CAT(hcops_forward_count_alias_, HCOP
 /* The same, with the target of the symbols that cannot be forwarded and the
  * list (a NULL-terminated array) of those that return zero anyway (see
  * forward.h's `missing`). */
+/* The variable's earlier name, still read when the variable is unset:
+ * define HCOPS_FORWARD_ENV_ALIAS before the include. */
+#ifndef HCOPS_FORWARD_ENV_ALIAS
+#define HCOPS_FORWARD_ENV_ALIAS NULL
+#endif
 #define HCOPS_FOREIGN_DESCRIPTION_MISSING(loaded_first_, missing_, missing_zero_, what_, env_, probe_, hint_, ...)    \
   static const char *const HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE)[] = {__VA_ARGS__, NULL};      \
   struct hcops_foreign HCOPS_FORWARD_LIB = {.what = what_,                                                           \
                                             .env = env_,                                                             \
+                                            .env_alias = HCOPS_FORWARD_ENV_ALIAS,                                    \
                                             .probe = probe_,                                                         \
                                             .defaults = HCOPS_FWD_CAT(hcops_forward_defaults_, HCOPS_FORWARD_TABLE), \
                                             .hint = hint_,                                                           \

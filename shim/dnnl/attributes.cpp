@@ -9,7 +9,7 @@
 
 namespace hcops::dnnl {
 
-bool read_attributes(const_dnnl_primitive_desc_t pd, Plan *plan) {
+bool read_attributes(const_dnnl_primitive_desc_t pd, PrimitivePlan *plan) {
   const_dnnl_primitive_attr_t attr = nullptr;
   if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success || !attr) return decline("attr_query");
   // f32 in a reduced-precision math mode is oneDNN's to round: forwarded.

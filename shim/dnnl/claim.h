@@ -10,7 +10,7 @@
 
 namespace hcops::dnnl {
 
-std::unique_ptr<Plan> matmul_plan(const_dnnl_primitive_desc_t pd);
-std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd);
+std::unique_ptr<PrimitivePlan> matmul_plan(const_dnnl_primitive_desc_t pd);
+std::unique_ptr<PrimitivePlan> inner_product_plan(const_dnnl_primitive_desc_t pd);
 
 }  // namespace hcops::dnnl

@@ -13,7 +13,7 @@ bool decline(const char *why) {
   return false;
 }
 
-std::unique_ptr<Plan> declined(const char *why) {
+std::unique_ptr<PrimitivePlan> declined(const char *why) {
   decline(why);
   return nullptr;
 }

@@ -10,7 +10,7 @@
 
 namespace hcops::dnnl {
 
-struct Plan;
+struct PrimitivePlan;
 
 // Records `why` as the reason of the plan or execute in progress on this
 // thread; the first one recorded since take_decline() stands, so the
@@ -19,7 +19,7 @@ struct Plan;
 bool decline(const char *why);
 
 // The same, for a planner that returns its plan: null.
-std::unique_ptr<Plan> declined(const char *why);
+std::unique_ptr<PrimitivePlan> declined(const char *why);
 
 // The reason recorded on this thread ("unclaimed" if none), and forgets it.
 const char *take_decline();

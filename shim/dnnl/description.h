@@ -1,5 +1,5 @@
 /* The forwarder's description of the real libdnnl, given the candidates
- * opened when none is loaded: reference.c passes configure's file and
+ * opened when none is loaded: underlying.c passes configure's file and
  * "libdnnl.so.2"; tests/dnnl/test_dnnl_missing.c a table of its own whose
  * candidates do not exist, to see what a process without libdnnl gets.
  * Include after forward_table.h (HCOPS_FORWARD_TABLE dnnl). */
@@ -49,5 +49,5 @@ static const char *const hcops_dnnl_missing_zero[] = {"dnnl_alg_kind2str",
 
 #define HCOPS_DNNL_DESCRIPTION(...)                                                                                   \
   HCOPS_FOREIGN_DESCRIPTION_MISSING(1, (void (*)(void))hcops_dnnl_missing, hcops_dnnl_missing_zero, "oneDNN library", \
-                                    "HCOPS_REFERENCE_DNNL", "dnnl_primitive_desc_iterator_create",                    \
+                                    "HCOPS_UNDERLYING_DNNL", "dnnl_primitive_desc_iterator_create",                    \
                                     "the real oneDNN, such as /usr/lib/x86_64-linux-gnu/libdnnl.so.2", __VA_ARGS__)

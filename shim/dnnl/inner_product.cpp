@@ -67,12 +67,12 @@ bool plain_vector(const dnnl_memory_desc_t *md) {
 
 }  // namespace
 
-std::unique_ptr<Plan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
+std::unique_ptr<PrimitivePlan> inner_product_plan(const_dnnl_primitive_desc_t pd) {
   const dnnl_inner_product_desc_t *d = nullptr;
   if (dnnl_primitive_desc_query(pd, dnnl_query_inner_product_d, 0, &d) != dnnl_success || !d)
     return declined("desc_query");
   auto q = [pd](dnnl_query_t what, int i) { return present(dnnl_primitive_desc_query_md(pd, what, i)); };
-  auto plan = std::make_unique<Plan>();
+  auto plan = std::make_unique<PrimitivePlan>();
   plan->kind = dnnl_inner_product;
   if (!read_attributes(pd, plan.get())) return nullptr;  // (its reason recorded)
   const bool attrs = plan->alpha != 1.0f || plan->runtime_scale || plan->beta != 0.0f || !plan->ops.empty();

@@ -39,7 +39,7 @@ bool any_runtime(std::initializer_list<const dnnl_memory_desc_t *> mds) {
 
 }  // namespace
 
-std::unique_ptr<Plan> matmul_plan(const_dnnl_primitive_desc_t pd) {
+std::unique_ptr<PrimitivePlan> matmul_plan(const_dnnl_primitive_desc_t pd) {
   const dnnl_memory_desc_t *src = present(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0));
   const dnnl_memory_desc_t *wei = present(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
   const dnnl_memory_desc_t *bias = present(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1));
@@ -47,7 +47,7 @@ std::unique_ptr<Plan> matmul_plan(const_dnnl_primitive_desc_t pd) {
   if (!src || !wei || !dst) return declined("no_memory");
   if (!plain_md(src) || !plain_md(wei) || !plain_md(dst) || (bias && !plain_md(bias))) return nullptr;
   if (src->data_type != wei->data_type) return declined("datatypes");
-  auto plan = std::make_unique<Plan>();
+  auto plan = std::make_unique<PrimitivePlan>();
   bool ok;
   plan->types = types_of(src->data_type, dst->data_type, &ok);
   if (!ok || !read_attributes(pd, plan.get())) return nullptr;  // (their reasons recorded)

@@ -37,7 +37,7 @@ Types types_of(dnnl_data_type_t ab, dnnl_data_type_t c, bool *ok);
 bool plain_md(const dnnl_memory_desc_t *md);
 bool has_runtime_dims(const dnnl_memory_desc_t *md);
 
-struct Plan {
+struct PrimitivePlan {
   dnnl_primitive_kind_t kind = dnnl_matmul;
   Types types = Types::f32;
   // The DNNL_ARG_* of oneDNN's A, B and C.
@@ -70,12 +70,12 @@ struct Plan {
 
 // Attributes: output scales, post-ops, and the checks that nothing else is
 // set. False: not claimed.
-bool read_attributes(const_dnnl_primitive_desc_t pd, Plan *plan);
+bool read_attributes(const_dnnl_primitive_desc_t pd, PrimitivePlan *plan);
 
 // Runs the plan on the arguments of an execute. Returns false, having done
 // nothing, when they do not fit it (a missing argument, a memory whose
 // descriptor is not the plan's): the caller hands the call to libdnnl.
 // `family`: the kernel family that ran.
-bool run_plan(const Plan &plan, int nargs, const dnnl_exec_arg_t *args, const char **family);
+bool run_plan(const PrimitivePlan &plan, int nargs, const dnnl_exec_arg_t *args, const char **family);
 
 }  // namespace hcops::dnnl

@@ -22,7 +22,7 @@ using namespace hcops::dnnl;
 // The plan for a CPU matmul or inner product HCOps computes, else nullptr;
 // `kind_name`: "matmul" or "inner_product" for those, else null (the kinds HCOps
 // does not compute, which it does not report one by one).
-std::unique_ptr<Plan> plan_for(const_dnnl_primitive_desc_t pd, const char **kind_name) {
+std::unique_ptr<PrimitivePlan> plan_for(const_dnnl_primitive_desc_t pd, const char **kind_name) {
   *kind_name = nullptr;
   (void)take_decline();  // a reason left by an earlier call is not this one's
   dnnl_primitive_kind_t kind;
@@ -49,7 +49,7 @@ dnnl_status_t dnnl_primitive_create(dnnl_primitive_t *primitive, const_dnnl_prim
   // A fresh primitive may have an address a destroyed one had: its plan, if
   // any, is its own.
   const char *kind = nullptr;
-  std::unique_ptr<Plan> plan = plan_for(primitive_desc, &kind);
+  std::unique_ptr<PrimitivePlan> plan = plan_for(primitive_desc, &kind);
   if (plan) {
     side_table_insert(*primitive, std::move(plan));
   } else {
@@ -62,7 +62,7 @@ dnnl_status_t dnnl_primitive_create(dnnl_primitive_t *primitive, const_dnnl_prim
 dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stream_t stream, int nargs,
                                      const dnnl_exec_arg_t *args) {
   static const auto real = HCOPS_DNNL_REAL(dnnl_primitive_execute);
-  const Plan *plan = primitive && hcops_dnnl_takeover() ? side_table_find(primitive) : nullptr;
+  const PrimitivePlan *plan = primitive && hcops_dnnl_takeover() ? side_table_find(primitive) : nullptr;
   // A CPU stream of an OpenMP libdnnl (Debian's) runs in order and
   // synchronously: computing here, now, is what its execute would do.
   if (plan && (args || nargs == 0) && nargs >= 0) {

@@ -7,14 +7,14 @@ extern "C" {
 #endif
 
 /* The real libdnnl's own definition of `name` (never HCOps's), looked up in
- * the library the forwarder found (reference.c: one already loaded, else
- * HCOPS_REFERENCE_DNNL, else the one configure found, else libdnnl.so.2);
+ * the library the forwarder found (underlying.c: one already loaded, else
+ * HCOPS_UNDERLYING_DNNL, else the one configure found, else libdnnl.so.2);
  * NULL when there is none, reported once by the forwarder. Callers cache
  * the result: it is a dlsym. */
 __attribute__((visibility("hidden"))) void *hcops_dnnl_real(const char *name);
 
 /* The file of that libdnnl, NULL when there is none (triggers the search). */
-const char *hcops_reference_dnnl(void);
+const char *hcops_underlying_dnnl(void);
 
 #ifdef __cplusplus
 }

@@ -51,7 +51,7 @@ std::map<std::string, Totals> &table() {
 
 }  // namespace
 
-void report_executed(const Plan &plan, const char *family, double seconds) {
+void report_executed(const PrimitivePlan &plan, const char *family, double seconds) {
   print_line("hcops_verbose,exec,cpu,%s,hcops:%s,%s,%g", plan.verbose_kind.c_str(), family, plan.verbose_tail.c_str(),
              1e3 * seconds);
   if (verbose_level() < 2) return;

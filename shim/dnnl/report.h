@@ -11,7 +11,7 @@
 
 namespace hcops::dnnl {
 
-void report_executed(const Plan &plan, const char *family, double seconds);
+void report_executed(const PrimitivePlan &plan, const char *family, double seconds);
 // An execute handed to libdnnl (counted at level 2 only).
 void report_forwarded();
 // A matmul or inner product HCOps leaves to libdnnl, at level 1 and above:

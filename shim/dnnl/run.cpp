@@ -35,7 +35,7 @@ bool fits(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t &plan) {
 }
 
 template <typename Ty>
-const char *run_gemms(const Plan &p, const Geometry &g, const void *a, const void *b, void *c, float alpha,
+const char *run_gemms(const PrimitivePlan &p, const Geometry &g, const void *a, const void *b, void *c, float alpha,
                       const ops::OutputOps &ops) {
   using A = typename Ty::a_type;
   using C = typename Ty::c_type;
@@ -51,7 +51,7 @@ const char *run_gemms(const Plan &p, const Geometry &g, const void *a, const voi
 
 }  // namespace
 
-bool run_plan(const Plan &p, int nargs, const dnnl_exec_arg_t *args, const char **family) {
+bool run_plan(const PrimitivePlan &p, int nargs, const dnnl_exec_arg_t *args, const char **family) {
   void *a, *b, *c, *bias = nullptr;
   const dnnl_memory_desc_t *ma, *mb, *mc, *mbias = nullptr;
   if (!memory_of(nargs, args, p.arg_a, &a, &ma) || !memory_of(nargs, args, p.arg_b, &b, &mb) ||

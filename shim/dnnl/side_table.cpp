@@ -12,7 +12,7 @@ namespace {
 
 pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 // Never destroyed: primitives may be destroyed from other libraries' exit code.
-auto *table = new std::unordered_map<const_dnnl_primitive_t, std::unique_ptr<const Plan>>;
+auto *table = new std::unordered_map<const_dnnl_primitive_t, std::unique_ptr<const PrimitivePlan>>;
 
 // The forking thread holds the write lock across fork(): no other thread is
 // then inside the table. The child gets a fresh lock: glibc's rwlock knows
@@ -30,24 +30,24 @@ struct WriteLock {
 
 }  // namespace
 
-void side_table_insert(const_dnnl_primitive_t prim, std::unique_ptr<const Plan> plan) {
-  std::unique_ptr<const Plan> old;  // freed outside the lock
+void side_table_insert(const_dnnl_primitive_t prim, std::unique_ptr<const PrimitivePlan> plan) {
+  std::unique_ptr<const PrimitivePlan> old;  // freed outside the lock
   WriteLock g;
   auto &slot = (*table)[prim];
   old = std::move(slot);
   slot = std::move(plan);
 }
 
-const Plan *side_table_find(const_dnnl_primitive_t prim) {
+const PrimitivePlan *side_table_find(const_dnnl_primitive_t prim) {
   pthread_rwlock_rdlock(&lock);
   auto it = table->find(prim);
-  const Plan *p = it == table->end() ? nullptr : it->second.get();
+  const PrimitivePlan *p = it == table->end() ? nullptr : it->second.get();
   pthread_rwlock_unlock(&lock);
   return p;
 }
 
 void side_table_erase(const_dnnl_primitive_t prim) {
-  std::unique_ptr<const Plan> old;
+  std::unique_ptr<const PrimitivePlan> old;
   WriteLock g;
   auto it = table->find(prim);
   if (it == table->end()) return;

@@ -17,12 +17,12 @@
 
 namespace hcops::dnnl {
 
-struct Plan;
+struct PrimitivePlan;
 
 // Takes ownership; replaces a plan left under the same key.
-void side_table_insert(const_dnnl_primitive_t prim, std::unique_ptr<const Plan> plan);
+void side_table_insert(const_dnnl_primitive_t prim, std::unique_ptr<const PrimitivePlan> plan);
 // The plan of `prim`, nullptr when HCOps did not claim it.
-const Plan *side_table_find(const_dnnl_primitive_t prim);
+const PrimitivePlan *side_table_find(const_dnnl_primitive_t prim);
 // Drops the plan of `prim`, if any.
 void side_table_erase(const_dnnl_primitive_t prim);
 

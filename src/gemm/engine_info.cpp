@@ -123,7 +123,7 @@ std::string engine_info(long m, long n, long k) {
   s += format("workspaces: %ld made by this engine (packing memory, pooled)\n", workspaces_created());
   if (m > 0 && n > 0 && k > 0) {
     const ChosenKernel<Sgemm> &c = chosen_kernel<Sgemm>();
-    const Plan plan =
+    const PartitionPlan plan =
         plan_gemm(topo, m, n, k, max_threads(),
                   c.kernel ? PlanLimits{c.kernel->mr, c.kernel->nr, c.kernel->min_flops_per_thread} : PlanLimits{});
     s += format("sgemm %ld x %ld x %ld: ", m, n, k) + plan.describe();

@@ -160,7 +160,7 @@ PartWork part_work(const GemmArgs<Ty> &g, const DomainPart &part, const Blocking
 template <typename Ty>
 struct Job {
   const GemmArgs<Ty> &g;
-  const Plan &plan;
+  const PartitionPlan &plan;
   const GemmKernel<Ty> &kern;
   Blocking blk;
   Workspace &ws;
@@ -285,7 +285,7 @@ enum class Outcome { done, unpacked, short_team };
 // threads than the plan needs) computes nothing: the caller plans again,
 // after this call has returned its workspace.
 template <typename Ty>
-Outcome execute(const GemmArgs<Ty> &g, const Plan &plan, const GemmKernel<Ty> &kern, bool &direct_b) {
+Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKernel<Ty> &kern, bool &direct_b) {
   WorkspaceLease ws;
   ws->shape(plan.parts.size(), plan.threads);
   const Blocking blk = blocking_for_product(topology(), kern, g.k);
@@ -486,7 +486,7 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   rep.mr = kern.mr;
   rep.nr = kern.nr;
   if (skinny_gemm(g, kern, rep)) return rep;
-  Plan plan =
+  PartitionPlan plan =
       plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr, kern.min_flops_per_thread});
   bool direct_b = false;
   Outcome out = execute(g, plan, kern, direct_b);

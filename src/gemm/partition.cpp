@@ -50,8 +50,8 @@ static void choose_grid(DomainPart &p, int mr, int nr) {
   }
 }
 
-Plan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim) {
-  Plan plan;
+PartitionPlan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim) {
+  PartitionPlan plan;
   const long tiles = ceil_div(m, lim.mr) * ceil_div(n, lim.nr);
   const __int128 flops = __int128(2) * m * n * std::max(k, 1L);  // exact for m, n, k < 2^42
   const __int128 threads_worth = flops / std::max(lim.min_flops_per_thread, 1L);
@@ -98,7 +98,7 @@ Plan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const 
   return plan;
 }
 
-std::string Plan::describe() const {
+std::string PartitionPlan::describe() const {
   std::string s;
   char buf[256];
   std::snprintf(buf, sizeof buf, "%d thread(s) over %zu domain(s), split along %s\n", threads, parts.size(),

@@ -23,7 +23,7 @@ struct DomainPart {
   int grid_m = 1, grid_n = 1;  // threads = grid_m * grid_n
 };
 
-struct Plan {
+struct PartitionPlan {
   bool split_n = true;  // across domains along N (else along M)
   int threads = 1;
   std::vector<DomainPart> parts;
@@ -48,6 +48,6 @@ inline void tile_range(long len, int parts, int idx, long align, long &begin, lo
 }
 
 // threads: the most the caller allows (>= 1). The plan may use fewer.
-Plan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim);
+PartitionPlan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim);
 
 }  // namespace hcops

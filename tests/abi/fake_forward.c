@@ -1,5 +1,5 @@
 /* The description of the fake foreign library, as shim/<lib>/ would write
- * one for a real library (compare shim/blas/reference.c). Not const: a test
+ * one for a real library (compare shim/blas/underlying.c). Not const: a test
  * changes the defaults or the order before the first forwarded call. */
 #define HCOPS_FORWARD_TABLE fake
 #define HCOPS_FORWARD_DEF "tests/abi/fake_foreign.def"

@@ -86,7 +86,7 @@ int main(void) {
   FP_CHECK(sscal_(&n, &stwo, sc, &inc));
   FP_CHECK(hcops_version());
   FP_CHECK(hcops_kernel_families());
-  FP_CHECK(hcops_reference_blas());
+  FP_CHECK(hcops_underlying_blas());
   FP_CHECK(hcops_print_info(devnull, N, N, N));
   fclose(devnull);
 

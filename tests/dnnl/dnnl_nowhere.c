@@ -1,5 +1,5 @@
 /* A test-only copy of libhcops's oneDNN forward table (the same symbol list
- * and description as shim/dnnl/reference.c) whose only candidate does not
+ * and description as shim/dnnl/underlying.c) whose only candidate does not
  * exist: a process without any libdnnl, without hiding the system's. */
 #define HCOPS_FORWARD_TABLE dnnl
 #define HCOPS_FORWARD_DEF "shim/dnnl/forwarded.def"

@@ -11,8 +11,8 @@ for isa in $families; do
   echo "== HCOPS_ISA=$isa: against $HCOPS_TEST_DNNL"
   HCOPS_ISA=$isa ./test_dnnl_gemm || status=1
 done
-echo "== no libdnnl in the process, HCOPS_REFERENCE_DNNL naming nothing"
-err=$(HCOPS_REFERENCE_DNNL=/nonexistent/libdnnl.so.2 ./test_dnnl_gemm alone 2>&1 >/dev/null) || status=1
+echo "== no libdnnl in the process, HCOPS_UNDERLYING_DNNL naming nothing"
+err=$(HCOPS_UNDERLYING_DNNL=/nonexistent/libdnnl.so.2 ./test_dnnl_gemm alone 2>&1 >/dev/null) || status=1
 if [ -n "$err" ]; then
   echo "FAIL: dnnl_sgemm without libdnnl printed:"; echo "$err"; status=1
 fi

@@ -1,8 +1,8 @@
 /* The loading rule the oneDNN layer adds to the BLAS one: a libdnnl already
  * in the process wins, even one opened RTLD_LOCAL (as python opens
- * PyTorch's libraries), over HCOPS_REFERENCE_DNNL, so that the runtime is
+ * PyTorch's libraries), over HCOPS_UNDERLYING_DNNL, so that the runtime is
  * never loaded twice. Links no libdnnl; run with libhcops preloaded and
- * HCOPS_REFERENCE_DNNL naming nothing (test_dnnl_loaded.sh): the forwarded
+ * HCOPS_UNDERLYING_DNNL naming nothing (test_dnnl_loaded.sh): the forwarded
  * calls must reach the copy it opened, without a word about the variable. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -17,7 +17,7 @@ int main(void) {
   typedef dnnl_status_t (*engine_create_fn)(dnnl_engine_t *, dnnl_engine_kind_t, size_t);
   typedef const char *(*reference_fn)(void);
   engine_create_fn create = (engine_create_fn)dlsym(RTLD_DEFAULT, "dnnl_engine_create");
-  reference_fn reference = (reference_fn)dlsym(RTLD_DEFAULT, "hcops_reference_dnnl");
+  reference_fn reference = (reference_fn)dlsym(RTLD_DEFAULT, "hcops_underlying_dnnl");
   if (!real || !create || !reference || create == (engine_create_fn)dlsym(real, "dnnl_engine_create")) {
     fprintf(stderr, "run with libhcops preloaded and HCOPS_TEST_DNNL naming the real libdnnl\n");
     return 1;

@@ -12,12 +12,12 @@ trap 'rm -f "$err"' EXIT
 if HCOPS_VERBOSE=1 timeout 60 ./alt_probe 2>"$err" >/dev/null; then ok "linked as libblas.so.3: results right"; else ko "linked as libblas.so.3: $(cat "$err")"; fi
 grep -q '^hcops_verbose,exec,sgemm_' "$err" && ok "libblas.so.3 is HCOps: native GEMM ran" || ko "no HCOps GEMM ran"
 
-if HCOPS_REFERENCE_BLAS=libblas.so.3 timeout 60 ./alt_probe 2>"$err" >/dev/null; then
-  ok "HCOPS_REFERENCE_BLAS naming HCOps itself: forwarded call still right"
+if HCOPS_UNDERLYING_BLAS=libblas.so.3 timeout 60 ./alt_probe 2>"$err" >/dev/null; then
+  ok "HCOPS_UNDERLYING_BLAS naming HCOps itself: forwarded call still right"
 else
-  ko "HCOPS_REFERENCE_BLAS=libblas.so.3 (exit $?): $(cat "$err")"
+  ko "HCOPS_UNDERLYING_BLAS=libblas.so.3 (exit $?): $(cat "$err")"
 fi
-n=$(grep -c '^hcops: cannot use HCOPS_REFERENCE_BLAS=libblas.so.3' "$err")
+n=$(grep -c '^hcops: cannot use HCOPS_UNDERLYING_BLAS=libblas.so.3' "$err")
 [ "$n" = 1 ] && ok "self as reference refused with one error" || ko "expected one error, got: $(cat "$err")"
 
 echo "$pass passed, $fail failed"

@@ -31,9 +31,17 @@ for spec in HCOPS_NUM_THREADS=abc HCOPS_NUM_THREADS=0 HCOPS_NUM_THREADS=-4 HCOPS
   [ "$other" = 0 ] && ok "$spec: nothing else printed" || ko "$spec: extra output: $(cat "$err")"
 done
 
+run "missing HCOPS_UNDERLYING_BLAS" HCOPS_UNDERLYING_BLAS=/nonexistent/libblas.so
+n=$(count '^hcops: cannot use HCOPS_UNDERLYING_BLAS=/nonexistent/libblas.so')
+[ "$n" = 1 ] && ok "bad HCOPS_UNDERLYING_BLAS: one error, then the default underlying BLAS" || ko "bad underlying BLAS: $(cat "$err")"
+# The variable's earlier name is read when it is unset, and named in the error.
 run "missing HCOPS_REFERENCE_BLAS" HCOPS_REFERENCE_BLAS=/nonexistent/libblas.so
 n=$(count '^hcops: cannot use HCOPS_REFERENCE_BLAS=/nonexistent/libblas.so')
-[ "$n" = 1 ] && ok "bad HCOPS_REFERENCE_BLAS: one error, then the default reference" || ko "bad reference: $(cat "$err")"
+[ "$n" = 1 ] && ok "bad HCOPS_REFERENCE_BLAS (the earlier name): one error" || ko "bad HCOPS_REFERENCE_BLAS: $(cat "$err")"
+run "HCOPS_UNDERLYING_BLAS wins over HCOPS_REFERENCE_BLAS" HCOPS_UNDERLYING_BLAS=/nonexistent/new.so HCOPS_REFERENCE_BLAS=/nonexistent/old.so
+n=$(count '^hcops: cannot use HCOPS_UNDERLYING_BLAS=/nonexistent/new.so')
+[ "$n" = 1 ] && [ "$(count 'old.so')" = 0 ] && ok "HCOPS_UNDERLYING_BLAS wins over its earlier name" ||
+  ko "both names set: $(cat "$err")"
 
 run "HCOPS_VERBOSE=1" HCOPS_VERBOSE=1
 n=$(count '^hcops_verbose,exec,sgemm_,N,N,')

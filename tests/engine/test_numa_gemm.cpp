@@ -70,7 +70,7 @@ void test_results_and_placement(void **) {
   assert_int_equal(threads, static_cast<int>(topo.domains.size()));  // numa_gemm.sh asks one per domain
   const auto &kern = *hcops::chosen_kernel<hcops::Sgemm>().kernel;
   const long m = 300, n = 64L * kern.nr * threads / 4, k = 200;
-  const hcops::Plan plan = hcops::plan_gemm(topo, m, n, k, threads, {kern.mr, kern.nr});
+  const hcops::PartitionPlan plan = hcops::plan_gemm(topo, m, n, k, threads, {kern.mr, kern.nr});
   assert_int_equal(plan.parts.size(), topo.domains.size());
 
   hcops::numa_reset_counters();

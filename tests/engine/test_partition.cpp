@@ -41,7 +41,7 @@ hcops::Topology load(const char *name) {
 }
 
 // Every (i, j) of C is covered by exactly one thread's rectangle.
-void check_cover(const hcops::Plan &plan, long m, long n, int mr, int nr) {
+void check_cover(const hcops::PartitionPlan &plan, long m, long n, int mr, int nr) {
   std::vector<unsigned char> owner(size_t(m) * n, 0);
   int threads = 0;
   for (const hcops::DomainPart &p : plan.parts) {
@@ -81,7 +81,7 @@ void test_every_domain_gets_work(void **) {
     // A DiT Linear layer (fc1 of DiT-XL: 4608 x 512 x 1152) and a large square product.
     const long shapes[][3] = {{4608, 2048, 1152}, {8192, 8192, 8192}};
     for (const auto &s : shapes) {
-      const hcops::Plan plan = hcops::plan_gemm(topo, s[0], s[1], s[2], cores, {32, 12});
+      const hcops::PartitionPlan plan = hcops::plan_gemm(topo, s[0], s[1], s[2], cores, {32, 12});
       assert_int_equal(plan.parts.size(), topo.domains.size());
       assert_true(plan.split_n);
       for (const hcops::DomainPart &p : plan.parts) {
@@ -97,7 +97,7 @@ void test_every_domain_gets_work(void **) {
 void test_narrow_n_splits_m(void **) {
   hcops::Topology topo = load(xml_files[0]);
   // adaLN modulation: n = batch = 8; splitting N would leave domains idle.
-  const hcops::Plan plan = hcops::plan_gemm(topo, 2304, 8, 384, 16, {32, 12});
+  const hcops::PartitionPlan plan = hcops::plan_gemm(topo, 2304, 8, 384, 16, {32, 12});
   assert_false(plan.split_n);
   assert_true(plan.parts.size() > 1);
   check_cover(plan, 2304, 8, 32, 12);
@@ -105,10 +105,10 @@ void test_narrow_n_splits_m(void **) {
 
 void test_small_work_uses_few_threads(void **) {
   hcops::Topology topo = load(xml_files[1]);
-  const hcops::Plan tiny = hcops::plan_gemm(topo, 16, 16, 16, 256, {32, 12});
+  const hcops::PartitionPlan tiny = hcops::plan_gemm(topo, 16, 16, 16, 256, {32, 12});
   assert_int_equal(tiny.threads, 1);
   check_cover(tiny, 16, 16, 32, 12);
-  const hcops::Plan attn = hcops::plan_gemm(topo, 256, 256, 64, 256, {32, 12});
+  const hcops::PartitionPlan attn = hcops::plan_gemm(topo, 256, 256, 64, 256, {32, 12});
   assert_true(attn.threads >= 2 && attn.threads <= 8);  // 8.4 MFLOP is not worth 256 threads
   check_cover(attn, 256, 256, 32, 12);
 }
@@ -117,7 +117,7 @@ void test_fewer_threads_than_domains(void **) {
   for (int t = 0; t < 3; ++t) {
     hcops::Topology topo = load(xml_files[t]);
     for (int threads : {1, 2, 3, 5}) {
-      const hcops::Plan plan = hcops::plan_gemm(topo, 1000, 999, 300, threads, {32, 12});
+      const hcops::PartitionPlan plan = hcops::plan_gemm(topo, 1000, 999, 300, threads, {32, 12});
       assert_int_equal(plan.threads, threads);
       assert_int_equal(plan.parts.size(), size_t(threads));
       check_cover(plan, 1000, 999, 32, 12);

@@ -93,15 +93,15 @@ for name in ("libblas.so.3", "libdnnl.so.2"):
         for line in f:
             if line.startswith("workspaces:"):
                 print("workspaces", name, line.split()[1])
-            if line.startswith("reference BLAS"):
-                print("reference_blas", name, os.path.realpath(line.split(": ", 1)[1].strip()))
+            if line.startswith("underlying BLAS"):
+                print("underlying_blas", name, os.path.realpath(line.split(": ", 1)[1].strip()))
     os.unlink(out)
     try:
-        fn = lib.hcops_reference_dnnl
+        fn = lib.hcops_underlying_dnnl
     except AttributeError:  # a libblas.so.3 without HCOps's oneDNN layer
-        print("reference_dnnl", name, "none")
+        print("underlying_dnnl", name, "none")
         continue
     fn.restype = ctypes.c_char_p
     ref = fn()
-    print("reference_dnnl", name, os.path.realpath(ref.decode()) if ref else "none")
+    print("underlying_dnnl", name, os.path.realpath(ref.decode()) if ref else "none")
 print("threads", len(os.listdir("/proc/self/task")))

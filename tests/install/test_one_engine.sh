@@ -45,7 +45,7 @@ exports() { nm -D --defined-only "$1" | awk 'NF >= 3 { print $NF }' | sort; }
 exports "$lib/libhcops.so.0" > "$scratch/libhcops.exports"
 exports "$dir/libdnnl.so.2" | diff "$scratch/libhcops.exports" - > /dev/null || fail "libdnnl.so.2 does not export what libhcops.so.0 does"
 exports "$dir/libblas.so.3" > "$scratch/libblas.exports"
-grep -Ev '^(dnnl_|hcops_reference_dnnl$)' "$scratch/libhcops.exports" | diff - "$scratch/libblas.exports" > /dev/null ||
+grep -Ev '^(dnnl_|hcops_(underlying|reference)_dnnl$)' "$scratch/libhcops.exports" | diff - "$scratch/libblas.exports" > /dev/null ||
   fail "libblas.so.3 does not export libhcops.so.0's BLAS, CBLAS and hcops_*"
 echo "  exports: libhcops.so.0 $(wc -l < "$scratch/libhcops.exports"), libblas.so.3 $(wc -l < "$scratch/libblas.exports")"
 HCOPS_LIB=$dir/libblas.so.3 sh "$srcdir/abi/test_symbols.sh" > "$scratch/symbols.out" 2>&1 ||
@@ -75,9 +75,9 @@ grep -qx "engine_file $real_lib0" "$scratch/probe.out" || fail "the engine is no
 for copy in libblas.so.3 libdnnl.so.2; do
   grep -qx "entry $copy $real_lib0" "$scratch/probe.out" || fail "hcops_print_info through $copy is not libhcops.so.0's"
   grep -qx "workspaces $copy 1" "$scratch/probe.out" || fail "the engine behind $copy: $(grep "^workspaces $copy" "$scratch/probe.out") workspaces (want 1)"
-  ref=$(sed -n "s/^reference_blas $copy //p" "$scratch/probe.out")
+  ref=$(sed -n "s/^underlying_blas $copy //p" "$scratch/probe.out")
   case $ref in "$prefix"/* | '') fail "the reference BLAS through $copy is '$ref'" ;; esac
-  ref=$(sed -n "s/^reference_dnnl $copy //p" "$scratch/probe.out")
+  ref=$(sed -n "s/^underlying_dnnl $copy //p" "$scratch/probe.out")
   case $ref in "$prefix"/* | none | '') fail "the real libdnnl through $copy is '$ref'" ;; esac
 done
 grep -Eq '^hcops_verbose,exec,(cblas_sgemm|sgemm_),' "$scratch/probe.err" ||

@@ -1,5 +1,5 @@
 // The AMX-BF16 GEMM family, written once over a tile traits class: HwTiles
-// (tiles_hw.h, the instructions; kernels/amx/ukernel.cpp, what the registry
+// (tiles_hw.h, the instructions; kernels/amx/family.cpp, what the registry
 // lists) or EmulatedTiles (tiles_emulated.h, the SDM's semantics in
 // software; what the tests run on CPUs without AMX). Everything else,
 // packing, tile configuration, the blocked loops, edges, alpha/beta, the

@@ -74,7 +74,7 @@ inline void transpose_square(__m512d r[8]) {
 // interleave_rows' contract (pack.h) for A panels, whose width MR is a
 // multiple of the lane count: dst[p * width + r] = src[r * ld + p] for
 // r < rows, zero for rows <= r < width. W is the family's vector traits
-// (ukernel.cpp); blocks of lanes x lanes, tails of k and rows masked.
+// (family.cpp); blocks of lanes x lanes, tails of k and rows masked.
 template <typename W, typename T>
 void transpose_rows(T *dst, const T *src, long ld, long kc, long rows, int width) {
   constexpr int n = W::lanes;

@@ -7,7 +7,7 @@
 // then the even one). So a faster family must agree with this one within
 // f32 rounding, and every bf16 entry point is testable on any CPU.
 //
-// Only ukernel.cpp includes this file (the generic family's flags: SSE2).
+// Only family.cpp includes this file (the generic family's flags: SSE2).
 #pragma once
 
 #include <cstdint>
