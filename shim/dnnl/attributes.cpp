@@ -9,7 +9,7 @@
 
 namespace hcops::dnnl {
 
-bool read_attributes(const_dnnl_primitive_desc_t pd, PrimitivePlan *plan) {
+bool read_attributes(const_dnnl_primitive_desc_t pd, PlanAttributes *out) {
   const_dnnl_primitive_attr_t attr = nullptr;
   if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success || !attr) return decline("attr_query");
   // f32 in a reduced-precision math mode is oneDNN's to round: forwarded.
@@ -26,9 +26,9 @@ bool read_attributes(const_dnnl_primitive_desc_t pd, PrimitivePlan *plan) {
   {
     // DNNL_RUNTIME_F32_VAL is a NaN of its own bit pattern.
     const float rt = DNNL_RUNTIME_F32_VAL;
-    plan->runtime_scale = std::memcmp(&rt, &scales[0], sizeof rt) == 0;
+    out->runtime_scale = std::memcmp(&rt, &scales[0], sizeof rt) == 0;
   }
-  plan->alpha = plan->runtime_scale ? 1.0f : scales[0];
+  out->alpha = out->runtime_scale ? 1.0f : scales[0];
 
   for (int arg : {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}) {
     const int32_t *zp = nullptr;
@@ -48,30 +48,30 @@ bool read_attributes(const_dnnl_primitive_desc_t pd, PrimitivePlan *plan) {
         float scale;
         int32_t zero_point;
         dnnl_data_type_t dt;
-        if (sum || plan->ops.act != ops::Activation::none) return decline("post_op_order");
+        if (sum || out->ops.act != ops::Activation::none) return decline("post_op_order");
         if (dnnl_post_ops_get_params_sum_v3(po, i, &scale, &zero_point, &dt) != dnnl_success)
           return decline("attr_query");
         if (zero_point != 0 || dt != dnnl_data_type_undef) return decline("sum_zero_point_or_type");
-        plan->beta = scale;
+        out->beta = scale;
         sum = true;
         break;
       }
       case dnnl_eltwise: {
         float scale, alpha, beta;
         dnnl_alg_kind_t alg;
-        if (plan->ops.act != ops::Activation::none) return decline("post_op_order");
+        if (out->ops.act != ops::Activation::none) return decline("post_op_order");
         if (dnnl_post_ops_get_params_eltwise(po, i, &scale, &alg, &alpha, &beta) != dnnl_success)
           return decline("attr_query");
         switch (alg) {
-          case dnnl_eltwise_relu: plan->ops.act = ops::Activation::relu; break;
-          case dnnl_eltwise_gelu_tanh: plan->ops.act = ops::Activation::gelu_tanh; break;
-          case dnnl_eltwise_gelu_erf: plan->ops.act = ops::Activation::gelu_erf; break;
-          case dnnl_eltwise_swish: plan->ops.act = ops::Activation::swish; break;
+          case dnnl_eltwise_relu: out->ops.act = ops::Activation::relu; break;
+          case dnnl_eltwise_gelu_tanh: out->ops.act = ops::Activation::gelu_tanh; break;
+          case dnnl_eltwise_gelu_erf: out->ops.act = ops::Activation::gelu_erf; break;
+          case dnnl_eltwise_swish: out->ops.act = ops::Activation::swish; break;
           default: return decline("eltwise_alg");
         }
-        plan->ops.act_alpha = alpha;
-        plan->ops.act_beta = beta;
-        plan->ops.act_scale = scale;
+        out->ops.act_alpha = alpha;
+        out->ops.act_beta = beta;
+        out->ops.act_scale = scale;
         break;
       }
       case dnnl_binary: return decline("post_op_binary");

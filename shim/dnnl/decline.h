@@ -1,5 +1,6 @@
 // Why HCOps leaves a primitive, or one execute of it, to libdnnl: the
-// planners (matmul.cpp, inner_product.cpp, attributes.cpp, plan.cpp) and
+// claim table and the planners (claim_table.cpp, matmul.cpp,
+// inner_product.cpp, attributes.cpp, plan.cpp) and
 // run_plan name the condition that declined it, a short token as the
 // PyTorch layer's fallback reasons (doc/environment.md, HCOPS_VERBOSE);
 // dnnl_primitive_create and _execute print it (report.h). Per thread: a

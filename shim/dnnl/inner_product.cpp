@@ -74,12 +74,11 @@ std::unique_ptr<PrimitivePlan> inner_product_plan(const_dnnl_primitive_desc_t pd
   auto q = [pd](dnnl_query_t what, int i) { return present(dnnl_primitive_desc_query_md(pd, what, i)); };
   auto plan = std::make_unique<PrimitivePlan>();
   plan->kind = dnnl_inner_product;
-  if (!read_attributes(pd, plan.get())) return nullptr;  // (its reason recorded)
-  const bool attrs = plan->alpha != 1.0f || plan->runtime_scale || plan->beta != 0.0f || !plan->ops.empty();
+  if (!read_attributes(pd, &plan->attr)) return nullptr;  // (its reason recorded)
+  const bool attrs = plan->attr.alpha != 1.0f || plan->attr.runtime_scale || plan->attr.beta != 0.0f || !plan->attr.ops.empty();
 
   Matrix a, b, c;
   const dnnl_memory_desc_t *src, *wei, *bias = nullptr, *dst, *ma, *mb, *mc;
-  const char *prop;
   switch (d->prop_kind) {
     case dnnl_forward_training:
     case dnnl_forward_inference: {
@@ -91,13 +90,12 @@ std::unique_ptr<PrimitivePlan> inner_product_plan(const_dnnl_primitive_desc_t pd
       if (bias && bias->dims[0] != c.cols) return declined("bias_shape");
       b = transposed(b);
       ma = src, mb = wei, mc = dst;
-      plan->arg_a = DNNL_ARG_SRC, plan->arg_b = DNNL_ARG_WEIGHTS, plan->arg_c = DNNL_ARG_DST;
+      plan->memory.arg_a = DNNL_ARG_SRC, plan->memory.arg_b = DNNL_ARG_WEIGHTS, plan->memory.arg_c = DNNL_ARG_DST;
       if (bias) {
-        plan->arg_bias = DNNL_ARG_BIAS;
-        plan->md_bias = *bias;
-        plan->ops.bias_type = bias->data_type == dnnl_bf16 ? Dtype::bf16 : Dtype::f32;
+        plan->memory.arg_bias = DNNL_ARG_BIAS;
+        plan->memory.md_bias = *bias;
+        plan->attr.ops.bias_type = bias->data_type == dnnl_bf16 ? Dtype::bf16 : Dtype::f32;
       }
-      prop = d->prop_kind == dnnl_forward_training ? "forward_training" : "forward_inference";
       break;
     }
     case dnnl_backward_data: {
@@ -106,8 +104,7 @@ std::unique_ptr<PrimitivePlan> inner_product_plan(const_dnnl_primitive_desc_t pd
       if (!src || !wei || !dst) return declined("no_memory");
       if (!flat(src, wei, &c) || !flat(wei, src, &b) || !matrix_of(dst, &a)) return nullptr;
       ma = dst, mb = wei, mc = src;
-      plan->arg_a = DNNL_ARG_DIFF_DST, plan->arg_b = DNNL_ARG_WEIGHTS, plan->arg_c = DNNL_ARG_DIFF_SRC;
-      prop = "backward_data";
+      plan->memory.arg_a = DNNL_ARG_DIFF_DST, plan->memory.arg_b = DNNL_ARG_WEIGHTS, plan->memory.arg_c = DNNL_ARG_DIFF_SRC;
       break;
     }
     case dnnl_backward_weights: {
@@ -118,40 +115,28 @@ std::unique_ptr<PrimitivePlan> inner_product_plan(const_dnnl_primitive_desc_t pd
       if (!flat(src, wei, &b) || !flat(wei, src, &c) || !matrix_of(dst, &a)) return nullptr;
       if (bias && !plain_vector(bias)) return nullptr;
       if (bias && bias->dims[0] != c.rows) return declined("bias_shape");
-      plan->diff_dst = a;
+      plan->geometry.diff_dst = a;
       a = transposed(a);
       ma = dst, mb = src, mc = wei;
-      plan->arg_a = DNNL_ARG_DIFF_DST, plan->arg_b = DNNL_ARG_SRC, plan->arg_c = DNNL_ARG_DIFF_WEIGHTS;
+      plan->memory.arg_a = DNNL_ARG_DIFF_DST, plan->memory.arg_b = DNNL_ARG_SRC, plan->memory.arg_c = DNNL_ARG_DIFF_WEIGHTS;
       if (bias) {
-        plan->arg_diff_bias = DNNL_ARG_DIFF_BIAS;
-        plan->md_diff_bias = *bias;
+        plan->memory.arg_diff_bias = DNNL_ARG_DIFF_BIAS;
+        plan->memory.md_diff_bias = *bias;
       }
-      prop = "backward_weights";
       break;
     }
     default: return declined("prop_kind");
   }
   if (ma->data_type != mb->data_type) return declined("datatypes");
-  bool ok;
-  plan->types = types_of(ma->data_type, mc->data_type, &ok);
-  if (!ok) return nullptr;
-  if (!make_geometry(a, b, c, false, plan->arg_bias != 0, &plan->geo)) return declined("geometry");
-  plan->md_a = *ma;
-  plan->md_b = *mb;
-  plan->md_c = *mc;
+  const Claim *claim = find_claim(dnnl_inner_product, d->prop_kind, ma->data_type, mc->data_type);
+  if (!claim) return nullptr;  // (its reason recorded)
+  plan->types = claim->types;
+  if (!make_geometry(a, b, c, false, plan->memory.arg_bias != 0, &plan->geometry.gemm)) return declined("geometry");
+  plan->memory.md_a = *ma;
+  plan->memory.md_b = *mb;
+  plan->memory.md_c = *mc;
 
-  // As oneDNN 2.6's init_info_inner_product.
-  // (2.6 prints a bias field for every inner product: "bia_undef::undef::f0"
-  // when there is none.)
-  const dnnl_memory_desc_t *bias_md = dnnl_primitive_desc_query_md(
-      pd, d->prop_kind == dnnl_backward_weights ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 1);
-  std::string mds = "src_" + md_str(src) + " wei_" + md_str(wei);
-  if (bias_md) mds += " bia_" + md_str(bias_md);
-  mds += " dst_" + md_str(dst);
-  const std::string problem = desc_str(src) + "oc" + std::to_string(wei->dims[0]);
-  plan->verbose_kind = "inner_product";
-  plan->verbose_tail = std::string(prop) + "," + mds + "," + attr_str(pd) + ",," + problem;
-  plan->summary_key = "inner_product," + std::string(prop) + "," + problem;
+  plan->verbose = inner_product_verbose(pd, d->prop_kind, src, wei, dst);
   return plan;
 }
 

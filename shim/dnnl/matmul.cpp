@@ -47,40 +47,29 @@ std::unique_ptr<PrimitivePlan> matmul_plan(const_dnnl_primitive_desc_t pd) {
   if (!src || !wei || !dst) return declined("no_memory");
   if (!plain_md(src) || !plain_md(wei) || !plain_md(dst) || (bias && !plain_md(bias))) return nullptr;
   if (src->data_type != wei->data_type) return declined("datatypes");
+  const Claim *claim = find_claim(dnnl_matmul, dnnl_prop_kind_undef, src->data_type, dst->data_type);
   auto plan = std::make_unique<PrimitivePlan>();
-  bool ok;
-  plan->types = types_of(src->data_type, dst->data_type, &ok);
-  if (!ok || !read_attributes(pd, plan.get())) return nullptr;  // (their reasons recorded)
+  if (!claim || !read_attributes(pd, &plan->attr)) return nullptr;  // (their reasons recorded)
+  plan->types = claim->types;
   if (any_runtime({src, wei, dst, bias})) {
-    plan->runtime_geometry = matmul_geometry;
-  } else if (!matmul_geometry(src, wei, dst, bias, &plan->geo)) {
+    plan->geometry.runtime = matmul_geometry;
+  } else if (!matmul_geometry(src, wei, dst, bias, &plan->geometry.gemm)) {
     return nullptr;
   }
   plan->kind = dnnl_matmul;
-  plan->arg_a = DNNL_ARG_SRC;
-  plan->arg_b = DNNL_ARG_WEIGHTS;
-  plan->arg_c = DNNL_ARG_DST;
-  plan->md_a = *src;
-  plan->md_b = *wei;
-  plan->md_c = *dst;
+  plan->memory.arg_a = DNNL_ARG_SRC;
+  plan->memory.arg_b = DNNL_ARG_WEIGHTS;
+  plan->memory.arg_c = DNNL_ARG_DST;
+  plan->memory.md_a = *src;
+  plan->memory.md_b = *wei;
+  plan->memory.md_c = *dst;
   if (bias) {
-    plan->arg_bias = DNNL_ARG_BIAS;
-    plan->md_bias = *bias;
-    plan->ops.bias_type = bias->data_type == dnnl_bf16 ? Dtype::bf16 : Dtype::f32;
+    plan->memory.arg_bias = DNNL_ARG_BIAS;
+    plan->memory.md_bias = *bias;
+    plan->attr.ops.bias_type = bias->data_type == dnnl_bf16 ? Dtype::bf16 : Dtype::f32;
   }
 
-  // As oneDNN 2.6's init_info_matmul.
-  std::string mds = "src_" + md_str(src) + " wei_" + md_str(wei);
-  if (bias) {
-    int mask = 0;
-    for (int d = bias->ndims - 1; d >= 0; --d) mask += bias->dims[d] != 1 ? 1 << d : 0;
-    mds += " bia_" + md_str(bias) + "_mask" + std::to_string(mask);
-  }
-  mds += " dst_" + md_str(dst);
-  const std::string problem = dims_str(src) + ":" + dims_str(wei) + ":" + dims_str(dst);
-  plan->verbose_kind = "matmul";
-  plan->verbose_tail = "undef," + mds + "," + attr_str(pd) + ",," + problem;
-  plan->summary_key = "matmul," + problem;
+  plan->verbose = matmul_verbose(pd, src, wei, bias, dst);
   return plan;
 }
 

@@ -26,15 +26,6 @@ bool matrix_of(const dnnl_memory_desc_t *md, Matrix *x) {
   return true;
 }
 
-Types types_of(dnnl_data_type_t ab, dnnl_data_type_t c, bool *ok) {
-  *ok = true;
-  if (ab == dnnl_f32 && c == dnnl_f32) return Types::f32;
-  if (ab == dnnl_bf16 && c == dnnl_f32) return Types::bf16_f32;
-  if (ab == dnnl_bf16 && c == dnnl_bf16) return Types::bf16_bf16;
-  *ok = decline("datatypes");
-  return Types::f32;
-}
-
 bool plain_md(const dnnl_memory_desc_t *md) {
   if (!md || md->ndims < 1) return decline("no_memory");
   if (md->format_kind != dnnl_blocked) return decline("format_any");

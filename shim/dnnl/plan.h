@@ -18,6 +18,7 @@
 #include "gemm/gemm.h"
 #include "gemm/matmul_geometry.h"
 #include "ops/output_ops.h"
+#include "shim/dnnl/verbose_info.h"
 
 namespace hcops::dnnl {
 
@@ -30,47 +31,58 @@ enum class Types : uint8_t { f32, bf16_f32, bf16_bf16 };
 // The 2-D matrix of the last two dims of a plain descriptor without
 // runtime values, the others its batch; false when it is not one.
 bool matrix_of(const dnnl_memory_desc_t *md, Matrix *x);
-Types types_of(dnnl_data_type_t ab, dnnl_data_type_t c, bool *ok);
 
 // A plain (blocked, no inner blocks) descriptor of f32 or bf16 with no
 // padding: what HCOps reads and writes.
 bool plain_md(const dnnl_memory_desc_t *md);
 bool has_runtime_dims(const dnnl_memory_desc_t *md);
 
-struct PrimitivePlan {
-  dnnl_primitive_kind_t kind = dnnl_matmul;
-  Types types = Types::f32;
+// Where the GEMM runs: its geometry over A, B and C, or how to make it at
+// execute.
+struct PlanGeometry {
+  Geometry gemm;
+  // Runtime dims (matmul): the geometry is made at execute from the
+  // memories' own descriptors by `runtime` (oneDNN's src, weights, dst,
+  // bias: A, B, C, bias), which checks them.
+  bool (*runtime)(const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,
+                  const dnnl_memory_desc_t *, Geometry *) = nullptr;
+  // backward_weights with bias: diff_bias[oc] = sum over n of diff_dst[n, oc].
+  Matrix diff_dst;  // N x OC (oneDNN's A is its transpose)
+};
+
+// Which execute arguments are A, B, C and the biases, and the descriptors
+// an execute's memories must match.
+struct PlanMemory {
   // The DNNL_ARG_* of oneDNN's A, B and C.
   int arg_a = 0, arg_b = 0, arg_c = 0;
-  Geometry geo;
   // The primitive descriptor's memory descriptors of A, B, C and the bias
-  // (format_kind undef when none): an execute's memories must match them.
+  // (format_kind undef when none).
   dnnl_memory_desc_t md_a{}, md_b{}, md_c{}, md_bias{};
-  // Runtime dims (matmul): the geometry is made at execute from the
-  // memories' own descriptors by `runtime_geometry` (oneDNN's src, weights,
-  // dst, bias: A, B, C, bias), which checks them.
-  bool (*runtime_geometry)(const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,
-                           const dnnl_memory_desc_t *, Geometry *) = nullptr;
+  int arg_bias = 0;  // 0: no bias
+  int arg_diff_bias = 0;
+  dnnl_memory_desc_t md_diff_bias{};
+};
 
+// oneDNN's attributes on the engine (read_attributes).
+struct PlanAttributes {
   float alpha = 1.0f;          // output scale
   bool runtime_scale = false;  // from DNNL_ARG_ATTR_OUTPUT_SCALES
   float beta = 0.0f;           // sum post-op's scale
   ops::OutputOps ops;          // bias (pointer set at execute) and activation
-  int arg_bias = 0;            // 0: no bias
+};
 
-  // backward_weights with bias: diff_bias[oc] = sum over n of diff_dst[n, oc].
-  int arg_diff_bias = 0;
-  dnnl_memory_desc_t md_diff_bias{};
-  Matrix diff_dst;  // N x OC (oneDNN's A is its transpose)
-
-  // The verbose line: "hcops_verbose,exec,cpu,<kind>,hcops:<family>,<tail>,<ms>";
-  // the exit summary groups by "<kind>,<problem>".
-  std::string verbose_kind, verbose_tail, summary_key;
+struct PrimitivePlan {
+  dnnl_primitive_kind_t kind = dnnl_matmul;
+  Types types = Types::f32;
+  PlanGeometry geometry;
+  PlanMemory memory;
+  PlanAttributes attr;
+  VerboseFields verbose;  // verbose_info.h
 };
 
 // Attributes: output scales, post-ops, and the checks that nothing else is
 // set. False: not claimed.
-bool read_attributes(const_dnnl_primitive_desc_t pd, PrimitivePlan *plan);
+bool read_attributes(const_dnnl_primitive_desc_t pd, PlanAttributes *attr);
 
 // Runs the plan on the arguments of an execute. Returns false, having done
 // nothing, when they do not fit it (a missing argument, a memory whose

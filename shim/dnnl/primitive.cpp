@@ -75,7 +75,7 @@ dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stre
     const char *family = "none";
     (void)take_decline();
     if (!run_plan(*plan, nargs, args, &family)) {
-      report_declined(plan->verbose_kind.c_str(), "execute", take_decline());
+      report_declined(plan->verbose.kind.c_str(), "execute", take_decline());
     } else {
       if (timed) {
         hcops::KeepFpEnv keep;
@@ -84,7 +84,7 @@ dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stre
       return dnnl_success;
     }
   } else if (plan) {
-    report_declined(plan->verbose_kind.c_str(), "execute", "bad_arguments");  // libdnnl says what
+    report_declined(plan->verbose.kind.c_str(), "execute", "bad_arguments");  // libdnnl says what
   }
   if (!real) return dnnl_runtime_error;
   report_forwarded();

@@ -52,11 +52,11 @@ std::map<std::string, Totals> &table() {
 }  // namespace
 
 void report_executed(const PrimitivePlan &plan, const char *family, double seconds) {
-  print_line("hcops_verbose,exec,cpu,%s,hcops:%s,%s,%g", plan.verbose_kind.c_str(), family, plan.verbose_tail.c_str(),
+  print_line("hcops_verbose,exec,cpu,%s,hcops:%s,%s,%g", plan.verbose.kind.c_str(), family, plan.verbose.tail.c_str(),
              1e3 * seconds);
   if (verbose_level() < 2) return;
   std::lock_guard<std::mutex> g(lock);
-  Totals &t = table()[plan.summary_key + ",hcops:" + family];
+  Totals &t = table()[plan.verbose.summary_key + ",hcops:" + family];
   ++t.calls;
   t.seconds += seconds;
 }

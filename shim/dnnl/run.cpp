@@ -42,7 +42,7 @@ const char *run_gemms(const PrimitivePlan &p, const Geometry &g, const void *a, 
   const A *ea = static_cast<const A *>(g.swapped ? b : a) + g.a_offset;
   const A *eb = static_cast<const A *>(g.swapped ? a : b) + g.b_offset;
   C *ec = static_cast<C *>(c) + g.c_offset;
-  GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, alpha, ea, g.lda, eb, g.ldb, p.beta, ec, g.ldc};
+  GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, alpha, ea, g.lda, eb, g.ldb, p.attr.beta, ec, g.ldc};
   // Bias and activation on each block of C while it is in cache; a bf16 C
   // is rounded once, after them (kernels/gemm_types.h, Epilogue).
   args.epilogue = ops::output_epilogue(ops);
@@ -54,28 +54,28 @@ const char *run_gemms(const PrimitivePlan &p, const Geometry &g, const void *a, 
 bool run_plan(const PrimitivePlan &p, int nargs, const dnnl_exec_arg_t *args, const char **family) {
   void *a, *b, *c, *bias = nullptr;
   const dnnl_memory_desc_t *ma, *mb, *mc, *mbias = nullptr;
-  if (!memory_of(nargs, args, p.arg_a, &a, &ma) || !memory_of(nargs, args, p.arg_b, &b, &mb) ||
-      !memory_of(nargs, args, p.arg_c, &c, &mc))
+  if (!memory_of(nargs, args, p.memory.arg_a, &a, &ma) || !memory_of(nargs, args, p.memory.arg_b, &b, &mb) ||
+      !memory_of(nargs, args, p.memory.arg_c, &c, &mc))
     return false;
-  if (p.arg_bias && !memory_of(nargs, args, p.arg_bias, &bias, &mbias)) return false;
+  if (p.memory.arg_bias && !memory_of(nargs, args, p.memory.arg_bias, &bias, &mbias)) return false;
   // A memory that is not what the primitive was made for is libdnnl's to
   // judge.
   Geometry rt;
-  const Geometry *g = &p.geo;
-  if (p.runtime_geometry) {
-    if (!fits(ma, p.md_a) || !fits(mb, p.md_b) || !fits(mc, p.md_c) || (mbias && !fits(mbias, p.md_bias))) return false;
-    if (!p.runtime_geometry(ma, mb, mc, mbias, &rt)) return false;
+  const Geometry *g = &p.geometry.gemm;
+  if (p.geometry.runtime) {
+    if (!fits(ma, p.memory.md_a) || !fits(mb, p.memory.md_b) || !fits(mc, p.memory.md_c) || (mbias && !fits(mbias, p.memory.md_bias))) return false;
+    if (!p.geometry.runtime(ma, mb, mc, mbias, &rt)) return false;
     g = &rt;
-  } else if (!dnnl_memory_desc_equal(ma, &p.md_a) || !dnnl_memory_desc_equal(mb, &p.md_b) ||
-             !dnnl_memory_desc_equal(mc, &p.md_c) || (mbias && !dnnl_memory_desc_equal(mbias, &p.md_bias))) {
+  } else if (!dnnl_memory_desc_equal(ma, &p.memory.md_a) || !dnnl_memory_desc_equal(mb, &p.memory.md_b) ||
+             !dnnl_memory_desc_equal(mc, &p.memory.md_c) || (mbias && !dnnl_memory_desc_equal(mbias, &p.memory.md_bias))) {
     return decline("memory_differs");
   }
   // (An empty memory may have no buffer.)
   const bool empty = g->batches() == 0 || g->m == 0 || g->n == 0;
-  if ((!empty && g->k > 0 && (!a || !b)) || (!empty && !c) || (p.arg_bias && !bias && !empty))
+  if ((!empty && g->k > 0 && (!a || !b)) || (!empty && !c) || (p.memory.arg_bias && !bias && !empty))
     return decline("null_buffer");
-  float alpha = p.alpha;
-  if (p.runtime_scale) {
+  float alpha = p.attr.alpha;
+  if (p.attr.runtime_scale) {
     void *s;
     const dnnl_memory_desc_t *ms;
     if (!memory_of(nargs, args, DNNL_ARG_ATTR_OUTPUT_SCALES, &s, &ms)) return false;
@@ -83,16 +83,16 @@ bool run_plan(const PrimitivePlan &p, int nargs, const dnnl_exec_arg_t *args, co
     alpha = *static_cast<const float *>(s);
   }
   void *diff_bias = nullptr;
-  if (p.arg_diff_bias) {
+  if (p.memory.arg_diff_bias) {
     const dnnl_memory_desc_t *md;
-    if (!memory_of(nargs, args, p.arg_diff_bias, &diff_bias, &md)) return false;
+    if (!memory_of(nargs, args, p.memory.arg_diff_bias, &diff_bias, &md)) return false;
     if (!diff_bias) return decline("null_buffer");
-    if (!dnnl_memory_desc_equal(md, &p.md_diff_bias)) return decline("memory_differs");
+    if (!dnnl_memory_desc_equal(md, &p.memory.md_diff_bias)) return decline("memory_differs");
   }
 
-  ops::OutputOps ops = p.ops;
+  ops::OutputOps ops = p.attr.ops;
   if (bias) {
-    ops.bias = static_cast<const char *>(bias) + mbias->offset0 * (p.ops.bias_type == Dtype::bf16 ? 2 : 4);
+    ops.bias = static_cast<const char *>(bias) + mbias->offset0 * (p.attr.ops.bias_type == Dtype::bf16 ? 2 : 4);
     ops.bias_scale = alpha;                            // oscale * (src * wei + bias)
     ops.bias_along_rows = g->bias_rows != g->swapped;  // on the engine's C
   }
@@ -101,7 +101,7 @@ bool run_plan(const PrimitivePlan &p, int nargs, const dnnl_exec_arg_t *args, co
     case Types::bf16_f32: *family = run_gemms<Bf16Gemm>(p, *g, a, b, c, alpha, ops); break;
     case Types::bf16_bf16: *family = run_gemms<Bf16Bf16Gemm>(p, *g, a, b, c, alpha, ops); break;
   }
-  if (diff_bias) reduce_diff_bias(p.diff_dst, p.md_a.data_type, a, p.md_diff_bias.data_type, diff_bias);
+  if (diff_bias) reduce_diff_bias(p.geometry.diff_dst, p.memory.md_a.data_type, a, p.memory.md_diff_bias.data_type, diff_bias);
   return true;
 }
 

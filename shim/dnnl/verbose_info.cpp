@@ -141,4 +141,37 @@ std::string attr_str(const_dnnl_primitive_desc_t pd) {
   return s + " ";
 }
 
+VerboseFields matmul_verbose(const_dnnl_primitive_desc_t pd, const dnnl_memory_desc_t *src,
+                             const dnnl_memory_desc_t *wei, const dnnl_memory_desc_t *bias,
+                             const dnnl_memory_desc_t *dst) {
+  std::string mds = "src_" + md_str(src) + " wei_" + md_str(wei);
+  if (bias) {
+    int mask = 0;
+    for (int d = bias->ndims - 1; d >= 0; --d) mask += bias->dims[d] != 1 ? 1 << d : 0;
+    mds += " bia_" + md_str(bias) + "_mask" + std::to_string(mask);
+  }
+  mds += " dst_" + md_str(dst);
+  const std::string problem = dims_str(src) + ":" + dims_str(wei) + ":" + dims_str(dst);
+  return {"matmul", "undef," + mds + "," + attr_str(pd) + ",," + problem, "matmul," + problem};
+}
+
+VerboseFields inner_product_verbose(const_dnnl_primitive_desc_t pd, dnnl_prop_kind_t prop,
+                                    const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *wei,
+                                    const dnnl_memory_desc_t *dst) {
+  const std::string prop_name = prop == dnnl_forward_training    ? "forward_training"
+                                : prop == dnnl_forward_inference ? "forward_inference"
+                                : prop == dnnl_backward_data     ? "backward_data"
+                                                                 : "backward_weights";
+  // 2.6 prints a bias field for every inner product: "bia_undef::undef::f0"
+  // when there is none.
+  const dnnl_memory_desc_t *bias_md = dnnl_primitive_desc_query_md(
+      pd, prop == dnnl_backward_weights ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 1);
+  std::string mds = "src_" + md_str(src) + " wei_" + md_str(wei);
+  if (bias_md) mds += " bia_" + md_str(bias_md);
+  mds += " dst_" + md_str(dst);
+  const std::string problem = desc_str(src) + "oc" + std::to_string(wei->dims[0]);
+  return {"inner_product", prop_name + "," + mds + "," + attr_str(pd) + ",," + problem,
+          "inner_product," + prop_name + "," + problem};
+}
+
 }  // namespace hcops::dnnl
