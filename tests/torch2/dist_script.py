@@ -5,6 +5,7 @@ test_dist_run.sh under torchrun (gloo) and under mpirun + hcops-run --dist
 parameters' sums, which must be the same. DIST_SCRIPT_DIE=R: rank R raises
 at step 2 (the others must then stop, not wait for it)."""
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -24,7 +25,11 @@ for step in range(5):
     ddp(torch.randn(32, 24, generator=gen)).square().mean().backward()
     opt.step()
     opt.zero_grad()
+# One write per line: the ranks share stdout (unbuffered under torchrun),
+# and print() writes its pieces one by one.
 if rank == 0:
-    print("sums", " ".join(f"{p.detach().double().sum().item():.17g}" for p in model.parameters()), flush=True)
-print(f"rank {rank}: backend {dist.get_backend()}", flush=True)
+    sys.stdout.write("sums " + " ".join(f"{p.detach().double().sum().item():.17g}" for p in model.parameters()) + "\n")
+sys.stdout.write(f"rank {rank}: backend {dist.get_backend()}\n")
+sys.stdout.flush()
+dist.barrier()
 dist.destroy_process_group()

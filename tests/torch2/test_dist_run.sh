@@ -38,6 +38,16 @@ echo "== torchrun, gloo"
 timeout -k 10 300 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node 2 "$dir/dist_script.py" \
   >"$tmp/gloo.out" 2>"$tmp/gloo.err"
 rc=$?
+# PyTorch 2.15's gloo sometimes aborts a rank at exit, after the script has
+# finished ("terminate called without an active exception": a thread of its
+# own still joinable; seen in about 1 run in 3 on a loaded machine, without
+# HCOps). The reference then still printed what is compared: both ranks'
+# last lines.
+if [ $rc != 0 ] && [ "$(grep -c '^rank [01]: backend gloo$' "$tmp/gloo.out")" = 2 ] &&
+   grep -q '^terminate called without an active exception$' "$tmp/gloo.err"; then
+  echo "(torchrun exited $rc: gloo's abort at exit, after both ranks finished)"
+  rc=0
+fi
 [ $rc = 0 ] || { tail -20 "$tmp/gloo.err"; fail "torchrun exited $rc"; }
 grep "sums\|backend" "$tmp/gloo.out"
 
