@@ -8,7 +8,7 @@ CONFIGURE_FLAGS ?=
 
 AUTOTOOLS_INPUTS := configure.ac Makefile.am $(wildcard */Makefile.am)
 
-.PHONY: all deps demo check check-external install uninstall clean distclean
+.PHONY: all deps deps-aarch64 demo check check-external check-aarch64 install uninstall clean distclean
 
 all: $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
@@ -65,6 +65,32 @@ check: deps $(BUILD)/Makefile
 check-external: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 	$(MAKE) -C $(BUILD)/tests check-external || { cat $(BUILD)/tests/test-suite.log; exit 1; }
+
+# The AArch64 build, cross-compiled into $(BUILD_AARCH64) and tested under
+# QEMU's user-mode emulator on this x86-64 machine (build-aux/install-deps-
+# aarch64.sh installs the cross compiler, QEMU and Debian's arm64 libraries,
+# and registers QEMU with binfmt_misc): the C test suites, the netlib
+# BLAS/CBLAS testers and the scripts around them, on every kernel family
+# the emulated CPU runs. The parts Debian has no arm64 build of here (oneDNN
+# 2.6, MPI for the cross compiler, PyTorch) are configured out, and
+# configured_out.sh says so. Not part of `make check` (CI).
+BUILD_AARCH64 ?= build-aarch64
+AARCH64_CONFIGURE = --host=aarch64-linux-gnu --without-dnnl --without-mpi --without-torch \
+	HWLOC_CFLAGS=' ' HWLOC_LIBS=-lhwloc CMOCKA_CFLAGS=' ' CMOCKA_LIBS=-lcmocka
+deps-aarch64:
+	@sh build-aux/install-deps-aarch64.sh
+$(BUILD_AARCH64)/Makefile: configure | deps-aarch64
+	mkdir -p $(BUILD_AARCH64)
+	if [ -f $(BUILD_AARCH64)/config.status ]; then \
+	  cd $(BUILD_AARCH64) && ./config.status --recheck && ./config.status; \
+	else \
+	  cd $(BUILD_AARCH64) && ../configure $(AARCH64_CONFIGURE) $(CONFIGURE_FLAGS); \
+	fi
+check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
+	$(MAKE) -C $(BUILD_AARCH64) -j$(JOBS)
+	$(MAKE) -C $(BUILD_AARCH64) check || { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }
+	@awk '/^# PASS:/ {p = $$3} /^# SKIP:/ {s = $$3} /^# (FAIL|ERROR|XPASS):/ {f += $$3} \
+	  END {printf "check-aarch64: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD_AARCH64)/tests/test-suite.log
 
 # `make install PREFIX=X` installs into X whatever prefix the build was
 # configured with (and `make uninstall PREFIX=X` removes from X): PREFIX,

@@ -10,8 +10,12 @@
  * the product: one vdpbf16ps zmm is 16 lanes x 2 products = 64 flops, one
  * tdpbf16ps 16 x 16 x 32 products = 16384 flops. */
 #define _GNU_SOURCE
+#if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -26,6 +30,7 @@
 #define ITERS (1L << 23) /* ~30 ms per run at this CPU's peak */
 #define REPS 5
 
+#if defined(__x86_64__)
 /* acc = acc * x + y converges to 1 with x, y below: no overflow, no denormals. */
 #define FMA_LOOP(name, isa, vec, set1, fmadd, add)                                            \
   __attribute__((target(isa))) static double name(void) {                                     \
@@ -147,6 +152,36 @@ static const struct kernel {
     {"avx512_bf16", "bf16", 64.0 * (CHAINS * ITERS), avx512_bf16, needs_avx512_bf16},
     {"amx", "bf16", 16384.0 * (AMX_CHAINS * AMX_ITERS), amx_bf16, needs_amx},
 };
+#elif defined(__aarch64__)
+/* NEON (Advanced SIMD), in every AArch64: 128-bit fmla, the same chains.
+ * acc = y + acc * x converges to 1 as on x86. */
+#define NEON_LOOP(name, vec, dup, fma, add, lane0)                                        \
+  static double name(void) {                                                              \
+    const vec x = dup(0.999999), y = dup(1e-6);                                           \
+    vec acc[CHAINS];                                                                      \
+    for (int i = 0; i < CHAINS; ++i) acc[i] = dup(0);                                     \
+    for (long it = 0; it < ITERS; ++it) {                                                 \
+      _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i) acc[i] = fma(y, acc[i], x); \
+    }                                                                                     \
+    for (int i = 1; i < CHAINS; ++i) acc[0] = add(acc[0], acc[i]);                        \
+    return lane0(acc[0], 0);                                                              \
+  }
+NEON_LOOP(neon_f32, float32x4_t, vdupq_n_f32, vfmaq_f32, vaddq_f32, vgetq_lane_f32)
+NEON_LOOP(neon_f64, float64x2_t, vdupq_n_f64, vfmaq_f64, vaddq_f64, vgetq_lane_f64)
+static const char *needs_nothing(void) { return NULL; }
+
+static const struct kernel {
+  const char *isa, *precision;
+  double flops; /* per run of loop() on one thread */
+  double (*loop)(void);
+  const char *(*unsupported)(void);
+} kernels[] = {
+    {"neon", "f32", 2.0 * 4 * (CHAINS * ITERS), neon_f32, needs_nothing},
+    {"neon", "f64", 2.0 * 2 * (CHAINS * ITERS), neon_f64, needs_nothing},
+};
+#else
+#error "hcops-peak: no FMA loop for this architecture"
+#endif
 
 struct worker {
   pthread_t thread;

@@ -2,4 +2,4 @@
  * BLAS (forwarded.def; the table and its description: underlying.c). */
 #define HCOPS_FORWARD_TABLE blas
 #define HCOPS_FORWARD_DEF "shim/blas/forwarded.def"
-#include "shim/common/forward_x86_64.inc"
+#include "shim/common/forward_trampolines.inc"

@@ -1,6 +1,6 @@
 /* The underlying BLAS: the library that the BLAS/CBLAS routines HCOps does
  * not implement are forwarded to (the list: forwarded.def; the trampolines:
- * forward_x86_64.S; the search: shim/common/forward.c). In order:
+ * forward_trampolines.S; the search: shim/common/forward.c). In order:
  *   1. HCOPS_UNDERLYING_BLAS=path (HCOPS_REFERENCE_BLAS, its earlier name,
  *      when it is unset);
  *   2. a BLAS already loaded in the process (never a second runtime), even
@@ -16,7 +16,7 @@
 #include "shim/common/forward_table.h"
 
 HCOPS_FOREIGN_LIBRARY("underlying BLAS", "HCOPS_UNDERLYING_BLAS", "dgemm_", "a BLAS library such as libopenblas.so.0",
-                      HCOPS_DEFAULT_UNDERLYING_BLAS, "libopenblas.so.0", "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3");
+                      HCOPS_DEFAULT_UNDERLYING_BLAS, "libopenblas.so.0", HCOPS_NETLIB_BLAS);
 
 const char *hcops_underlying_blas(void) { return hcops_foreign_path(&HCOPS_FORWARD_LIB); }
 /* Its earlier name, still exported. */

@@ -1,6 +1,6 @@
 /* The generic forwarder: libhcops exports the whole ABI of a foreign library
  * (the underlying BLAS, oneDNN's libdnnl.so.2) and implements only part of
- * it. Every other symbol is a trampoline (forward_x86_64.inc) that jumps to
+ * it. Every other symbol is a trampoline (forward_trampolines.inc: forward_x86_64.inc or forward_aarch64.inc) that jumps to
  * the foreign library's own definition, found once, on the first forwarded
  * call, by the resolver below from a per-library description.
  *
@@ -8,7 +8,7 @@
  *   - a symbol list, shim/<lib>/<name>.def: one HCOPS_FORWARD(idx, name) line
  *     per forwarded symbol, idx dense from 0 (the build checks it);
  *   - a .S that defines HCOPS_FORWARD_TABLE and HCOPS_FORWARD_DEF and includes
- *     forward_x86_64.inc (the trampolines);
+ *     forward_trampolines.inc (the trampolines);
  *   - a .c that defines the same two macros, includes forward_table.h (the
  *     name table, slots and the checks) and defines the description:
  *       struct hcops_foreign HCOPS_FORWARD_LIB = {.what = ..., HCOPS_FORWARD_TABLE_FIELDS};

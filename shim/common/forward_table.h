@@ -2,7 +2,7 @@
  * symbol list. Define before including:
  *   HCOPS_FORWARD_TABLE  a C identifier naming the table: blas
  *   HCOPS_FORWARD_DEF    the symbol list to include: "shim/blas/forwarded.def"
- * and the same two in the .S that includes forward_x86_64.inc.
+ * and the same two in the .S that includes forward_trampolines.inc.
  *
  * Defines the name table (by index, not by position), the slot array
  * hcops_forward_slots_<table>, and checks at build time that the indexes

@@ -1,5 +1,7 @@
 /* The code every forward table shares (the trampolines themselves are
- * generated per table by forward_x86_64.inc). */
+ * generated per table by forward_x86_64.inc), on x86-64; forward_aarch64.S
+ * on AArch64. Both are built, each empty on the other architecture. */
+#if defined(__x86_64__)
 
         .hidden hcops_forward_resolve
 
@@ -68,5 +70,6 @@ hcops_forward_missing:
         pxor %xmm1, %xmm1
         ret
         .size hcops_forward_missing, .-hcops_forward_missing
+#endif
 
-        .section .note.GNU-stack,"",@progbits
+        .section .note.GNU-stack,"",%progbits

@@ -2,4 +2,4 @@
  * (forwarded.def; the table and its description: underlying.c). */
 #define HCOPS_FORWARD_TABLE dnnl
 #define HCOPS_FORWARD_DEF "shim/dnnl/forwarded.def"
-#include "shim/common/forward_x86_64.inc"
+#include "shim/common/forward_trampolines.inc"

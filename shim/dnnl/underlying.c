@@ -1,5 +1,5 @@
 /* The underlying oneDNN: the real libdnnl that the oneDNN C functions HCOps
- * does not implement are forwarded to (the list: forwarded.def; the trampolines: forward_x86_64.S;
+ * does not implement are forwarded to (the list: forwarded.def; the trampolines: forward_trampolines.S;
  * the search: shim/common/forward.c). In order:
  *   1. a libdnnl already loaded in the process, even one loaded RTLD_LOCAL
  *      (PyTorch's under python): oneDNN is a runtime with global state (its

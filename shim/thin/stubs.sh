@@ -13,7 +13,9 @@ set -eu
 lib=$1
 skip=${2:-}
 echo "/* Written by shim/thin/stubs.sh from $(basename "$lib"); do not edit. */"
-echo '	.section .note.GNU-stack,"",@progbits'
+echo '	.section .note.GNU-stack,"",%progbits'
+# The C preprocessor picks the architecture's two instructions per stub
+# (the file is assembled as .S).
 # nm -D -S: "address size type name" (size absent for some symbols).
 nm -D --defined-only -S "$lib" | awk -v skip="$skip" '
   function hex(s,   v, i) {  # mawk has no strtonum
@@ -29,13 +31,15 @@ nm -D --defined-only -S "$lib" | awk -v skip="$skip" '
     if (skip != "" && name ~ skip) next
     if (type ~ /^[TtWi]$/) {
       n++
-      printf "\t.text\n\t.globl %s\n\t.type %s, @function\n%s:\n", name, name, name
-      printf "\tleaq .Lname%d(%%rip), %%rdi\n\tjmp hcops_thin_unreached\n\t.size %s, .-%s\n", n, name, name
-      printf "\t.section .rodata.str1.1,\"aMS\",@progbits,1\n.Lname%d:\n\t.asciz \"%s\"\n", n, name
+      printf "\t.text\n\t.globl %s\n\t.type %s, %%function\n%s:\n", name, name, name
+      printf "#if defined(__x86_64__)\n\tleaq .Lname%d(%%rip), %%rdi\n\tjmp hcops_thin_unreached\n", n
+      printf "#elif defined(__aarch64__)\n\tadrp x0, .Lname%d\n\tadd x0, x0, :lo12:.Lname%d\n\tb hcops_thin_unreached\n#endif\n", n, n
+      printf "\t.size %s, .-%s\n", name, name
+      printf "\t.section .rodata.str1.1,\"aMS\",%%progbits,1\n.Lname%d:\n\t.asciz \"%s\"\n", n, name
     } else if (type ~ /^[DdBbRrVv]$/) {
       bytes = hex(size)
       if (bytes == 0) bytes = 8
-      printf "\t.data\n\t.globl %s\n\t.type %s, @object\n\t.balign 8\n\t.size %s, %d\n%s:\n\t.zero %d\n",
+      printf "\t.data\n\t.globl %s\n\t.type %s, %%object\n\t.balign 8\n\t.size %s, %d\n%s:\n\t.zero %d\n",
              name, name, name, bytes, name, bytes
     } else {
       printf "stubs.sh: %s: symbol type %s not handled\n", name, type > "/dev/stderr"

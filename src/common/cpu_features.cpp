@@ -1,8 +1,14 @@
 #include "common/cpu_features.h"
 
-#include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+
+#include <cstdio>
+#endif
 
 #include <cerrno>
 #include <cstring>
@@ -11,25 +17,69 @@
 
 namespace hcops {
 
+#if defined(__x86_64__)
 static unsigned long long xcr0() {
   unsigned eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<unsigned long long>(edx) << 32) | eax;
 }
 
+#endif
+
 bool request_tile_permission() {
+#if !defined(__x86_64__)
+  errno = ENOSYS;  // no AMX off x86-64
+  return false;
+#else
   // <asm/prctl.h>'s values, spelt out: older headers lack them.
   constexpr int kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   unsigned long permitted = 0;
   if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) == 0 && (permitted & (1ul << kXfeatureXtiledata)))
     return true;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#endif
 }
 
 bool amx_usable(bool cpu_has_amx, bool os_saves_tiles, bool (*request)()) {
   return cpu_has_amx && os_saves_tiles && request();
 }
 
+#if defined(__aarch64__)
+// Linux's AArch64 hwcaps (<asm/hwcap.h>), spelt out: older headers lack the
+// SME ones.
+constexpr unsigned long kHwcapAsimd = 1ul << 1, kHwcapSve = 1ul << 22;
+constexpr unsigned long kHwcap2Sve2 = 1ul << 1, kHwcap2I8mm = 1ul << 13, kHwcap2Bf16 = 1ul << 14,
+                        kHwcap2SmeB16F32 = 1ul << 28, kHwcap2SmeF32F32 = 1ul << 29, kHwcap2Sme = 1ul << 23;
+
+static CpuFeatures detect() {
+  CpuFeatures f;
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.neon = hw & kHwcapAsimd;
+  f.sve = hw & kHwcapSve;
+  f.sve2 = f.sve && (hw2 & kHwcap2Sve2);
+  f.bf16 = hw2 & kHwcap2Bf16;
+  f.i8mm = hw2 & kHwcap2I8mm;
+  f.sme = hw2 & kHwcap2Sme;
+  f.sme_f32f32 = f.sme && (hw2 & kHwcap2SmeF32F32);
+  f.sme_b16f32 = f.sme && (hw2 & kHwcap2SmeB16F32);
+  // The implementer and part of the first CPU, for hcops-info (never for dispatch).
+  if (FILE *cpuinfo = std::fopen("/proc/cpuinfo", "r")) {
+    char line[256];
+    unsigned implementer = 0, part = 0;
+    while (std::fgets(line, sizeof line, cpuinfo))
+      if (std::sscanf(line, "CPU implementer : %x", &implementer) == 1 ||
+          std::sscanf(line, "CPU part : %x", &part) == 1)
+        if (implementer && part) break;
+    std::fclose(cpuinfo);
+    char brand[64] = "AArch64";  // (an emulator shows its host's cpuinfo)
+    if (implementer && part)
+      std::snprintf(brand, sizeof brand, "AArch64 implementer 0x%02x part 0x%03x", implementer, part);
+    f.brand = brand;
+  }
+  f.vendor = "arm64";
+  return f;
+}
+#else
 static CpuFeatures detect() {
   CpuFeatures f;
   unsigned a, b, c, d;
@@ -80,6 +130,7 @@ static CpuFeatures detect() {
   }
   return f;
 }
+#endif
 
 namespace {
 struct FeatureName {
@@ -91,11 +142,15 @@ constexpr FeatureName kNames[] = {
     {kAvx2, "avx2"},         {kAvx512f, "avx512f"},   {kAvx512dq, "avx512dq"},
     {kAvx512bw, "avx512bw"}, {kAvx512vl, "avx512vl"}, {kAvx512Bf16, "avx512_bf16"},
     {kAmxTile, "amx_tile"},  {kAmxBf16, "amx_bf16"},
+    {kNeon, "neon"},         {kSve, "sve"},           {kSve2, "sve2"},
+    {kBf16, "bf16"},         {kI8mm, "i8mm"},         {kSme, "sme"},
+    {kSmeF32F32, "sme_f32f32"}, {kSmeB16F32, "sme_b16f32"},
 };
 }  // namespace
 
 uint64_t CpuFeatures::mask() const {
-  const bool on[] = {sse2, avx, fma, avx2, avx512f, avx512dq, avx512bw, avx512vl, avx512_bf16, amx_tile, amx_bf16};
+  const bool on[] = {sse2,     avx,      fma,   avx2, avx512f, avx512dq, avx512bw,   avx512vl,  avx512_bf16, amx_tile,
+                     amx_bf16, neon,     sve,   sve2, bf16,    i8mm,     sme,        sme_f32f32, sme_b16f32};
   static_assert(sizeof on / sizeof *on == sizeof kNames / sizeof *kNames, "one flag per feature name");
   uint64_t m = 0;
   for (size_t i = 0; i < sizeof on / sizeof *on; ++i)

@@ -1,5 +1,7 @@
-// What this CPU and OS can execute, from cpuid and XCR0 — never from model
-// numbers, which is how a BLAS ends up on an SSE3 kernel on a new CPU.
+// What this CPU and OS can execute: on x86-64 from cpuid and XCR0, on AArch64
+// from the kernel's hardware capabilities (getauxval(AT_HWCAP, AT_HWCAP2)) —
+// never from model numbers, which is how a BLAS ends up on an SSE3 kernel on
+// a new CPU.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,16 @@ enum CpuFeature : uint64_t {
   kAvx512Bf16 = 1u << 8,
   kAmxTile = 1u << 9,
   kAmxBf16 = 1u << 10,
+  // AArch64. NEON (Advanced SIMD) is in every AArch64 Linux runs on; the
+  // SME bits are the streaming-mode outer products into ZA, by datatype.
+  kNeon = 1u << 16,
+  kSve = 1u << 17,
+  kSve2 = 1u << 18,
+  kBf16 = 1u << 19,  // BFDOT/BFMMLA (FEAT_BF16)
+  kI8mm = 1u << 20,
+  kSme = 1u << 21,
+  kSmeF32F32 = 1u << 22,
+  kSmeB16F32 = 1u << 23,
 };
 
 struct CpuFeatures {
@@ -28,6 +40,8 @@ struct CpuFeatures {
   // amx_*: the CPU has it and XCR0 enables the tile state; the process may
   // still lack Linux's permission for it (tile_state_granted).
   bool avx512_bf16 = false, amx_tile = false, amx_bf16 = false;
+  bool neon = false, sve = false, sve2 = false, bf16 = false, i8mm = false;
+  bool sme = false, sme_f32f32 = false, sme_b16f32 = false;
   std::string vendor, brand;
   uint64_t mask() const;         // the CpuFeature bits of the usable features
   std::string describe() const;  // "avx2 fma avx512f ..." (usable ones only)

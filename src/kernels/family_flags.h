@@ -55,17 +55,41 @@ constexpr uint64_t compiled() {
 #ifdef __AMX_BF16__
   f |= kAmxBf16;
 #endif
+#ifdef __ARM_NEON
+  f |= kNeon;
+#endif
+#ifdef __ARM_FEATURE_SVE
+  f |= kSve;
+#endif
+#ifdef __ARM_FEATURE_SVE2
+  f |= kSve2;
+#endif
+#ifdef __ARM_FEATURE_BF16_VECTOR_ARITHMETIC
+  f |= kBf16;
+#endif
+#ifdef __ARM_FEATURE_MATMUL_INT8
+  f |= kI8mm;
+#endif
+#ifdef __ARM_FEATURE_SME
+  f |= kSme;
+#endif
   return f;
 }
 
 }  // namespace
 
 // A row's needs with what they imply architecturally (and what the compiler
-// turns on with them): x86-64 has SSE2; AVX-512F includes AVX2, AVX2 AVX.
+// turns on with them): x86-64 has SSE2, AArch64 NEON; AVX-512F includes
+// AVX2, AVX2 AVX; SVE2 includes SVE.
 constexpr uint64_t closure(uint64_t needs) {
+#if defined(__x86_64__)
   needs |= kSse2;
+#elif defined(__aarch64__)
+  needs |= kNeon;
+#endif
   if (needs & kAvx512f) needs |= kAvx2;
   if (needs & kAvx2) needs |= kAvx;
+  if (needs & kSve2) needs |= kSve;
   return needs;
 }
 

@@ -5,12 +5,12 @@
 // tiles use the same code: fewer columns are compile-time variants (no FMAs
 // on padding), fewer rows are masked loads and stores of C.
 //
+// Written for any architecture: x86-64's families and AArch64's neon.
 // W is a vector-traits type: V (vector), Mask, lanes, zero, load (aligned),
 // loadu/storeu (with and without Mask), set1, fmadd, mul, and
 // mask(rows) -> the Mask of the first `rows` lanes.
 #pragma once
 
-#include <xmmintrin.h>
 
 #include <array>
 #include <utility>
@@ -56,12 +56,12 @@ __attribute__((always_inline)) inline void tile(long kc, T alpha, const T *__res
 #pragma GCC unroll 12
   for (int j = 0; j < NR; ++j) {
     c0[j] = c1[j] = W::zero();
-    _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char *>(c + j * ldc + MV * W::lanes - 1), _MM_HINT_T0);
+    __builtin_prefetch(c + j * ldc, 0, 3);  // prefetcht0 / prfm pldl1keep
+    __builtin_prefetch(c + j * ldc + MV * W::lanes - 1, 0, 3);  // prefetcht0 / prfm pldl1keep
   }
 #pragma GCC unroll 4
   for (long p = 0; p < kc; ++p, a += MR, b += rsb) {
-    _mm_prefetch(reinterpret_cast<const char *>(a + 8 * MR), _MM_HINT_T0);
+    __builtin_prefetch(a + 8 * MR, 0, 3);  // prefetcht0 / prfm pldl1keep
     tile_step<W, T, NR, MV>(a, b, csb, c0, c1);
   }
 

@@ -63,7 +63,11 @@ struct Io {
 // following add; the empty asm makes the product a value of its own.
 template <class V>
 inline V rounded(V v) {
-  asm("" : "+v"(v));
+#if defined(__aarch64__)
+  asm("" : "+w"(v));  // a SIMD&FP register
+#else
+  asm("" : "+v"(v));  // an SSE/AVX register
+#endif
   return v;
 }
 

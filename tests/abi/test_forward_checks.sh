@@ -1,6 +1,6 @@
 #!/bin/sh
 # The build-time checks of a forward table (shim/common/forward_table.h for
-# the C side, forward_x86_64.inc for the trampolines): a symbol list whose
+# the C side, forward_trampolines.inc for the trampolines): a symbol list whose
 # indexes are used twice or skip a number must not compile on either side,
 # and a C table and trampolines built from lists of different lengths must
 # not link. A correct list builds and links, so a failure below is the check
@@ -22,13 +22,13 @@ c_side() {
   $cc -c -fPIC -I"$top" -I"$top/src" "$tmp/t.c" -o "$tmp/t.o" 2>"$tmp/err"
 }
 asm_side() {
-  printf '#define HCOPS_FORWARD_TABLE t\n#define HCOPS_FORWARD_DEF "%s"\n#include "shim/common/forward_x86_64.inc"\n' "$1" >"$tmp/t_x86_64.S"
-  $cc -c -fPIC -I"$top" "$tmp/t_x86_64.S" -o "$tmp/t_x86_64.o" 2>"$tmp/err"
+  printf '#define HCOPS_FORWARD_TABLE t\n#define HCOPS_FORWARD_DEF "%s"\n#include "shim/common/forward_trampolines.inc"\n' "$1" >"$tmp/t_tramp.S"
+  $cc -c -fPIC -I"$top" "$tmp/t_tramp.S" -o "$tmp/t_tramp.o" 2>"$tmp/err"
 }
 link() {
   printf 'void hcops_log_error(const char *fmt, ...) { (void)fmt; }\nconst char *hcops_log_escaped(const char *v, char *b, unsigned long n) { (void)v; (void)n; return b; }\n' >"$tmp/log.c"
-  $cc -shared -fPIC -I"$top" -I"$top/src" -o "$tmp/t.so" "$tmp/t.o" "$tmp/t_x86_64.o" \
-    "$top/shim/common/forward.c" "$top/shim/common/forward_x86_64.S" "$tmp/log.c" -ldl -lpthread 2>"$tmp/err"
+  $cc -shared -fPIC -I"$top" -I"$top/src" -o "$tmp/t.so" "$tmp/t.o" "$tmp/t_tramp.o" \
+    "$top/shim/common/forward.c" "$top/shim/common/forward_x86_64.S" "$top/shim/common/forward_aarch64.S" "$tmp/log.c" -ldl -lpthread 2>"$tmp/err"
 }
 list() { # list FILE IDX... : one symbol per index, in the order given
   f=$1; shift; : >"$f"

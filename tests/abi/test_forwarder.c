@@ -30,7 +30,7 @@
 #define ENV "HCOPS_TEST_FAKE"
 #define NTHREADS 8
 
-/* The trampolines, defined by fake_forward_x86_64.S. */
+/* The trampolines, defined by fake_forward_trampolines.S. */
 int fake_probe(void);
 int fake_add(int a, int b);
 double fake_fma(double a, double b, double c);

@@ -3,8 +3,9 @@
 # native GEMM still works and the first forwarded call prints exactly one
 # error naming HCOPS_UNDERLYING_BLAS; later forwarded calls stay quiet.
 set -u
-libdir=/usr/lib/x86_64-linux-gnu
-hide="mount --bind /dev/null $libdir/libopenblas.so.0 && mount --bind /dev/null $libdir/blas/libblas.so.3"
+# The two candidates configure found (tests/Makefile.am): the OpenBLAS and
+# netlib's libblas.so.3 of the architecture built for.
+hide="mount --bind /dev/null ${HCOPS_TEST_REFERENCE:?} && mount --bind /dev/null ${HCOPS_SYMS_REFERENCE:?}"
 if ! unshare -m --propagation private sh -c "$hide" 2>/dev/null; then
   echo "SKIP: cannot hide the underlying BLAS here (needs unshare -m and mount as root)"
   exit 77
