@@ -219,7 +219,9 @@ static void child(struct worker *w) {
     unsigned char *p = malloc(4 * MiB);
     memset(p, 7, 4 * MiB);
     const long t = mem_move_async(p, 4 * MiB, "local");
-    if (t <= 0 || mem_wait(t) != 0) rc = FAIL(w, "move in the child: %s", strerror(errno));
+    /* ENOSYS: no memory-policy system calls (QEMU's user-mode emulation):
+     * the block stays where it is, which the checks below still see. */
+    if ((t <= 0 || mem_wait(t) != 0) && errno != ENOSYS) rc = FAIL(w, "move in the child: %s", strerror(errno));
     for (size_t i = 0; rc == 0 && i < 4 * MiB; i += 4096)
       if (p[i] != 7) rc = FAIL(w, "child's moved block lost byte %zu", i);
     free(p);
