@@ -54,7 +54,7 @@ check_tree() {
     text=$f
     if [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ]; then
       text=$scratch/stripped
-      objcopy --strip-debug "$f" "$text" 2>/dev/null || cp "$f" "$text"
+      ${OBJCOPY:-objcopy} --strip-debug "$f" "$text" 2>/dev/null || cp "$f" "$text"
     fi
     for s in $forbidden; do
       grep -aqF "$s" "$text" && fail "${f#"$root"/} names $s: $(grep -aoF "$s[^'\" ]*" "$text" | head -3 | tr '\n' ' ')"

@@ -6,6 +6,12 @@
 # directory that cannot take the file warns once on stderr, and the report
 # goes to stderr; a value that is neither 0, 1 nor a path warns too.
 set -u
+# The programs preloaded here (sort, python) are this machine's: an aarch64
+# libhcops_mem (make check-aarch64) does not load into them.
+if [ "${HCOPS_TEST_EMULATED:-no}" = yes ]; then
+  echo "SKIP: the host's sort and python cannot preload the cross-built library"
+  exit 77
+fi
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS: $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
