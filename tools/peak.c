@@ -30,6 +30,15 @@
 #define ITERS (1L << 23) /* ~30 ms per run at this CPU's peak */
 #define REPS 5
 
+/* One FMA loop of an ISA family and precision, and why it cannot run here
+ * (NULL: it can); each architecture's block lists its own. */
+struct kernel {
+  const char *isa, *precision;
+  double flops; /* per run of loop() on one thread */
+  double (*loop)(void);
+  const char *(*unsupported)(void);
+};
+
 #if defined(__x86_64__)
 /* acc = acc * x + y converges to 1 with x, y below: no overflow, no denormals. */
 #define FMA_LOOP(name, isa, vec, set1, fmadd, add)                                            \
@@ -139,12 +148,7 @@ static const char *needs_amx(void) {
   return why;
 }
 
-static const struct kernel {
-  const char *isa, *precision;
-  double flops; /* per run of loop() on one thread */
-  double (*loop)(void);
-  const char *(*unsupported)(void);
-} kernels[] = {
+static const struct kernel kernels[] = {
     {"avx512", "f32", 2.0 * 16 * (CHAINS * ITERS), avx512_f32, needs_avx512},
     {"avx512", "f64", 2.0 * 8 * (CHAINS * ITERS), avx512_f64, needs_avx512},
     {"avx2", "f32", 2.0 * 8 * (CHAINS * ITERS), avx2_f32, needs_avx2},
@@ -170,12 +174,7 @@ NEON_LOOP(neon_f32, float32x4_t, vdupq_n_f32, vfmaq_f32, vaddq_f32, vgetq_lane_f
 NEON_LOOP(neon_f64, float64x2_t, vdupq_n_f64, vfmaq_f64, vaddq_f64, vgetq_lane_f64)
 static const char *needs_nothing(void) { return NULL; }
 
-static const struct kernel {
-  const char *isa, *precision;
-  double flops; /* per run of loop() on one thread */
-  double (*loop)(void);
-  const char *(*unsupported)(void);
-} kernels[] = {
+static const struct kernel kernels[] = {
     {"neon", "f32", 2.0 * 4 * (CHAINS * ITERS), neon_f32, needs_nothing},
     {"neon", "f64", 2.0 * 2 * (CHAINS * ITERS), neon_f64, needs_nothing},
 };
