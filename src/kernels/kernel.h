@@ -135,16 +135,32 @@ constexpr long packed_depth(const GemmKernel<Ty> &k, long kc) {
 struct KernelRef {
   Dtype a, b, c, acc, packed_a, packed_b;
   int splits;
-  const void *kernel;  // a GemmKernel<Ty> with those datatypes
+  const void *kernel;  // a GemmKernel<Ty> with those datatypes, or null and:
+  // A function that makes it on first use, for a family whose tile depends
+  // on the machine: a vector length known only at run time (SVE's, SME's
+  // streaming one) sets mr. Called only once the family's row is known to
+  // run here (its instructions would fault elsewhere); it returns a
+  // function-local static, so it is thread-safe and never runs before it is
+  // needed.
+  const void *(*build)() = nullptr;
 
   template <typename Ty>
   static constexpr KernelRef of(const GemmKernel<Ty> &k) {
     return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, Ty::splits, &k};
   }
   template <typename Ty>
+  static constexpr KernelRef built(const void *(*make)()) {
+    return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, Ty::splits, nullptr, make};
+  }
+  template <typename Ty>
   constexpr bool serves() const {
     return a == Ty::a && b == Ty::b && c == Ty::c && acc == Ty::acc && packed_a == Ty::packed_a &&
            packed_b == Ty::packed_b && splits == Ty::splits;
+  }
+  // The kernel (serves<Ty>() must hold, and the family run here).
+  template <typename Ty>
+  const GemmKernel<Ty> *get() const {
+    return static_cast<const GemmKernel<Ty> *>(kernel ? kernel : build());
   }
 };
 
@@ -163,5 +179,8 @@ template <const auto &...K>
 constexpr KernelList kernel_list() {
   return {kernel_refs<K...>, static_cast<int>(sizeof...(K))};
 }
+
+// A family with kernels made on first use lists its KernelRef::built refs
+// in a constexpr array of its own: {refs, count}.
 
 }  // namespace hcops

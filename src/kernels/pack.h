@@ -65,6 +65,47 @@ void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i
   }
 }
 
+// The same for a panel width known only at run time (mr = a multiple of a
+// scalable vector length): kc rows of `rows` values copied, the rest of
+// each zero.
+template <typename T>
+void pack_a_width(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i0, long mc, long p0, long kc,
+                  int mr) {
+  for (long ir = 0; ir < mc; ir += mr, dst += mr * kc) {
+    const long rows = std::min<long>(mr, mc - ir);
+    if (ta == Trans::T) {
+      interleave_rows(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, mr);
+      continue;
+    }
+    const T *src = a + (i0 + ir) + p0 * lda;
+    for (long p = 0; p < kc; ++p, src += lda) {
+      T *d = dst + p * mr;
+      for (long r = 0; r < rows; ++r) d[r] = src[r];
+      for (long r = rows; r < mr; ++r) d[r] = T(0);
+    }
+  }
+}
+
+// op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/nr) panels of kc x nr, nr known
+// at run time.
+template <typename T>
+void pack_b_width(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, long p0, long kc, long j0, long nc,
+                  int nr) {
+  for (long jr = 0; jr < nc; jr += nr, dst += nr * kc) {
+    const long cols = std::min<long>(nr, nc - jr);
+    if (tb == Trans::N) {
+      interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, nr);
+      continue;
+    }
+    const T *src = b + (j0 + jr) + p0 * ldb;
+    for (long p = 0; p < kc; ++p, src += ldb) {
+      T *d = dst + p * nr;
+      for (long c = 0; c < cols; ++c) d[c] = src[c];
+      for (long c = cols; c < nr; ++c) d[c] = T(0);
+    }
+  }
+}
+
 // op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/NR) panels of kc x NR.
 template <typename T, int NR>
 void pack_b(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, long p0, long kc, long j0, long nc) {

@@ -57,9 +57,10 @@ inline void split_value(bf16 x, bf16 *slots) {
 }
 
 // One panel: rows [0, rows) of a W-wide panel of kc logical steps, where
-// at(r, k) is the input value; zero elsewhere.
-template <typename Src, int W, int S, int KAlign, PairRole R, typename At>
-inline void pack_pair_panel(bf16 *__restrict dst, long kc, long rows, At at) {
+// at(r, k) is the input value; zero elsewhere. W is a constant, or a
+// vector length known at run time (the *_width packers below).
+template <typename Src, int S, int KAlign, PairRole R, typename At>
+inline void pack_pair_panel(bf16 *__restrict dst, long W, long kc, long rows, At at) {
   const long depth = packed_steps(kc, S, KAlign);
   std::memset(static_cast<void *>(dst), 0, sizeof(bf16) * W * depth);
   for (long k = 0; k < kc; ++k) {
@@ -72,32 +73,42 @@ inline void pack_pair_panel(bf16 *__restrict dst, long kc, long rows, At at) {
   }
 }
 
-// op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc/MR) panels.
+// op(A)[i0 : i0+mc, p0 : p0+kc] -> ceil(mc/mr) panels mr wide.
+template <typename Src, int S, int KAlign = 2>
+inline void pack_a_pairs_width(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans ta, long i0, long mc,
+                               long p0, long kc, long mr) {
+  const long depth = packed_steps(kc, S, KAlign);
+  for (long ir = 0; ir < mc; ir += mr, dst += mr * depth) {
+    const long rows = std::min<long>(mr, mc - ir);
+    const Src *base = ta == Trans::N ? a + (i0 + ir) + p0 * lda : a + p0 + (i0 + ir) * lda;
+    const long rs = ta == Trans::N ? 1 : lda, ks = ta == Trans::N ? lda : 1;
+    pack_pair_panel<Src, S, KAlign, PairRole::a>(dst, mr, kc, rows,
+                                                 [&](long r, long k) { return base[r * rs + k * ks]; });
+  }
+}
 template <typename Src, int MR, int S, int KAlign = 2>
 void pack_a_pairs(bf16 *__restrict dst, const Src *__restrict a, long lda, Trans ta, long i0, long mc, long p0,
                   long kc) {
-  const long depth = packed_steps(kc, S, KAlign);
-  for (long ir = 0; ir < mc; ir += MR, dst += MR * depth) {
-    const long rows = std::min<long>(MR, mc - ir);
-    const Src *base = ta == Trans::N ? a + (i0 + ir) + p0 * lda : a + p0 + (i0 + ir) * lda;
-    const long rs = ta == Trans::N ? 1 : lda, ks = ta == Trans::N ? lda : 1;
-    pack_pair_panel<Src, MR, S, KAlign, PairRole::a>(dst, kc, rows,
-                                                     [&](long r, long k) { return base[r * rs + k * ks]; });
-  }
+  pack_a_pairs_width<Src, S, KAlign>(dst, a, lda, ta, i0, mc, p0, kc, MR);
 }
 
-// op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/NR) panels.
+// op(B)[p0 : p0+kc, j0 : j0+nc] -> ceil(nc/nr) panels nr wide.
+template <typename Src, int S, int KAlign = 2>
+inline void pack_b_pairs_width(bf16 *__restrict dst, const Src *__restrict b, long ldb, Trans tb, long p0, long kc,
+                               long j0, long nc, long nr) {
+  const long depth = packed_steps(kc, S, KAlign);
+  for (long jr = 0; jr < nc; jr += nr, dst += nr * depth) {
+    const long cols = std::min<long>(nr, nc - jr);
+    const Src *base = tb == Trans::N ? b + p0 + (j0 + jr) * ldb : b + (j0 + jr) + p0 * ldb;
+    const long cs = tb == Trans::N ? ldb : 1, ks = tb == Trans::N ? 1 : ldb;
+    pack_pair_panel<Src, S, KAlign, PairRole::b>(dst, nr, kc, cols,
+                                                 [&](long c, long k) { return base[c * cs + k * ks]; });
+  }
+}
 template <typename Src, int NR, int S, int KAlign = 2>
 void pack_b_pairs(bf16 *__restrict dst, const Src *__restrict b, long ldb, Trans tb, long p0, long kc, long j0,
                   long nc) {
-  const long depth = packed_steps(kc, S, KAlign);
-  for (long jr = 0; jr < nc; jr += NR, dst += NR * depth) {
-    const long cols = std::min<long>(NR, nc - jr);
-    const Src *base = tb == Trans::N ? b + p0 + (j0 + jr) * ldb : b + (j0 + jr) + p0 * ldb;
-    const long cs = tb == Trans::N ? ldb : 1, ks = tb == Trans::N ? 1 : ldb;
-    pack_pair_panel<Src, NR, S, KAlign, PairRole::b>(dst, kc, cols,
-                                                     [&](long c, long k) { return base[c * cs + k * ks]; });
-  }
+  pack_b_pairs_width<Src, S, KAlign>(dst, b, ldb, tb, p0, kc, j0, nc, NR);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ const ChosenKernel<Ty> &chosen_kernel() {
       for (int j = 0; j < list.count; ++j) {
         const KernelRef &r = list.refs[j];
         if (r.template serves<Ty>() && family_runs_here(families[i]))
-          return ChosenKernel<Ty>{&families[i], static_cast<const GemmKernel<Ty> *>(r.kernel)};
+          return ChosenKernel<Ty>{&families[i], r.template get<Ty>()};
       }
     }
     return ChosenKernel<Ty>{nullptr, nullptr};

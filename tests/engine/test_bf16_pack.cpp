@@ -84,7 +84,7 @@ const hcops::GemmKernel<Ty> *family_kernel(const char *family) {
     const hcops::KernelFamily &f = hcops::kernel_families()[i];
     if (std::strcmp(f.name, family) || !hcops::family_runs_here(f)) continue;
     for (int j = 0; j < f.kernels->count; ++j)
-      if (f.kernels->refs[j].serves<Ty>()) return static_cast<const hcops::GemmKernel<Ty> *>(f.kernels->refs[j].kernel);
+      if (f.kernels->refs[j].serves<Ty>()) return f.kernels->refs[j].get<Ty>();
   }
   return nullptr;
 }

@@ -1,6 +1,6 @@
 // The amx kernel family on the hardware: where the CPU has AMX (and Linux
 // grants the tile state), the registry must choose it for every bf16
-// datatype combination and it must pass the checks of amx_check.h, the
+// datatype combination and it must pass the checks of tile_check.h, the
 // same as the emulated-tile test. Elsewhere it says plainly that it is
 // skipped, and why.
 #include "config.h"
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "amx_check.h"
+#include "tile_check.h"
 #include "common/cpu_features.h"
 #include "kernels/registry.h"
 
@@ -19,7 +19,7 @@ void check_family() {
   const hcops::ChosenKernel<Ty> &chosen = hcops::chosen_kernel<Ty>();
   assert_non_null(chosen.kernel);
   assert_string_equal(chosen.family->name, "amx");
-  amx_check::check_all<Ty>(
+  tile_check::check_all<Ty>(
       *chosen.kernel, [](const hcops::GemmArgs<Ty> &g) { return hcops::gemm<Ty>(g); }, "amx");
 }
 

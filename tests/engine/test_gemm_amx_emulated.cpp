@@ -2,7 +2,7 @@
 // (kernels/amx/gemm_family.h: packing, tile configuration, the blocked
 // loops, edges, alpha/beta, the bf16 rounding of C) instantiated on tiles
 // emulated in software (kernels/amx/tiles_emulated.h) and run through the
-// driver (gemm_with), for every bf16 datatype combination (amx_check.h).
+// driver (gemm_with), for every bf16 datatype combination (tile_check.h).
 // First the emulation itself against the SDM's definitions, so that a
 // family right on the emulation is right on the hardware.
 #include <setjmp.h>
@@ -19,7 +19,7 @@ extern "C" {
 #include <cstdio>
 #include <cstring>
 
-#include "amx_check.h"
+#include "tile_check.h"
 #include "amx_emulated_family.h"
 #include "common/cpu_features.h"
 #include "gemm/gemm_with.h"
@@ -128,7 +128,7 @@ void test_emulated_faults(void **) {
 template <typename Ty>
 void check_family(const hcops::GemmKernel<Ty> &kern) {
   const long before = amx_emulated::dpbf16ps_executed();
-  amx_check::check_all<Ty>(
+  tile_check::check_all<Ty>(
       kern, [&](const hcops::GemmArgs<Ty> &g) { return hcops::gemm_with<Ty>(g, kern, "amx-emulated"); },
       "amx-emulated");
   assert_true(amx_emulated::dpbf16ps_executed() > before);  // the tiles did the work

@@ -1,8 +1,8 @@
-// The checks of the amx family, shared by its emulated-tile test (every CPU)
-// and its hardware test (CPUs with AMX): each bf16 datatype combination,
-// every transpose, edge and odd sizes, k over several k blocks and not a
-// multiple of 32, alpha/beta cases (NaN in C with beta = 0), against an f64
-// reference of the inputs as the family sees them:
+// The checks of the tile families (amx, sme), shared by their emulated-tile
+// tests (every CPU) and their hardware tests: each datatype combination the
+// family serves, every transpose, edge and odd sizes, k over several k
+// blocks and not a multiple of 32, alpha/beta cases (NaN in C with beta =
+// 0), against an f64 reference of the inputs as the family sees them:
 //   f32 C:  |C - ref| <= k * splits * 2^-24 * sum|a||b| (f32 accumulation)
 //   bf16 C: that plus half a bf16 ulp (round to nearest, so within one
 //           ulp of the rounded reference); with several k blocks, C is
@@ -35,7 +35,7 @@ extern "C" {
 #include "gemm/gemm.h"
 #include "kernels/kernel.h"
 
-namespace amx_check {
+namespace tile_check {
 
 using hcops::bf16;
 using hcops::Trans;
@@ -43,11 +43,13 @@ using hcops::Trans;
 inline float as_float(float x) { return x; }
 inline float as_float(bf16 x) { return float(x); }
 
-// The value the family multiplies for input x: x itself for bf16 inputs,
-// bf16(x) for f32 inputs in bf16 mode; bf16x3 is checked against x.
+// The value the family multiplies for input x: x itself for bf16 inputs
+// and f32 panels, bf16(x) for f32 inputs in bf16 mode; bf16x3 is checked
+// against x.
 template <typename Ty, typename T>
 double seen(T x) {
-  if constexpr (std::is_same_v<T, float> && Ty::splits == 1) return double(float(bf16(x)));
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<typename Ty::packed_a_type, bf16> && Ty::splits == 1)
+    return double(float(bf16(x)));
   else return double(as_float(x));
 }
 
@@ -155,10 +157,12 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
 }
 
 // Shapes: single elements, edges of one tile (16) and one block (32) on
-// either side, k odd (pair padding), k not a multiple of 32, and k over
-// several k blocks (kc <= 512) with edges in m and n.
+// either side, k odd (pair padding), k not a multiple of 32, k over
+// several k blocks (kc <= 512) with edges in m and n, and past one block
+// of SME's largest tiles (128).
 constexpr long kShapes[][3] = {{1, 1, 1},    {5, 3, 7},    {15, 17, 5},  {16, 16, 32},  {17, 15, 33},
-                               {32, 32, 64}, {33, 47, 65}, {31, 64, 96}, {70, 41, 300}, {45, 37, 1100}};
+                               {32, 32, 64}, {33, 47, 65}, {31, 64, 96}, {70, 41, 300}, {45, 37, 1100},
+                               {129, 131, 40}};
 
 // A bf16 C whose values are f32 denormals is rounded as bf16(float) rounds
 // them (bf16 has the same exponent range), not flushed to zero as
@@ -208,4 +212,4 @@ void check_all(const hcops::GemmKernel<Ty> &kern, Run run, const char *family) {
   check_denormal_c<Ty>(run, family);
 }
 
-}  // namespace amx_check
+}  // namespace tile_check

@@ -1,0 +1,30 @@
+// The sme family: f32 GEMM by FMOPA and the bf16 GEMMs by BFMOPA, outer
+// products into SME's ZA tiles (gemm_family.h on the hardware tiles,
+// tiles_hw.h), 2 SVL/32 x 2 SVL/32 blocks of C. The tests run the same code
+// on emulated tiles (tiles_emulated.h) at several vector lengths. f64
+// (FMOPA .d, FEAT_SME_F64F64, optional) is left to the next row.
+#include "kernels/family_flags.h"
+#include "kernels/sme/gemm_family.h"
+#include "kernels/sme/tiles_hw.h"
+
+HCOPS_FAMILY_FLAGS_MATCH(sme);
+
+namespace hcops::kernels::sme {
+namespace {
+
+template <typename Ty>
+const void *make() {
+  static const GemmKernel<Ty> k = tile_kernel<HwTiles, Ty>();
+  return &k;
+}
+
+constexpr KernelRef kRefs[] = {KernelRef::built<Sgemm>(&make<Sgemm>), KernelRef::built<Bf16Gemm>(&make<Bf16Gemm>),
+                               KernelRef::built<Bf16Bf16Gemm>(&make<Bf16Bf16Gemm>),
+                               KernelRef::built<SgemmBf16>(&make<SgemmBf16>),
+                               KernelRef::built<SgemmBf16x3>(&make<SgemmBf16x3>)};
+
+}  // namespace
+
+extern constexpr KernelList kernels = {kRefs, sizeof kRefs / sizeof *kRefs};
+
+}  // namespace hcops::kernels::sme

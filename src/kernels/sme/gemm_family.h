@@ -1,0 +1,151 @@
+// The sme GEMM family, written once over a tiles class (the AMX family's
+// pattern): HwTiles (tiles_hw.h, SME's FMOPA/BFMOPA into the ZA array; what
+// kernels/sme/family.cpp lists) or EmulatedTiles (tiles_emulated.h, their
+// semantics in software at a chosen vector length; what the tests run on
+// any CPU). Everything else, the panel layouts, packing, edges, alpha and
+// beta, the bf16 rounding of C, is this one code.
+//
+// A tiles class has:
+//   words()                      f32 lanes of a streaming vector, w = SVL/32
+//   fmopa(kc, a, b, acc)         acc = sum over kc steps of a_p (x) b_p: a_p
+//                                the 2w f32 of A~'s step p, b_p the 2w of B~'s
+//   bfmopa(pairs, a, b, acc)     the same over pairs of k steps, each a_p a
+//                                2w x 2 bf16 pair row (kernels/pack_pairs.h)
+// acc is the 2w x 2w f32 block of C, column-major (leading dimension 2w):
+// the four f32 tiles ZA0-ZA3 (w x w each) as 2 x 2.
+//
+// The tile is 2w x 2w: mr = nr = 2 SVL/32 (32 x 32 at 512 bits, 8 x 8 at
+// 128, 128 x 128 at 2048), so both follow the streaming vector length and
+// the GemmKernels are made on first use. One k step is two A and two B
+// vector loads for four outer products (4 w^2 multiply-adds): the ZA
+// array holds the accumulators, so no register limits the tile.
+//
+// The tiles write their sums to acc, and the C++ around them scales, adds
+// beta C and stores the m x n part: the streaming-mode code stays a few
+// instructions in one place (HwTiles), and the family's logic is testable on
+// emulated tiles. The cost is one pass over the 2w x 2w block per kc steps
+// (doc/aarch64.md gives the projected share).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/dtype.h"
+#include "kernels/kernel.h"
+#include "kernels/pack.h"
+#include "kernels/pack_pairs.h"
+
+namespace hcops::kernels::sme {
+namespace {
+
+template <typename C>
+inline C to_c(float x) {
+  if constexpr (std::is_same_v<C, float>) return x;
+  else return C(x);  // bf16: round to nearest even
+}
+
+// C[0:m, 0:n] = alpha acc + beta C (beta == 0 never reads C), and with the
+// GEMM's epilogue `ep` (the last k block; i0, j0: the tile's place in C)
+// applied to those f32 values in acc before they are rounded to C's type:
+// a bf16 C is rounded once.
+template <typename C>
+void write_back(float *acc, long ld, float alpha, float beta, C *c, long ldc, int m, int n,
+                const Epilogue<float> &ep = {}, long i0 = 0, long j0 = 0) {
+  if (!ep) {
+    for (int j = 0; j < n; ++j) {
+      const float *s = acc + j * ld;
+      C *cj = c + j * ldc;
+      if (beta == 0.0f)
+        for (int i = 0; i < m; ++i) cj[i] = to_c<C>(alpha * s[i]);
+      else
+        for (int i = 0; i < m; ++i) cj[i] = to_c<C>(alpha * s[i] + beta * float(cj[i]));
+    }
+    return;
+  }
+  for (int j = 0; j < n; ++j) {
+    float *s = acc + j * ld;
+    const C *cj = c + j * ldc;
+    if (beta == 0.0f)
+      for (int i = 0; i < m; ++i) s[i] = alpha * s[i];
+    else
+      for (int i = 0; i < m; ++i) s[i] = alpha * s[i] + beta * float(cj[i]);
+  }
+  ep.apply(ep.ctx, acc, ld, i0, m, j0, n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) c[i + j * ldc] = to_c<C>(acc[i + j * ld]);
+}
+
+template <typename Tiles, typename Ty>
+struct TileKernel {
+  using PA = typename Ty::packed_a_type;
+  using PB = typename Ty::packed_b_type;
+  using C = typename Ty::c_type;
+  static constexpr bool kPairs = std::is_same_v<PA, bf16>;  // BFMOPA on k pairs, else FMOPA on f32
+  static_assert(std::is_same_v<typename Ty::acc_type, float>, "ZA's f32 tiles");
+
+  static int width() { return int(2 * Tiles::words()); }
+
+  // One tile: kcp is the packed depth (pairs of steps for bf16 panels).
+  static void tile(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m, int n,
+                   const Epilogue<float> &ep = {}, long i0 = 0, long j0 = 0) {
+    const long w2 = width();
+    float *acc = static_cast<float *>(__builtin_alloca(sizeof(float) * w2 * w2 + 64));
+    acc = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(acc) + 63) & ~uintptr_t(63));
+    if constexpr (kPairs) Tiles::bfmopa(kcp / 2, a, b, acc);
+    else Tiles::fmopa(kcp, a, b, acc);
+    write_back(acc, w2, alpha, beta, c, ldc, m, n, ep, i0, j0);
+  }
+  static void edge(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m, int n) {
+    tile(kcp, alpha, a, b, beta, c, ldc, m, n);
+  }
+  static void full(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc) {
+    tile(kcp, alpha, a, b, beta, c, ldc, width(), width());
+  }
+
+  // The jr/ir loops (macro_kernel.h's), with the GEMM's epilogue fused into
+  // each tile's write-back on the last k block.
+  static void macro(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk) {
+    const int w2 = k.mr;
+    for (long jr = blk.j0; jr < blk.j1; jr += w2) {
+      const int ncols = int(std::min<long>(w2, blk.j1 - jr));
+      for (long ir = 0; ir < blk.mc; ir += w2) {
+        const int nrows = int(std::min<long>(w2, blk.mc - ir));
+        tile(blk.kc, blk.alpha, blk.a + ir * blk.kc, blk.b_packed + jr * blk.kc, blk.beta, blk.c + ir + jr * blk.ldc,
+             blk.ldc, nrows, ncols, blk.epilogue, blk.i_origin + ir, blk.j_origin + jr);
+      }
+    }
+  }
+
+  static void pack_a(PA *dst, const typename Ty::a_type *a, long lda, Trans ta, long i0, long mc, long p0, long kc) {
+    if constexpr (kPairs) pack_a_pairs_width<typename Ty::a_type, Ty::splits>(dst, a, lda, ta, i0, mc, p0, kc, width());
+    else pack_a_width(dst, a, lda, ta, i0, mc, p0, kc, width());
+  }
+  static void pack_b(PB *dst, const typename Ty::b_type *b, long ldb, Trans tb, long p0, long kc, long j0, long nc) {
+    if constexpr (kPairs) pack_b_pairs_width<typename Ty::b_type, Ty::splits>(dst, b, ldb, tb, p0, kc, j0, nc, width());
+    else pack_b_width(dst, b, ldb, tb, p0, kc, j0, nc, width());
+  }
+};
+
+// The family's GemmKernel for Ty on these tiles. B is always packed: the
+// tiles read whole vectors of it.
+template <typename Tiles, typename Ty>
+GemmKernel<Ty> tile_kernel() {
+  using K = TileKernel<Tiles, Ty>;
+  return {
+      .mr = K::width(),
+      .nr = K::width(),
+      .k_align = K::kPairs ? 2 : 1,
+      .full = &K::full,
+      .edge = &K::edge,
+      .full_direct = nullptr,
+      .edge_direct = nullptr,
+      .pack_a = &K::pack_a,
+      .pack_b = &K::pack_b,
+      .macro = &K::macro,
+      .fuses_epilogue = true,
+  };
+}
+
+}  // namespace
+}  // namespace hcops::kernels::sme

@@ -1,0 +1,51 @@
+// SME's outer products into ZA, emulated in software at a vector length
+// chosen at compile time (W f32 lanes: 4 = 128 bits ... 64 = 2048), with
+// the interface gemm_family.h expects. For the tests: the family's packing,
+// edges and write-back run on any CPU and at every streaming vector length,
+// so that a family right here is right on the hardware, whose only part
+// left is tiles_hw.h's instructions (checked under QEMU, make
+// check-aarch64).
+//
+// Semantics (Arm ARM, FMOPA and BFMOPA, widening, non-fused):
+//   FMOPA  ZAt[i][j] = fma(Zn[i], Zm[j], ZAt[i][j]), all predicates true
+//   BFMOPA ZAt[i][j] += Zn[2i] Zm[2j] + Zn[2i+1] Zm[2j+1], the bf16 products
+//          exact in f32 and the sum rounded as the hardware's BFDOT does,
+//          which these tests bound as f32 accumulation (amx_check.h).
+#pragma once
+
+#include <atomic>
+#include <cmath>
+
+#include "common/dtype.h"
+
+namespace hcops::kernels::sme {
+
+// Outer products the emulation has executed, over all threads.
+inline std::atomic<long> emulated_mopa_count{0};
+
+template <int W>
+struct EmulatedTiles {
+  static_assert(W >= 4 && W <= 64 && (W & (W - 1)) == 0, "SVL is 128 to 2048 bits, a power of two");
+  static long words() { return W; }
+
+  static void fmopa(long kc, const float *a, const float *b, float *acc) {
+    constexpr int n = 2 * W;
+    for (int x = 0; x < n * n; ++x) acc[x] = 0.0f;  // zero {za}
+    for (long p = 0; p < kc; ++p, a += n, b += n)
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) acc[i + j * n] = std::fma(a[i], b[j], acc[i + j * n]);
+    emulated_mopa_count.fetch_add(4 * kc, std::memory_order_relaxed);
+  }
+
+  static void bfmopa(long pairs, const bf16 *a, const bf16 *b, float *acc) {
+    constexpr int n = 2 * W;
+    for (int x = 0; x < n * n; ++x) acc[x] = 0.0f;
+    for (long q = 0; q < pairs; ++q, a += 2 * n, b += 2 * n)
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i)
+          acc[i + j * n] += float(a[2 * i]) * float(b[2 * j]) + float(a[2 * i + 1]) * float(b[2 * j + 1]);
+    emulated_mopa_count.fetch_add(4 * pairs, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace hcops::kernels::sme
