@@ -11,7 +11,7 @@ set -eu
 
 packages="g++-aarch64-linux-gnu qemu-user-static"
 arm64_packages="libc6-dev:arm64 libgomp1:arm64 libstdc++6:arm64 libopenblas-dev:arm64 libopenblas0-pthread:arm64
-libblas3:arm64 libhwloc-dev:arm64 libnuma-dev:arm64 libcmocka-dev:arm64"
+libblas3:arm64 libblas-test:arm64 libhwloc-dev:arm64 libnuma-dev:arm64 libcmocka-dev:arm64"
 qemu=/usr/bin/qemu-aarch64-static
 binfmt=/proc/sys/fs/binfmt_misc
 

@@ -31,9 +31,10 @@ set -eu
 # python3-dev, pybind11-dev: the torch.distributed backend (shim/torch_dist, a
 # Python extension) for Debian's torch (and Python.h for the torch 2.x venv's,
 # should it be made from Debian's python3).
+# libblas-test: netlib's own BLAS/CBLAS testers (tests/abi/test_netlib_testers.sh).
 # iproute2: tests/torch2/test_dist_netns.sh's two network namespaces (ip, tc).
 packages="build-essential autoconf automake libtool pkg-config binutils
-libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3
+libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3 libblas-test
 libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
 python3-scipy python3-hypothesis hwloc lmod tcl ocl-icd-opencl-dev python3-dev pybind11-dev iproute2"

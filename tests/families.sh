@@ -1,7 +1,8 @@
 # Sourced by the tests that run once per kernel family (forced with
 # HCOPS_ISA), from the build's tests directory:
 #   families       the families this CPU runs, in order of preference
-#                  (hcops-info --families); none fails the test at once
+#                  (hcops-info --families); none fails the test at once;
+#                  HCOPS_TEST_FAMILIES restricts them
 #   ops_families   the families with operators (src/ops/families.def)
 #   runs_here F    whether this CPU runs family F
 #   has_ops F      whether family F has operators
@@ -9,6 +10,15 @@ families=$(../tools/hcops-info --families)
 if [ -z "$families" ]; then
   echo "FAIL: hcops-info --families lists no kernel family"
   exit 1
+fi
+# HCOPS_TEST_FAMILIES="a b" keeps only those (make check-aarch64 runs the
+# vector-length agnostic families again at other vector lengths).
+if [ -n "${HCOPS_TEST_FAMILIES:-}" ]; then
+  families=$(for f in $families; do case " $HCOPS_TEST_FAMILIES " in *" $f "*) echo "$f" ;; esac; done)
+  if [ -z "$families" ]; then
+    echo "SKIP: none of HCOPS_TEST_FAMILIES ($HCOPS_TEST_FAMILIES) runs here"
+    exit 77
+  fi
 fi
 ops_families=$(sed -n 's/^HCOPS_OPS_FAMILY(\([a-z0-9_]*\))$/\1/p' "${srcdir:-../../tests}/../src/ops/families.def")
 if [ -z "$ops_families" ]; then

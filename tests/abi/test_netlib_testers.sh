@@ -1,0 +1,79 @@
+#!/bin/sh
+# netlib's own BLAS and CBLAS testers (LAPACK's BLAS/TESTING and
+# CBLAS/testing, as Debian's libblas-test builds them, beside netlib's
+# libblas.so.3) with libhcops preloaded: level 3 in single and double
+# precision, Fortran and CBLAS (xblat3s/d, xscblat3, xdcblat3: GEMM's
+# computational tests and error exits are ours, SYMM/TRMM/TRSM/SYRK/SYR2K
+# are forwarded), on every kernel family this CPU runs (HCOPS_ISA); levels
+# 1 and 2 (all forwarded) once. Every routine must report PASSED, nothing
+# FAIL or SUSPECT, and the GEMMs must have run on the family (HCOPS_VERBOSE).
+set -u
+. "${srcdir:-../../tests}/families.sh"
+dir=$(dirname "${HCOPS_SYMS_REFERENCE:?}")
+if [ ! -x "$dir/xblat3s" ]; then
+  echo "SKIP: netlib's BLAS testers not in $dir: install the Debian package libblas-test"
+  exit 77
+fi
+lib=${HCOPS_LIB:?}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+status=0
+
+# tester input isa routine: runs it in $work, checks what it wrote, and
+# that the GEMMs ran on the family HCOPS_ISA=isa gives `routine` (sgemm or
+# dgemm: a family without f64 kernels passes dgemm to the next row).
+run() {
+  tester=$1 input=$2 isa=$3
+  fam=$(HCOPS_ISA=$isa ../tools/hcops-info | sed -n "s/^  $4: \([a-z0-9_]*\),.*/\1/p")
+  rm -f "$work"/*
+  (cd "$work" && HCOPS_ISA=$isa HCOPS_VERBOSE=1 LD_PRELOAD=$lib "$dir/$tester" <"$dir/$input" >stdout 2>stderr)
+  rc=$?
+  out=$(cat "$work"/stdout "$work"/*.out "$work"/*.SUMM 2>/dev/null)
+  passed=$(echo "$out" | grep -c "PASSED")
+  bad=$(echo "$out" | grep -E "FAIL|SUSPECT|\*\*\*\*\*\*" | head -5)
+  gemms=$(grep -c ",hcops:$fam," "$work/stderr")
+  echo "== HCOPS_ISA=$isa $tester: exit $rc, $passed PASSED, $gemms GEMMs on $fam"
+  if [ "$rc" != 0 ] || [ "$passed" = 0 ] || [ -n "$bad" ]; then
+    echo "FAIL: $tester under HCOPS_ISA=$isa"
+    echo "$bad"
+    tail -20 "$work/stdout"
+    status=1
+  fi
+  case $tester in
+    *blat3*) [ -n "$fam" ] && [ "$gemms" -gt 0 ] || { echo "FAIL: $tester: no GEMM ran on '$fam'"; status=1; } ;;
+  esac
+}
+
+for isa in $families; do
+  # A family without f32 kernels (avx512_bf16) passes both GEMMs to the
+  # next row, which this loop runs under its own name.
+  if ! ../tools/hcops-info | grep -Eq "^  $isa +.*serves ([^;]* )?f32:f32:f32[ ;]"; then
+    echo "== HCOPS_ISA=$isa: no f32 kernels; its GEMMs are the next row's, tested under that name"
+    continue
+  fi
+  run xblat3s sblat3.in "$isa" sgemm
+  run xblat3d dblat3.in "$isa" dgemm
+  run xscblat3 sin3 "$isa" sgemm
+  run xdcblat3 din3 "$isa" dgemm
+done
+first=$(echo $families | cut -d' ' -f1)
+for t in "xblat1s -" "xblat1d -" "xblat2s sblat2.in" "xblat2d dblat2.in" "xscblat1 -" "xdcblat1 -" \
+  "xscblat2 sin2" "xdcblat2 din2"; do
+  set -- $t
+  [ "$2" = - ] && set -- "$1" /dev/null
+  case $2 in /dev/null) inp=/dev/null ;; *) inp=$dir/$2 ;; esac
+  rm -f "$work"/*
+  (cd "$work" && HCOPS_ISA=$first LD_PRELOAD=$lib "$dir/$1" <"$inp" >stdout 2>stderr)
+  rc=$?
+  out=$(cat "$work"/stdout "$work"/*.out "$work"/*.SUMM 2>/dev/null)
+  passed=$(echo "$out" | grep -c "PASS")
+  bad=$(echo "$out" | grep -E "FAIL|SUSPECT|\*\*\*\*\*\*" | head -5)
+  echo "== $1: exit $rc, $passed PASS lines"
+  if [ "$rc" != 0 ] || [ "$passed" = 0 ] || [ -n "$bad" ]; then
+    echo "FAIL: $1"
+    echo "$bad"
+    tail -20 "$work/stdout"
+    status=1
+  fi
+done
+exit $status
