@@ -65,6 +65,16 @@ void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i
   }
 }
 
+// copy_panel's contract with the width W known only at run time.
+template <typename T>
+void copy_panel_width(T *__restrict dst, const T *__restrict src, long ld, long kc, long count, int W) {
+  for (long p = 0; p < kc; ++p, src += ld) {
+    T *d = dst + p * W;
+    for (long r = 0; r < count; ++r) d[r] = src[r];
+    for (long r = count; r < W; ++r) d[r] = T(0);
+  }
+}
+
 // The same for a panel width known only at run time (mr = a multiple of a
 // scalable vector length): kc rows of `rows` values copied, the rest of
 // each zero.
@@ -77,12 +87,7 @@ void pack_a_width(T *__restrict dst, const T *__restrict a, long lda, Trans ta, 
       interleave_rows(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, mr);
       continue;
     }
-    const T *src = a + (i0 + ir) + p0 * lda;
-    for (long p = 0; p < kc; ++p, src += lda) {
-      T *d = dst + p * mr;
-      for (long r = 0; r < rows; ++r) d[r] = src[r];
-      for (long r = rows; r < mr; ++r) d[r] = T(0);
-    }
+    copy_panel_width(dst, a + (i0 + ir) + p0 * lda, lda, kc, rows, mr);
   }
 }
 
@@ -97,12 +102,7 @@ void pack_b_width(T *__restrict dst, const T *__restrict b, long ldb, Trans tb, 
       interleave_rows(dst, b + p0 + (j0 + jr) * ldb, ldb, kc, cols, nr);
       continue;
     }
-    const T *src = b + (j0 + jr) + p0 * ldb;
-    for (long p = 0; p < kc; ++p, src += ldb) {
-      T *d = dst + p * nr;
-      for (long c = 0; c < cols; ++c) d[c] = src[c];
-      for (long c = cols; c < nr; ++c) d[c] = T(0);
-    }
+    copy_panel_width(dst, b + (j0 + jr) + p0 * ldb, ldb, kc, cols, nr);
   }
 }
 

@@ -63,57 +63,38 @@ struct HwTiles {
   "cmp x12, x9\n\t"                                \
   "b.lt 3b\n\t"
 
+// One streaming-mode region: the k loop of LD1 loads (element T) and MOPA
+// outer products over %[n] steps, then the tiles to acc.
+#define HCOPS_SME_REGION(LD1, T, MOPA)                                          \
+  ".arch armv9-a+sme\n\t"                                                     \
+  "smstart\n\t"                                                               \
+  "ptrue p0.b\n\t"                                                            \
+  "zero {za}\n\t"                                                             \
+  "cbz %[n], 2f\n"                                                            \
+  "1:\n\t" LD1 " {z0." T "}, p0/z, [%[a]]\n\t" LD1 " {z1." T "}, p0/z, [%[a], #1, mul vl]\n\t" LD1 \
+  " {z2." T "}, p0/z, [%[b]]\n\t" LD1 " {z3." T "}, p0/z, [%[b], #1, mul vl]\n\t" MOPA                \
+  " za0.s, p0/m, p0/m, z0." T ", z2." T "\n\t" MOPA " za1.s, p0/m, p0/m, z1." T ", z2." T "\n\t" MOPA \
+  " za2.s, p0/m, p0/m, z0." T ", z3." T "\n\t" MOPA " za3.s, p0/m, p0/m, z1." T ", z3." T "\n\t"      \
+  "addvl %[a], %[a], #2\n\t"                                                  \
+  "addvl %[b], %[b], #2\n\t"                                                  \
+  "subs %[n], %[n], #1\n\t"                                                   \
+  "b.ne 1b\n"                                                                 \
+  "2:\n\t" HCOPS_SME_STORE_ZA "smstop\n\t"
+
   static void fmopa(long kc, const float *a, const float *b, float *acc) {
-    asm volatile(
-        ".arch armv9-a+sme\n\t"
-        "smstart\n\t"
-        "ptrue p0.b\n\t"
-        "zero {za}\n\t"
-        "cbz %[kc], 2f\n"
-        "1:\n\t"
-        "ld1w {z0.s}, p0/z, [%[a]]\n\t"
-        "ld1w {z1.s}, p0/z, [%[a], #1, mul vl]\n\t"
-        "ld1w {z2.s}, p0/z, [%[b]]\n\t"
-        "ld1w {z3.s}, p0/z, [%[b], #1, mul vl]\n\t"
-        "fmopa za0.s, p0/m, p0/m, z0.s, z2.s\n\t"
-        "fmopa za1.s, p0/m, p0/m, z1.s, z2.s\n\t"
-        "fmopa za2.s, p0/m, p0/m, z0.s, z3.s\n\t"
-        "fmopa za3.s, p0/m, p0/m, z1.s, z3.s\n\t"
-        "addvl %[a], %[a], #2\n\t"
-        "addvl %[b], %[b], #2\n\t"
-        "subs %[kc], %[kc], #1\n\t"
-        "b.ne 1b\n"
-        "2:\n\t" HCOPS_SME_STORE_ZA "smstop\n\t"
-        : [kc] "+r"(kc), [a] "+r"(a), [b] "+r"(b)
-        : [acc] "r"(acc)
-        : HCOPS_SME_CLOBBERS);
+    asm volatile(HCOPS_SME_REGION("ld1w", "s", "fmopa")
+                 : [n] "+r"(kc), [a] "+r"(a), [b] "+r"(b)
+                 : [acc] "r"(acc)
+                 : HCOPS_SME_CLOBBERS);
   }
 
   static void bfmopa(long pairs, const bf16 *a, const bf16 *b, float *acc) {
-    asm volatile(
-        ".arch armv9-a+sme\n\t"
-        "smstart\n\t"
-        "ptrue p0.b\n\t"
-        "zero {za}\n\t"
-        "cbz %[n], 2f\n"
-        "1:\n\t"
-        "ld1h {z0.h}, p0/z, [%[a]]\n\t"
-        "ld1h {z1.h}, p0/z, [%[a], #1, mul vl]\n\t"
-        "ld1h {z2.h}, p0/z, [%[b]]\n\t"
-        "ld1h {z3.h}, p0/z, [%[b], #1, mul vl]\n\t"
-        "bfmopa za0.s, p0/m, p0/m, z0.h, z2.h\n\t"
-        "bfmopa za1.s, p0/m, p0/m, z1.h, z2.h\n\t"
-        "bfmopa za2.s, p0/m, p0/m, z0.h, z3.h\n\t"
-        "bfmopa za3.s, p0/m, p0/m, z1.h, z3.h\n\t"
-        "addvl %[a], %[a], #2\n\t"
-        "addvl %[b], %[b], #2\n\t"
-        "subs %[n], %[n], #1\n\t"
-        "b.ne 1b\n"
-        "2:\n\t" HCOPS_SME_STORE_ZA "smstop\n\t"
-        : [n] "+r"(pairs), [a] "+r"(a), [b] "+r"(b)
-        : [acc] "r"(acc)
-        : HCOPS_SME_CLOBBERS);
+    asm volatile(HCOPS_SME_REGION("ld1h", "h", "bfmopa")
+                 : [n] "+r"(pairs), [a] "+r"(a), [b] "+r"(b)
+                 : [acc] "r"(acc)
+                 : HCOPS_SME_CLOBBERS);
   }
+#undef HCOPS_SME_REGION
 #undef HCOPS_SME_STORE_ZA
 #undef HCOPS_SME_CLOBBERS
 };
