@@ -25,6 +25,6 @@ constexpr KernelRef kRefs[] = {KernelRef::built<Sgemm>(&make<Sgemm>), KernelRef:
 
 }  // namespace
 
-extern constexpr KernelList kernels = {kRefs, sizeof kRefs / sizeof *kRefs};
+extern constexpr KernelList kernels = kernel_list(kRefs);
 
 }  // namespace hcops::kernels::sme

@@ -39,33 +39,27 @@
 namespace hcops::kernels::sme {
 namespace {
 
-template <typename C>
-inline C to_c(float x) {
-  if constexpr (std::is_same_v<C, float>) return x;
-  else return C(x);  // bf16: round to nearest even
-}
-
 // C[0:m, 0:n] = alpha acc + beta C (beta == 0 never reads C), and with the
 // GEMM's epilogue `ep` (the last k block; i0, j0: the tile's place in C)
 // applied to those f32 values in acc before they are rounded to C's type:
-// a bf16 C is rounded once.
+// a bf16 C is rounded once. acc and C never overlap: the loops vectorise.
 template <typename C>
-void write_back(float *acc, long ld, float alpha, float beta, C *c, long ldc, int m, int n,
-                const Epilogue<float> &ep = {}, long i0 = 0, long j0 = 0) {
+void write_back(float *__restrict acc, long ld, float alpha, float beta, C *__restrict c, long ldc, int m, int n,
+                const Epilogue<float> &ep, long i0, long j0) {
   if (!ep) {
     for (int j = 0; j < n; ++j) {
-      const float *s = acc + j * ld;
-      C *cj = c + j * ldc;
+      const float *__restrict s = acc + j * ld;
+      C *__restrict cj = c + j * ldc;
       if (beta == 0.0f)
-        for (int i = 0; i < m; ++i) cj[i] = to_c<C>(alpha * s[i]);
+        for (int i = 0; i < m; ++i) cj[i] = C(alpha * s[i]);
       else
-        for (int i = 0; i < m; ++i) cj[i] = to_c<C>(alpha * s[i] + beta * float(cj[i]));
+        for (int i = 0; i < m; ++i) cj[i] = C(alpha * s[i] + beta * float(cj[i]));
     }
     return;
   }
   for (int j = 0; j < n; ++j) {
-    float *s = acc + j * ld;
-    const C *cj = c + j * ldc;
+    float *__restrict s = acc + j * ld;
+    const C *__restrict cj = c + j * ldc;
     if (beta == 0.0f)
       for (int i = 0; i < m; ++i) s[i] = alpha * s[i];
     else
@@ -73,8 +67,15 @@ void write_back(float *acc, long ld, float alpha, float beta, C *c, long ldc, in
   }
   ep.apply(ep.ctx, acc, ld, i0, m, j0, n);
   for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) c[i + j * ldc] = to_c<C>(acc[i + j * ld]);
+    for (int i = 0; i < m; ++i) c[i + j * ldc] = C(acc[i + j * ld]);
 }
+
+// The tiles' sums for one call: 2w x 2w f32, at most 128 x 128 (SVL 2048),
+// on the stack of the thread that computes them (64 KiB at most; 4 KiB at
+// SVL 512).
+#define HCOPS_SME_ACC_BLOCK(name, w2)                                                      \
+  float *name = static_cast<float *>(__builtin_alloca(sizeof(float) * (w2) * (w2) + 64)); \
+  name = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(name) + 63) & ~uintptr_t(63))
 
 template <typename Tiles, typename Ty>
 struct TileKernel {
@@ -86,33 +87,33 @@ struct TileKernel {
 
   static int width() { return int(2 * Tiles::words()); }
 
-  // One tile: kcp is the packed depth (pairs of steps for bf16 panels).
-  static void tile(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m, int n,
-                   const Epilogue<float> &ep = {}, long i0 = 0, long j0 = 0) {
-    const long w2 = width();
-    float *acc = static_cast<float *>(__builtin_alloca(sizeof(float) * w2 * w2 + 64));
-    acc = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(acc) + 63) & ~uintptr_t(63));
+  // One tile into acc (2w x 2w), then C: kcp is the packed depth (pairs of
+  // steps for bf16 panels).
+  static void tile(float *acc, long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m,
+                   int n, const Epilogue<float> &ep, long i0, long j0) {
     if constexpr (kPairs) Tiles::bfmopa(kcp / 2, a, b, acc);
     else Tiles::fmopa(kcp, a, b, acc);
-    write_back(acc, w2, alpha, beta, c, ldc, m, n, ep, i0, j0);
+    write_back(acc, width(), alpha, beta, c, ldc, m, n, ep, i0, j0);
   }
   static void edge(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m, int n) {
-    tile(kcp, alpha, a, b, beta, c, ldc, m, n);
+    HCOPS_SME_ACC_BLOCK(acc, width());
+    tile(acc, kcp, alpha, a, b, beta, c, ldc, m, n, {}, 0, 0);
   }
   static void full(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc) {
-    tile(kcp, alpha, a, b, beta, c, ldc, width(), width());
+    edge(kcp, alpha, a, b, beta, c, ldc, width(), width());
   }
 
-  // The jr/ir loops (macro_kernel.h's), with the GEMM's epilogue fused into
-  // each tile's write-back on the last k block.
+  // The jr/ir loops (macro_kernel.h's), one acc block for all the tiles,
+  // with the GEMM's epilogue fused into each tile's write-back on the last
+  // k block.
   static void macro(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk) {
-    const int w2 = k.mr;
-    for (long jr = blk.j0; jr < blk.j1; jr += w2) {
-      const int ncols = int(std::min<long>(w2, blk.j1 - jr));
-      for (long ir = 0; ir < blk.mc; ir += w2) {
-        const int nrows = int(std::min<long>(w2, blk.mc - ir));
-        tile(blk.kc, blk.alpha, blk.a + ir * blk.kc, blk.b_packed + jr * blk.kc, blk.beta, blk.c + ir + jr * blk.ldc,
-             blk.ldc, nrows, ncols, blk.epilogue, blk.i_origin + ir, blk.j_origin + jr);
+    HCOPS_SME_ACC_BLOCK(acc, k.mr);
+    for (long jr = blk.j0; jr < blk.j1; jr += k.nr) {
+      const int ncols = int(std::min<long>(k.nr, blk.j1 - jr));
+      for (long ir = 0; ir < blk.mc; ir += k.mr) {
+        const int nrows = int(std::min<long>(k.mr, blk.mc - ir));
+        tile(acc, blk.kc, blk.alpha, blk.a + ir * blk.kc, blk.b_packed + jr * blk.kc, blk.beta,
+             blk.c + ir + jr * blk.ldc, blk.ldc, nrows, ncols, blk.epilogue, blk.i_origin + ir, blk.j_origin + jr);
       }
     }
   }
@@ -126,6 +127,7 @@ struct TileKernel {
     else pack_b_width(dst, b, ldb, tb, p0, kc, j0, nc, width());
   }
 };
+#undef HCOPS_SME_ACC_BLOCK
 
 // The family's GemmKernel for Ty on these tiles. B is always packed: the
 // tiles read whole vectors of it.

@@ -10,7 +10,7 @@
 //   FMOPA  ZAt[i][j] = fma(Zn[i], Zm[j], ZAt[i][j]), all predicates true
 //   BFMOPA ZAt[i][j] += Zn[2i] Zm[2j] + Zn[2i+1] Zm[2j+1], the bf16 products
 //          exact in f32 and the sum rounded as the hardware's BFDOT does,
-//          which these tests bound as f32 accumulation (amx_check.h).
+//          which these tests bound as f32 accumulation (tests/engine/tile_check.h).
 #pragma once
 
 #include <atomic>

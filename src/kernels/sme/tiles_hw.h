@@ -8,15 +8,19 @@
 // illegal in streaming mode without FEAT_SME_FA64), and the k loop holds no
 // mode switch.
 //
-// GCC 12 has no SME in -march: each asm block names the architecture
-// itself (.arch armv9-a+sme). SMSTART and SMSTOP zero the Z, P and FFR
-// registers, so every vector register is clobbered (v8-v15's low halves are
-// callee-saved: the compiler saves them around the block).
+// GCC 12 has no SME in -march: each asm block enables it itself
+// (.arch_extension sme). SMSTART and SMSTOP zero the Z, P and FFR
+// registers, so every vector and predicate register is clobbered (v8-v15's
+// low halves are callee-saved: the compiler saves them around the block).
 //
-// ZA is private to these calls: it is off on entry in any process whose
-// code is not SME-aware (no lazy save pending, TPIDR2_EL0 = 0), which is
-// every BLAS and PyTorch caller; a caller holding dormant ZA state of its
-// own would have it discarded (SMSTART ZA does not save it).
+// ZA is private to these calls (AAPCS64's SME rules for a function that
+// neither shares ZA with its caller nor leaves it on): a caller that keeps
+// ZA state of its own across the call has left a lazy save pending
+// (TPIDR2_EL0 names its save block), which commit_lazy_save() commits
+// before ZA is touched, as __arm_tpidr2_save would: its slices are stored
+// to the caller's buffer and TPIDR2_EL0 cleared, so the caller restores
+// them on return. Every caller that is not SME-aware (every BLAS and
+// PyTorch caller today) has TPIDR2_EL0 = 0: one MRS per call.
 #pragma once
 
 #if !defined(__aarch64__)
@@ -32,16 +36,44 @@ struct HwTiles {
   static long words() {
     static const long w = [] {
       long bytes;
-      asm volatile(".arch armv9-a+sme\n\trdsvl %0, #1" : "=r"(bytes));
+      asm volatile(".arch_extension sme\n\trdsvl %0, #1" : "=r"(bytes));
       return bytes / 4;
     }();
     return w;
   }
 
+  // The TPIDR2 block (AAPCS64): the save buffer's address, then the
+  // number of ZA slices (rows of SVL bytes) to save in it.
+  static void commit_lazy_save() {
+    asm volatile(
+        ".arch_extension sme\n\t"
+        "mrs x9, tpidr2_el0\n\t"
+        "cbz x9, 2f\n\t"
+        "ldr x10, [x9]\n\t"       /* za_save_buffer */
+        "ldrh w11, [x9, #8]\n\t"  /* num_za_save_slices */
+        "cbz x10, 1f\n\t"
+        "rdsvl x13, #1\n\t"
+        "mov w12, #0\n"
+        "0:\n\t"
+        "cmp x12, x11\n\t"
+        "b.ge 1f\n\t"
+        "str za[w12, 0], [x10]\n\t"
+        "add x10, x10, x13\n\t"
+        "add w12, w12, #1\n\t"
+        "b 0b\n"
+        "1:\n\t"
+        "msr tpidr2_el0, xzr\n"
+        "2:"
+        :
+        :
+        : "x9", "x10", "x11", "x12", "x13", "cc", "memory");
+  }
+
 #define HCOPS_SME_CLOBBERS                                                                                          \
   "x9", "x10", "x11", "x12", "x13", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", \
       "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", \
-      "v29", "v30", "v31", "cc", "memory"
+      "v29", "v30", "v31", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11", "p12", "p13",      \
+      "p14", "p15", "ffr", "cc", "memory"
 
 // The tiles to acc: column j of ZA0 (vertical slice j) is acc's column j,
 // rows 0..w-1; ZA1 the rows below; ZA2 and ZA3 the columns w + j.
@@ -66,7 +98,7 @@ struct HwTiles {
 // One streaming-mode region: the k loop of LD1 loads (element T) and MOPA
 // outer products over %[n] steps, then the tiles to acc.
 #define HCOPS_SME_REGION(LD1, T, MOPA)                                          \
-  ".arch armv9-a+sme\n\t"                                                     \
+  ".arch_extension sme\n\t"                                                   \
   "smstart\n\t"                                                               \
   "ptrue p0.b\n\t"                                                            \
   "zero {za}\n\t"                                                             \
@@ -82,6 +114,7 @@ struct HwTiles {
   "2:\n\t" HCOPS_SME_STORE_ZA "smstop\n\t"
 
   static void fmopa(long kc, const float *a, const float *b, float *acc) {
+    commit_lazy_save();
     asm volatile(HCOPS_SME_REGION("ld1w", "s", "fmopa")
                  : [n] "+r"(kc), [a] "+r"(a), [b] "+r"(b)
                  : [acc] "r"(acc)
@@ -89,6 +122,7 @@ struct HwTiles {
   }
 
   static void bfmopa(long pairs, const bf16 *a, const bf16 *b, float *acc) {
+    commit_lazy_save();
     asm volatile(HCOPS_SME_REGION("ld1h", "h", "bfmopa")
                  : [n] "+r"(pairs), [a] "+r"(a), [b] "+r"(b)
                  : [acc] "r"(acc)
