@@ -91,7 +91,8 @@ $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 # agnostic families (sve, sme) at the other lengths, in bytes SVE:SME:
 # 128:128, 256:512, 2048:2048 bits.
 AARCH64_VECTOR_LENGTHS = 16:16 32:64 256:256
-AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh abi/test_netlib_testers.sh
+AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh engine/test_gemm_epilogue.sh test_gemm_sme \
+	abi/test_netlib_testers.sh
 check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	$(MAKE) -C $(BUILD_AARCH64) -j$(JOBS)
 	QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64) check || { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }

@@ -181,6 +181,12 @@ constexpr KernelList kernel_list() {
 }
 
 // A family with kernels made on first use lists its KernelRef::built refs
-// in a constexpr array of its own: {refs, count}.
+// in a constexpr array of its own:
+//   constexpr KernelRef kRefs[] = {KernelRef::built<Sgemm>(&make_sgemm), ...};
+//   extern constexpr KernelList kernels = kernel_list(kRefs);
+template <int N>
+constexpr KernelList kernel_list(const KernelRef (&refs)[N]) {
+  return {refs, N};
+}
 
 }  // namespace hcops

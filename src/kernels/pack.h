@@ -32,6 +32,17 @@ void interleave_rows(T *dst, const T *src, long ld, long kc, long rows, int widt
     for (long q = 0; q < kc; ++q) dst[q * width + r] = T(0);
 }
 
+// dst[p * W + r] = src[p * ld + r] for r < count, zero for count <= r < W,
+// W known at run time.
+template <typename T>
+void copy_panel_width(T *__restrict dst, const T *__restrict src, long ld, long kc, long count, int W) {
+  for (long p = 0; p < kc; ++p, src += ld) {
+    T *d = dst + p * W;
+    for (long r = 0; r < count; ++r) d[r] = src[r];
+    for (long r = count; r < W; ++r) d[r] = T(0);
+  }
+}
+
 // dst[p * W + r] = src[p * ld + r] for r < count, zero for count <= r < W:
 // kc vectors already in panel order, W wide. A full panel is a constant-length
 // copy the compiler turns into whole vector moves.
@@ -43,11 +54,7 @@ void copy_panel(T *__restrict dst, const T *__restrict src, long ld, long kc, lo
       for (int r = 0; r < W; ++r) dst[p * W + r] = src[r];
     return;
   }
-  for (long p = 0; p < kc; ++p, src += ld) {
-    long r = 0;
-    for (; r < count; ++r) dst[p * W + r] = src[r];
-    for (; r < W; ++r) dst[p * W + r] = T(0);
-  }
+  copy_panel_width(dst, src, ld, kc, count, W);
 }
 
 // A family may supply a faster transposing copy for A, with interleave_rows'
@@ -62,16 +69,6 @@ void pack_a(T *__restrict dst, const T *__restrict a, long lda, Trans ta, long i
     const long rows = std::min<long>(MR, mc - ir);
     if (ta == Trans::N) copy_panel<T, MR>(dst, a + (i0 + ir) + p0 * lda, lda, kc, rows);
     else interleave(dst, a + p0 + (i0 + ir) * lda, lda, kc, rows, MR);
-  }
-}
-
-// copy_panel's contract with the width W known only at run time.
-template <typename T>
-void copy_panel_width(T *__restrict dst, const T *__restrict src, long ld, long kc, long count, int W) {
-  for (long p = 0; p < kc; ++p, src += ld) {
-    T *d = dst + p * W;
-    for (long r = 0; r < count; ++r) d[r] = src[r];
-    for (long r = count; r < W; ++r) d[r] = T(0);
   }
 }
 

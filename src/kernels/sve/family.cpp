@@ -166,6 +166,6 @@ constexpr KernelRef kRefs[] = {KernelRef::built<Sgemm>(&make_sgemm), KernelRef::
 
 }  // namespace
 
-extern constexpr KernelList kernels = {kRefs, 2};
+extern constexpr KernelList kernels = kernel_list(kRefs);
 
 }  // namespace hcops::kernels::sve
