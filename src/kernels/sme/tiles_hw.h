@@ -13,6 +13,13 @@
 // registers, so every vector and predicate register is clobbered (v8-v15's
 // low halves are callee-saved: the compiler saves them around the block).
 //
+// SMSTART and SMSTOP also set FPSR to 0x0800009F (every cumulative flag):
+// the region gives the caller's FPSR back (x14). The outer products
+// themselves raise no flags: SME's ZA-targeting floating-point
+// instructions never update FPSR (nor trap), so an overflowing sgemm on
+// this family leaves the caller's flags as they were, where the other
+// families add overflow and inexact (tests/abi/test_fp_env.c).
+//
 // ZA is private to these calls (AAPCS64's SME rules for a function that
 // neither shares ZA with its caller nor leaves it on): a caller that keeps
 // ZA state of its own across the call has left a lazy save pending
@@ -70,7 +77,7 @@ struct HwTiles {
   }
 
 #define HCOPS_SME_CLOBBERS                                                                                          \
-  "x9", "x10", "x11", "x12", "x13", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", \
+  "x9", "x10", "x11", "x12", "x13", "x14", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", \
       "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", \
       "v29", "v30", "v31", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11", "p12", "p13",      \
       "p14", "p15", "ffr", "cc", "memory"
@@ -99,6 +106,7 @@ struct HwTiles {
 // outer products over %[n] steps, then the tiles to acc.
 #define HCOPS_SME_REGION(LD1, T, MOPA)                                          \
   ".arch_extension sme\n\t"                                                   \
+  "mrs x14, fpsr\n\t"                                                         \
   "smstart\n\t"                                                               \
   "ptrue p0.b\n\t"                                                            \
   "zero {za}\n\t"                                                             \
@@ -111,7 +119,8 @@ struct HwTiles {
   "addvl %[b], %[b], #2\n\t"                                                  \
   "subs %[n], %[n], #1\n\t"                                                   \
   "b.ne 1b\n"                                                                 \
-  "2:\n\t" HCOPS_SME_STORE_ZA "smstop\n\t"
+  "2:\n\t" HCOPS_SME_STORE_ZA "smstop\n\t"                                     \
+  "msr fpsr, x14\n\t"
 
   static void fmopa(long kc, const float *a, const float *b, float *acc) {
     commit_lazy_save();
