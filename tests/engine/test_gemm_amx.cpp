@@ -16,11 +16,7 @@ namespace {
 
 template <typename Ty>
 void check_family() {
-  const hcops::ChosenKernel<Ty> &chosen = hcops::chosen_kernel<Ty>();
-  assert_non_null(chosen.kernel);
-  assert_string_equal(chosen.family->name, "amx");
-  tile_check::check_all<Ty>(
-      *chosen.kernel, [](const hcops::GemmArgs<Ty> &g) { return hcops::gemm<Ty>(g); }, "amx");
+  tile_check::check_chosen<Ty>("amx");
 }
 
 void test_bf16_f32_c(void **) { check_family<hcops::Bf16Gemm>(); }

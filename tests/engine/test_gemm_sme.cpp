@@ -14,11 +14,7 @@ namespace {
 
 template <typename Ty>
 void check_family() {
-  const hcops::ChosenKernel<Ty> &chosen = hcops::chosen_kernel<Ty>();
-  assert_non_null(chosen.kernel);
-  assert_string_equal(chosen.family->name, "sme");
-  tile_check::check_all<Ty>(
-      *chosen.kernel, [](const hcops::GemmArgs<Ty> &g) { return hcops::gemm<Ty>(g); }, "sme");
+  tile_check::check_chosen<Ty>("sme");
 }
 
 void test_f32(void **) { check_family<hcops::Sgemm>(); }

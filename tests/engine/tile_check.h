@@ -34,6 +34,7 @@ extern "C" {
 #include "gemm/blocking.h"
 #include "gemm/gemm.h"
 #include "kernels/kernel.h"
+#include "kernels/registry.h"
 
 namespace tile_check {
 
@@ -210,6 +211,17 @@ void check_all(const hcops::GemmKernel<Ty> &kern, Run run, const char *family) {
   // epilogue's coordinates from each block's origin.
   check_product<Ty>(kern, run, family, Trans::N, Trans::T, 300, 600, 64, kCases[0], true);
   check_denormal_c<Ty>(run, family);
+}
+
+// The registry's own choice for Ty must be `family`, and pass check_all
+// through the whole driver (gemm()): a tile family on the hardware.
+template <typename Ty>
+void check_chosen(const char *family) {
+  const hcops::ChosenKernel<Ty> &chosen = hcops::chosen_kernel<Ty>();
+  assert_non_null(chosen.kernel);
+  assert_string_equal(chosen.family->name, family);
+  check_all<Ty>(
+      *chosen.kernel, [](const hcops::GemmArgs<Ty> &g) { return hcops::gemm<Ty>(g); }, family);
 }
 
 }  // namespace tile_check
