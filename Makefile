@@ -88,11 +88,12 @@ $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 	fi
 # The whole suite runs on QEMU's "max" CPU (SVE at 512 bits, SME's
 # streaming vectors at 256); then the GEMM suites of the vector-length
-# agnostic families (sve, sme) at the other lengths, in bytes SVE:SME:
-# 128:128, 256:512, 2048:2048 bits.
-AARCH64_VECTOR_LENGTHS = 16:16 32:64 256:256
+# agnostic families (sme, sve_bf16, sve) and the operators (built once per
+# SVE length) at the other lengths, in bytes SVE:SME: 128:128, 256:512,
+# 1024:1024, 2048:2048 bits.
+AARCH64_VECTOR_LENGTHS = 16:16 32:64 128:128 256:256
 AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh engine/test_gemm_epilogue.sh test_gemm_sme \
-	abi/test_netlib_testers.sh
+	abi/test_netlib_testers.sh ops/test_ops_isa.sh ops/test_ops_eltwise.sh
 check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	$(MAKE) -C $(BUILD_AARCH64) -j$(JOBS)
 	QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64) check || { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }
@@ -100,8 +101,8 @@ check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	  END {printf "check-aarch64: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD_AARCH64)/tests/test-suite.log
 	@for vl in $(AARCH64_VECTOR_LENGTHS); do \
 	  sve=$${vl%:*} sme=$${vl#*:}; \
-	  echo "check-aarch64: sve and sme at SVE $$((sve * 8)) bits, SME $$((sme * 8)) bits"; \
-	  QEMU_CPU=max,sve-default-vector-length=$$sve,sme-default-vector-length=$$sme HCOPS_TEST_FAMILIES="sme sve" \
+	  echo "check-aarch64: sme, sve_bf16 and sve at SVE $$((sve * 8)) bits, SME $$((sme * 8)) bits"; \
+	  QEMU_CPU=max,sve-default-vector-length=$$sve,sme-default-vector-length=$$sme HCOPS_TEST_FAMILIES="sme sve_bf16 sve" \
 	    $(MAKE) -C $(BUILD_AARCH64)/tests check TESTS="$(AARCH64_VL_TESTS)" || \
 	    { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }; \
 	done

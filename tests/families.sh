@@ -23,7 +23,7 @@ if [ -n "${HCOPS_TEST_FAMILIES:-}" ]; then
   done
   families=$(for f in $families; do case " $HCOPS_TEST_FAMILIES " in *" $f "*) echo "$f" ;; esac; done)
 fi
-ops_families=$(sed -n 's/^HCOPS_OPS_FAMILY(\([a-z0-9_]*\))$/\1/p' "${srcdir:-../../tests}/../src/ops/families.def")
+ops_families=$(sed -n 's/^HCOPS_OPS_FAMILY\(_VL\)\{0,1\}(\([a-z0-9_]*\))$/\2/p' "${srcdir:-../../tests}/../src/ops/families.def")
 if [ -z "$ops_families" ]; then
   echo "FAIL: no HCOPS_OPS_FAMILY row in ${srcdir:-../../tests}/../src/ops/families.def"
   exit 1

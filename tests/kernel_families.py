@@ -10,7 +10,7 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 def ops_families():
     """The families with operators (src/ops/families.def)."""
     with open(os.path.join(TESTS, "..", "src", "ops", "families.def")) as f:
-        found = re.findall(r"^HCOPS_OPS_FAMILY\((\w+)\)$", f.read(), re.M)
+        found = re.findall(r"^HCOPS_OPS_FAMILY(?:_VL)?\((\w+)\)$", f.read(), re.M)
     if not found:
         raise RuntimeError("no HCOPS_OPS_FAMILY row in src/ops/families.def")
     return found

@@ -6,6 +6,7 @@
 #include <cpuid.h>
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 
 #include <cstdio>
 #endif
@@ -48,7 +49,7 @@ bool amx_usable(bool cpu_has_amx, bool os_saves_tiles, bool (*request)()) {
 // Linux's AArch64 hwcaps (<asm/hwcap.h>), spelt out: older headers lack the
 // SME ones.
 constexpr unsigned long kHwcapAsimd = 1ul << 1, kHwcapSve = 1ul << 22;
-constexpr unsigned long kHwcap2Sve2 = 1ul << 1, kHwcap2I8mm = 1ul << 13, kHwcap2Bf16 = 1ul << 14,
+constexpr unsigned long kHwcap2Sve2 = 1ul << 1, kHwcap2SveBf16 = 1ul << 12, kHwcap2I8mm = 1ul << 13, kHwcap2Bf16 = 1ul << 14,
                         kHwcap2SmeB16F32 = 1ul << 28, kHwcap2SmeF32F32 = 1ul << 29, kHwcap2Sme = 1ul << 23;
 
 static CpuFeatures detect() {
@@ -58,6 +59,7 @@ static CpuFeatures detect() {
   f.sve = hw & kHwcapSve;
   f.sve2 = f.sve && (hw2 & kHwcap2Sve2);
   f.bf16 = hw2 & kHwcap2Bf16;
+  f.sve_bf16 = f.sve && (hw2 & kHwcap2SveBf16);
   f.i8mm = hw2 & kHwcap2I8mm;
   f.sme = hw2 & kHwcap2Sme;
   f.sme_f32f32 = f.sme && (hw2 & kHwcap2SmeF32F32);
@@ -144,13 +146,13 @@ constexpr FeatureName kNames[] = {
     {kAmxTile, "amx_tile"},  {kAmxBf16, "amx_bf16"},
     {kNeon, "neon"},         {kSve, "sve"},           {kSve2, "sve2"},
     {kBf16, "bf16"},         {kI8mm, "i8mm"},         {kSme, "sme"},
-    {kSmeF32F32, "sme_f32f32"}, {kSmeB16F32, "sme_b16f32"},
+    {kSmeF32F32, "sme_f32f32"}, {kSmeB16F32, "sme_b16f32"}, {kSveBf16, "sve_bf16"},
 };
 }  // namespace
 
 uint64_t CpuFeatures::mask() const {
   const bool on[] = {sse2,     avx,      fma,   avx2, avx512f, avx512dq, avx512bw,   avx512vl,  avx512_bf16, amx_tile,
-                     amx_bf16, neon,     sve,   sve2, bf16,    i8mm,     sme,        sme_f32f32, sme_b16f32};
+                     amx_bf16, neon,     sve,   sve2, bf16,    i8mm,     sme,        sme_f32f32, sme_b16f32, sve_bf16};
   static_assert(sizeof on / sizeof *on == sizeof kNames / sizeof *kNames, "one flag per feature name");
   uint64_t m = 0;
   for (size_t i = 0; i < sizeof on / sizeof *on; ++i)
@@ -188,6 +190,19 @@ bool tile_state_granted() {
 }
 
 bool tile_state_refused() { return cpu_features().amx_tile && !tile_state_granted(); }
+
+int sve_vector_bits() {
+#if defined(__aarch64__)
+  if (!cpu_features().sve) return 0;
+  // PR_SVE_GET_VL (<linux/prctl.h>; spelt out for older headers): the
+  // calling thread's length in bytes in the low 16 bits.
+  constexpr int kPrSveGetVl = 51;
+  const int r = prctl(kPrSveGetVl, 0, 0, 0, 0);
+  return r < 0 ? 0 : 8 * (r & 0xffff);
+#else
+  return 0;
+#endif
+}
 
 bool features_usable(uint64_t needs) {
   if ((cpu_features().mask() & needs) != needs) return false;

@@ -32,6 +32,7 @@ enum CpuFeature : uint64_t {
   kSme = 1u << 21,
   kSmeF32F32 = 1u << 22,
   kSmeB16F32 = 1u << 23,
+  kSveBf16 = 1u << 24,  // SVE's BFDOT/BFMMLA (FEAT_BF16 with SVE)
 };
 
 struct CpuFeatures {
@@ -40,7 +41,7 @@ struct CpuFeatures {
   // amx_*: the CPU has it and XCR0 enables the tile state; the process may
   // still lack Linux's permission for it (tile_state_granted).
   bool avx512_bf16 = false, amx_tile = false, amx_bf16 = false;
-  bool neon = false, sve = false, sve2 = false, bf16 = false, i8mm = false;
+  bool neon = false, sve = false, sve2 = false, bf16 = false, sve_bf16 = false, i8mm = false;
   bool sme = false, sme_f32f32 = false, sme_b16f32 = false;
   std::string vendor, brand;
   uint64_t mask() const;         // the CpuFeature bits of the usable features
@@ -64,6 +65,10 @@ const CpuFeatures &cpu_features();
 bool tile_state_granted();
 // The CPU and OS have AMX but Linux refused the tile state (asks if not yet asked).
 bool tile_state_refused();
+
+// The SVE vector length of the calling thread in bits (Linux: fixed for the
+// process unless it changes it), 0 without SVE.
+int sve_vector_bits();
 
 // Whether the CPU (and OS, and for AMX Linux's permission) provide every
 // CpuFeature bit of `needs`: what a kernel family needs to run here.

@@ -70,6 +70,9 @@ constexpr uint64_t compiled() {
 #ifdef __ARM_FEATURE_MATMUL_INT8
   f |= kI8mm;
 #endif
+#ifdef __ARM_FEATURE_SVE_BF16
+  f |= kSveBf16;
+#endif
 #ifdef __ARM_FEATURE_SME
   f |= kSme;
 #endif
@@ -90,6 +93,7 @@ constexpr uint64_t closure(uint64_t needs) {
   if (needs & kAvx512f) needs |= kAvx2;
   if (needs & kAvx2) needs |= kAvx;
   if (needs & kSve2) needs |= kSve;
+  if (needs & kSveBf16) needs |= kSve | kBf16;
   return needs;
 }
 

@@ -36,10 +36,17 @@ namespace {
 using F = kernels::HCOPS_OPS_FAMILY::F32;
 }  // namespace
 
+// A family built per vector length (ops/families.def's HCOPS_OPS_FAMILY_VL,
+// -msve-vector-bits) names its table by the length.
+#ifdef __ARM_FEATURE_SVE_BITS
+#define HCOPS_OPS_TABLE HCOPS_OPS_CAT(HCOPS_OPS_CAT(ops_table_, HCOPS_OPS_FAMILY), HCOPS_OPS_CAT(_vl, __ARM_FEATURE_SVE_BITS))
+#else
+#define HCOPS_OPS_TABLE HCOPS_OPS_CAT(ops_table_, HCOPS_OPS_FAMILY)
+#endif
+
 #define HCOPS_OPS_DEFINE(member, impl, params, args) [] params { impl args; },
-extern const OpsTable HCOPS_OPS_CAT(ops_table_, HCOPS_OPS_FAMILY);
-const OpsTable HCOPS_OPS_CAT(ops_table_, HCOPS_OPS_FAMILY) = {HCOPS_OPS_STR(HCOPS_OPS_FAMILY),
-                                                            HCOPS_OPS_ENTRIES(HCOPS_OPS_DEFINE)};
+extern const OpsTable HCOPS_OPS_TABLE;
+const OpsTable HCOPS_OPS_TABLE = {HCOPS_OPS_STR(HCOPS_OPS_FAMILY), HCOPS_OPS_ENTRIES(HCOPS_OPS_DEFINE)};
 #undef HCOPS_OPS_DEFINE
 
 }  // namespace hcops::ops

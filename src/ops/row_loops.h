@@ -36,8 +36,11 @@ struct Tail {
   typename F::Cmp valid;
   explicit Tail(int count) : m(F::mask(count)), valid(F::lt(lane_index(), F::set1(float(count)))) {}
   static typename F::V lane_index() {
-    static const float iota[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    static_assert(F::lanes <= 16, "iota too short");
+    static const float iota[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,  // 64: SVE's
+                                 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,  // 2048 bits
+                                 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+                                 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+    static_assert(F::lanes <= 64, "iota too short");
     return F::loadu(iota);
   }
 };

@@ -36,12 +36,13 @@ HCOPS_VINLINE V<F> poly(V<F> x, const float (&c)[N]) {
 }
 
 // The rounding error of x2 = fl(x * x): x * x - x2 exactly (for |x| <
-// 1e19). One fused multiply-subtract where the family has one; Dekker's
-// split product where fmadd is a * b + c (the generic family's translation
-// unit is built without FMA, so nothing gets contracted there).
+// 1e19). One fused multiply-subtract where the family has one (x86 FMA,
+// SVE); Dekker's split product where fmadd is a * b + c (the generic
+// family's translation unit is built without contraction, so nothing gets
+// fused there, on AArch64 either).
 template <class F>
 HCOPS_VINLINE V<F> square_error(V<F> x, V<F> x2) {
-#ifdef __FMA__
+#if defined(__FMA__) || defined(__ARM_FEATURE_SVE)
   return F::fmsub(x, x, x2);
 #else
   const V<F> c = F::mul(x, F::set1(4097.0f));  // 2^12 + 1: x = hi + lo, 12 bits each

@@ -21,11 +21,11 @@ check() {
   for f in $2; do has "$got" "$f" || fail "QEMU_CPU=$1: $f not detected"; done
   for f in $3; do ! has "$got" "$f" || fail "QEMU_CPU=$1: $f detected"; done
 }
-check cortex-a57 "neon" "sve sve2 bf16 i8mm sme"
-check a64fx "neon sve" "sve2 sme"
-check max "neon sve sve2 bf16 i8mm sme sme_f32f32 sme_b16f32" ""
-check max,sve=off "neon" "sve sve2"
-check max,sme=off "neon sve sve2 bf16" "sme sme_f32f32 sme_b16f32"
+check cortex-a57 "neon" "sve sve2 bf16 sve_bf16 i8mm sme"
+check a64fx "neon sve" "sve2 sve_bf16 sme"
+check max "neon sve sve2 bf16 sve_bf16 i8mm sme sme_f32f32 sme_b16f32" ""
+check max,sve=off "neon bf16" "sve sve2 sve_bf16"
+check max,sme=off "neon sve sve2 bf16 sve_bf16" "sme sme_f32f32 sme_b16f32"
 
 # The families each model runs: those whose row's features it has.
 for cpu in cortex-a57 max; do
@@ -34,4 +34,11 @@ for cpu in cortex-a57 max; do
   has "$fams" neon || fail "QEMU_CPU=$cpu: neon not run"
   has "$fams" generic || fail "QEMU_CPU=$cpu: generic not run"
 done
+# A row runs where the CPU has all of its features, and only there.
+fams_of() { QEMU_CPU=$1 ../tools/hcops-info --families | tr '\n' ' '; }
+want() { [ "$(fams_of "$1")" = "$2" ] || fail "QEMU_CPU=$1: families $(fams_of "$1"), expected $2"; }
+want max "sme sve_bf16 sve neon generic "
+want max,sme=off "sve_bf16 sve neon generic "
+want a64fx "sve neon generic "
+want max,sve=off "neon generic "
 exit $status

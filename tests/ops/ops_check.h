@@ -68,7 +68,7 @@ inline T from_float(float v) {
 }
 
 // Lengths of the rows under test: short ones around every family's lane
-// count (4, 8, 16) and its multiples of four (the accumulators), DiT's.
+// count (4, 8, 16; SVE's 4 to 64) and its multiples of four (the accumulators), DiT's.
 inline std::vector<int64_t> test_cols() {
   return {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 256, 384, 1000, 1152, 4608};
 }
