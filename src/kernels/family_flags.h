@@ -70,7 +70,9 @@ constexpr uint64_t compiled() {
 #ifdef __ARM_FEATURE_MATMUL_INT8
   f |= kI8mm;
 #endif
-#ifdef __ARM_FEATURE_SVE_BF16
+// GCC 12 defines no __ARM_FEATURE_SVE_BF16 for +sve+bf16, yet emits SVE's
+// BF16 instructions with both on.
+#if defined(__ARM_FEATURE_SVE_BF16) || (defined(__ARM_FEATURE_SVE) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC))
   f |= kSveBf16;
 #endif
 #ifdef __ARM_FEATURE_SME

@@ -58,6 +58,12 @@ bool vector_length_family(const char *name) {
 
 }  // namespace
 
+bool has_operators(const char *name) {
+  for (const FamilyTables &t : kTables)
+    if (std::strcmp(t.name, name) == 0) return true;
+  return false;
+}
+
 const OpsTable *ops_table_of(const char *name) {
   for (const FamilyTables &t : kTables)
     if (std::strcmp(t.name, name) == 0) return t.by_length ? for_length(t.by_length, sve_vector_bits()) : t.one;

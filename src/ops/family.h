@@ -15,7 +15,11 @@ const OpsTable &ops_table();
 inline const char *ops_family() { return ops_table().family; }
 
 // The table of the family named `name`, or null when that family has no
-// operators (tests; the choice is ops_table()'s).
+// operators, or none for this CPU's vector length (tests; the choice is
+// ops_table()'s).
 const OpsTable *ops_table_of(const char *name);
+
+// Whether ops/families.def lists the family, at any vector length.
+bool has_operators(const char *name);
 
 }  // namespace hcops::ops

@@ -38,7 +38,7 @@ using F = kernels::HCOPS_OPS_FAMILY::F32;
 
 // A family built per vector length (ops/families.def's HCOPS_OPS_FAMILY_VL,
 // -msve-vector-bits) names its table by the length.
-#ifdef __ARM_FEATURE_SVE_BITS
+#if defined(__ARM_FEATURE_SVE_BITS) && __ARM_FEATURE_SVE_BITS > 0  // (0: SVE, length open)
 #define HCOPS_OPS_TABLE HCOPS_OPS_CAT(HCOPS_OPS_CAT(ops_table_, HCOPS_OPS_FAMILY), HCOPS_OPS_CAT(_vl, __ARM_FEATURE_SVE_BITS))
 #else
 #define HCOPS_OPS_TABLE HCOPS_OPS_CAT(ops_table_, HCOPS_OPS_FAMILY)

@@ -12,9 +12,10 @@ namespace hcops::kernels::sve {
 // flags (the operators' -msve-vector-bits lets GCC assume a length).
 namespace {
 
-// Each halfword of x (lanes of p) into the high half of its 32-bit lane.
+// Each halfword of x (lanes of p) into the high half of its 32-bit lane;
+// zero in the other lanes (nothing is read there).
 inline svfloat32_t load_bf16(svbool_t p, const uint16_t *x) {
-  return svreinterpret_f32_u32(svlsl_n_u32_x(p, svld1uh_u32(p, x), 16));
+  return svreinterpret_f32_u32(svlsl_n_u32_x(svptrue_b32(), svld1uh_u32(p, x), 16));
 }
 
 // v rounded to nearest even, bit for bit bf16(float) (common/dtype.h): a

@@ -4,7 +4,7 @@
 // (accumulator bits). One step is two A vectors, three 128-bit quadwords of
 // B replicated across the vector (LD1RQ; f64: six), and 24 multiply-adds by
 // lane, each an A vector times one column of a quadword: 24 accumulators +
-// 2 A + the quadwords fit SVE's 32 registers, and 5 loads feed 24
+// 2 A + the quadwords fit SVE's 32 registers, and 5 loads (f64: 8) feed 24
 // multiply-adds, where a broadcast per column (LD1R) would take 14.
 //
 // SVE registers are sizeless: no arrays of them, so the 12 columns are
