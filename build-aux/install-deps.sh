@@ -47,8 +47,11 @@ missing= fetch=
 for p in $debs; do
   ls "$deb_cache/${p}_"*.deb >/dev/null 2>&1 || fetch="$fetch $p"
 done
+# This machine's architecture (or all): after `make check-aarch64`, an arm64
+# instance of a package (multiarch) is not the one the build needs.
+arch=$(dpkg --print-architecture)
 for p in $packages; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+  dpkg-query -W -f='${Status}\n' "$p:$arch" "$p:all" 2>/dev/null | grep -q 'install ok installed' ||
     missing="$missing $p"
 done
 [ -z "$missing$fetch" ] && exit 0

@@ -1,6 +1,7 @@
 #include "common/topology.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,8 +112,17 @@ static Topology fallback_topology() {
   Topology t;
   t.source = "fallback (hwloc failed)";
   Domain d;
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  for (int i = 0; i < std::max(1L, n); ++i) d.cores.push_back(i);
+  // The CPUs this process may run on (taskset, a batch system's cgroup), as
+  // hwloc's HWLOC_CPUBIND_PROCESS would give them; all online ones if unknown.
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &allowed)) d.cores.push_back(i);
+  }
+  if (d.cores.empty()) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 0; i < std::max(1L, n); ++i) d.cores.push_back(i);
+  }
   t.domains.push_back(std::move(d));
   return t;
 }
@@ -187,9 +197,20 @@ static Topology load() {
     hw = discover(true);
   }
   if (!hw) {
+    // hwloc with libxml2 (libhwloc-plugins) reads a file that is no topology
+    // as "use this machine"; its own minimal parser (no plugins: the usual
+    // case on compute nodes) fails the whole load instead. HWLOC_XMLFILE
+    // then wins over any discovery the API can ask for, so this machine's
+    // topology is out of reach without changing the process's environment:
+    // the same warning as above, and the fallback.
     const char *xml = env_raw("HWLOC_XMLFILE");
-    warn_once("topology", "hwloc could not load the topology%s%s; assuming one NUMA domain",
-              xml ? " from HWLOC_XMLFILE=" : "", xml ? quoted(xml).c_str() : "");
+    if (xml && *xml) {
+      const std::string why = unreadable(xml);
+      warn_once("HWLOC_XMLFILE", "HWLOC_XMLFILE=%s cannot be used (%s); assuming one NUMA domain of this process's CPUs",
+                quoted(xml).c_str(), why.empty() ? "hwloc cannot read a topology from it" : why.c_str());
+    } else {
+      warn_once("topology", "hwloc could not load the topology; assuming one NUMA domain of this process's CPUs");
+    }
     return fallback_topology();
   }
   say_if_xml_unused(hw);

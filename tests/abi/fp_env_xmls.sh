@@ -6,7 +6,10 @@
 #            shared/topologies' machines; the libraries must print nothing;
 #   fp_bad:  a missing file, a directory, a file that is not XML, and (not
 #            as root, who reads anything) an unreadable XML; each library
-#            must say once that it cannot use it.
+#            must say once that it cannot use it, both through libxml2
+#            (libhwloc-plugins), which falls back to this machine, and
+#            through hwloc's own minimal parser (HWLOC_LIBXML_IMPORT=0, as
+#            where the plugins are not installed), which fails the load.
 fp_tmp=$(mktemp -d)
 trap 'rm -rf "$fp_tmp"' EXIT
 if ! lstopo-no-graphics --of xml "$fp_tmp/this-machine.xml" 2>/dev/null; then
@@ -40,7 +43,7 @@ fp_run() (
 
 # fp_warnings FILE: how many lines of FILE say HWLOC_XMLFILE cannot be used.
 fp_warnings() {
-  grep -c "^hcops: warning: HWLOC_XMLFILE=\".*\" cannot be used (.*); using this machine's topology\$" "$1"
+  grep -Ec "^hcops: warning: HWLOC_XMLFILE=\".*\" cannot be used \(.*\); (using this machine's topology|assuming one NUMA domain of this process's CPUs)\$" "$1"
 }
 
 # fp_check_all PROGRAM...: PROGRAM under every value; it must exit 0 with
@@ -53,7 +56,7 @@ fp_check_one() {
   fp_run "$fp_v" "$@" </dev/null >"$fp_tmp/out" 2>"$fp_tmp/err"
   fp_rc=$?
   if [ $fp_rc != 0 ] || ! tail -n 1 "$fp_tmp/out" | grep -q ' 0 failed$'; then
-    echo "FAIL: $*, HWLOC_XMLFILE=$fp_v: exit $fp_rc"
+    echo "FAIL: $*, ${HWLOC_LIBXML_IMPORT:+HWLOC_LIBXML_IMPORT=$HWLOC_LIBXML_IMPORT }HWLOC_XMLFILE=$fp_v: exit $fp_rc"
     grep -hv '^ok: ' "$fp_tmp/out" "$fp_tmp/err" | head -20
     fp_failed=1
     return
@@ -61,20 +64,23 @@ fp_check_one() {
   fp_n=$(fp_warnings "$fp_tmp/err")
   fp_others=$(grep -vc "^hcops: warning: HWLOC_XMLFILE=" "$fp_tmp/err")
   if [ "$fp_kind" = good ] && [ -s "$fp_tmp/err" ]; then
-    echo "FAIL: $*, HWLOC_XMLFILE=$fp_v: printed on stderr:"
+    echo "FAIL: $*, ${HWLOC_LIBXML_IMPORT:+HWLOC_LIBXML_IMPORT=$HWLOC_LIBXML_IMPORT }HWLOC_XMLFILE=$fp_v: printed on stderr:"
     head -5 "$fp_tmp/err"
     fp_failed=1
   elif [ "$fp_kind" = bad ] && { [ "$fp_n" != 1 ] || [ "$fp_others" != 0 ]; }; then
-    echo "FAIL: $*, HWLOC_XMLFILE=$fp_v: $fp_n warnings that it cannot be used (want 1), $fp_others other lines:"
+    echo "FAIL: $*, ${HWLOC_LIBXML_IMPORT:+HWLOC_LIBXML_IMPORT=$HWLOC_LIBXML_IMPORT }HWLOC_XMLFILE=$fp_v: $fp_n warnings that it cannot be used (want 1), $fp_others other lines:"
     head -5 "$fp_tmp/err"
     fp_failed=1
   else
-    echo "PASS: $*, HWLOC_XMLFILE=$fp_v: $(tail -n 1 "$fp_tmp/out") $(cat "$fp_tmp/err")"
+    echo "PASS: $*, ${HWLOC_LIBXML_IMPORT:+HWLOC_LIBXML_IMPORT=$HWLOC_LIBXML_IMPORT }HWLOC_XMLFILE=$fp_v: $(tail -n 1 "$fp_tmp/out") $(cat "$fp_tmp/err")"
   fi
 }
 fp_check_all() {
   for fp_v in $fp_good; do fp_check_one good "$fp_v" "$@"; done
-  while IFS= read -r fp_v; do fp_check_one bad "$fp_v" "$@"; done <<EOF
+  while IFS= read -r fp_v; do
+    fp_check_one bad "$fp_v" "$@"
+    (HWLOC_LIBXML_IMPORT=0 && export HWLOC_LIBXML_IMPORT && fp_check_one bad "$fp_v" "$@" && exit $fp_failed) || fp_failed=1
+  done <<EOF
 $fp_bad
 EOF
 }
