@@ -60,10 +60,24 @@ def err_ratio(got, a, b, alpha=1.0, beta=0.0, c0=None):
     return math.inf if math.isnan(ratio) else ratio  # callers take Python max(), which drops NaN
 
 
-def run_check(name, routine, dims, compute):
-    """dims: (m, n, k) of every GEMM the check must issue, in torch's row-major terms."""
+def run_check(name, routine, dims, compute, elsewhere=None):
+    """dims: (m, n, k) of every GEMM the check must issue, in torch's row-major terms;
+    elsewhere: why this torch issues none of them to BLAS (only the result is checked)."""
     emit({"start": name})
-    emit({"name": name, "routine": routine, "dims": dims, "err_ratio": compute()})
+    emit({"name": name, "routine": routine, "dims": dims, "err_ratio": compute(), "elsewhere": elsewhere})
+
+
+def bmm_route():
+    """None where torch's fp32 bmm calls BLAS per batch; else where it goes.
+
+    PyTorch 1.13 on AArch64 built with oneDNN (Debian's arm64 torch, make
+    check-aarch64) sends it to oneDNN's matmul (use_mkldnn_matmul), which a
+    preloaded libhcops.so's BLAS symbols do not reach.
+    """
+    import platform
+    if platform.machine() == "aarch64" and torch.backends.mkldnn.is_available():
+        return "torch's bmm on AArch64 runs oneDNN's matmul"
+    return None
 
 
 def check_mm(m, k, n, fp64=False, layout="NN"):
@@ -99,7 +113,7 @@ def check_bmm(batch, m, k, n, transposed_b):
         return max(err_ratio(got[i], a[i], b[i]) for i in range(batch))
 
     name = f"bmm {batch}x({m}x{k}x{n}){' b transposed' if transposed_b else ''}"
-    run_check(name, "sgemm_", [[m, n, k]] * batch, compute)
+    run_check(name, "sgemm_", [[m, n, k]] * batch, compute, bmm_route())
 
 
 def check_linear():

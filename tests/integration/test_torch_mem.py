@@ -151,9 +151,14 @@ def check_placement(report, pre, plain):
     for p in params:  # every parameter above the threshold
         report.check(p["addr"] % HUGE_PAGE == 0, f"{p['param']}: a 2 MiB-aligned libhcops_mem block",
                      f"data_ptr {p['addr']:#x}")
-    for p in huge:  # those that can hold a huge page
-        report.check(p["anon_huge_kb"] > 0, f"{p['param']}: its mapping has transparent huge pages",
-                     f"AnonHugePages {p['anon_huge_kb']} kB in {p['vma']}")
+    if os.environ.get("HCOPS_TEST_EMULATED") == "yes":
+        # QEMU's user-mode emulation (make check-aarch64) takes madvise as a
+        # hint it drops: the pages are the emulator's mappings, not the library's.
+        print("NOTE: under QEMU user-mode emulation, which ignores madvise, huge pages are not checked")
+    else:
+        for p in huge:  # those that can hold a huge page
+            report.check(p["anon_huge_kb"] > 0, f"{p['param']}: its mapping has transparent huge pages",
+                         f"AnonHugePages {p['anon_huge_kb']} kB in {p['vma']}")
     stats = next(iter(records(pre, "mem_allocations")), {})
     report.check((stats.get("mem_allocations") or 0) > 0, "libhcops_mem served large allocations",
                  f"hcops_mem_stat(\"allocations\") = {stats.get('mem_allocations')}")
