@@ -99,8 +99,8 @@ AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh engine/test_
 # scipy and PyTorch (tests/integration), with Debian's arm64 python3,
 # numpy, scipy and PyTorch 1.13 run by QEMU: multiarch cannot install an
 # arm64 python3 beside the amd64 one, so they live in a Debian root of
-# their own, made once by debootstrap in $(AARCH64_ROOT) (~300 MB fetched,
-# ~1.3 GB installed; build-aux/aarch64-root.sh), and entered with the
+# their own, made once by debootstrap in $(AARCH64_ROOT) (335 MB fetched,
+# 1.9 GB installed; build-aux/aarch64-root.sh), and entered as root with the
 # source and build trees bind-mounted in place (build-aux/in-aarch64-root.sh).
 # The operator, automem and DiT-training suites are left out: libhcops_torch
 # is not cross-built, and a DiT step under QEMU takes minutes. AARCH64_PYTHON=no
@@ -124,7 +124,7 @@ check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	@[ '$(AARCH64_PYTHON)' != yes ] || { \
 	  sh build-aux/aarch64-root.sh '$(AARCH64_ROOT)' && \
 	  echo "check-aarch64: the Python suites in Debian's arm64 python3, numpy, scipy and PyTorch ($(AARCH64_ROOT))" && \
-	  AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS='$(CURDIR):$(abspath $(BUILD_AARCH64)):$(abspath ../shared)' \
+	  AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS="$(CURDIR):$(abspath $(BUILD_AARCH64)):$$(sed -n 's/^HCOPS_SHARED_DIR = //p' $(BUILD_AARCH64)/Makefile)" \
 	    QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64)/tests check TESTS="$(AARCH64_PYTHON_TESTS)" \
 	    PYTHON='$(CURDIR)/build-aux/python3-aarch64.sh' || \
 	    { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }; }

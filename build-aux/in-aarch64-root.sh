@@ -19,15 +19,23 @@ export HCOPS_IN_AARCH64_ROOT
 # host's unshare, mount and chroot: it is set again for COMMAND alone.
 preload=${LD_PRELOAD-}
 unset LD_PRELOAD
-# Without root: a user namespace in which this user is root (where the
-# kernel allows unprivileged ones).
-if [ "$(id -u)" = 0 ]; then ns="unshare --mount --propagation private"; else ns="unshare --map-root-user --mount --propagation private"; fi
+# chroot and the mount points in a root that debootstrap made as root.
+if [ "$(id -u)" = 0 ]; then
+  ns=
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  ns="sudo -n --preserve-env"
+else
+  echo "hcops: running the arm64 root needs root (chroot); as a user, make check-aarch64 AARCH64_PYTHON=no" >&2
+  exit 77
+fi
 # shellcheck disable=SC2016  # expanded by the inner shell
-exec $ns sh -c '
-  set -eu
+exec $ns unshare --mount --propagation private sh -c '
+  set -euf
   root=$1 cwd=$2 preload=$3; shift 3
   old_ifs=$IFS; IFS=:
-  for d in /proc /sys /dev /tmp ${AARCH64_ROOT_BINDS:-}; do
+  # The trees first: a root inside one of them then holds no mounts yet
+  # when that tree is bound into it.
+  for d in ${AARCH64_ROOT_BINDS:-} /proc /sys /dev /tmp; do
     [ -n "$d" ] && [ -d "$d" ] || continue
     mkdir -p "$root$d"
     mount --rbind "$d" "$root$d"

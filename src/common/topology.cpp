@@ -112,10 +112,13 @@ static Topology fallback_topology() {
   Topology t;
   t.source = "fallback (hwloc failed)";
   Domain d;
-  // The CPUs this process may run on (taskset, a batch system's cgroup), as
-  // hwloc's HWLOC_CPUBIND_PROCESS would give them; all online ones if unknown.
+  // The PUs the process may run on (taskset, a batch system's cgroup): the
+  // main thread's mask (pid = its tid), not that of the thread which loads
+  // the topology, a worker the caller may have pinned. PUs, not cores:
+  // without a topology SMT siblings cannot be told apart. All online PUs if
+  // the mask cannot be read.
   cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+  if (sched_getaffinity(getpid(), sizeof allowed, &allowed) == 0) {
     for (int i = 0; i < CPU_SETSIZE; ++i)
       if (CPU_ISSET(i, &allowed)) d.cores.push_back(i);
   }

@@ -31,8 +31,8 @@ struct Topology {
 };
 
 // The process-wide topology, loaded on first use. Never fails: when hwloc
-// cannot load anything it warns once and describes one domain of
-// sysconf(_SC_NPROCESSORS_ONLN) cores with default cache sizes.
+// cannot load anything it warns once and describes one domain of the PUs
+// the process may run on (topology.cpp's fallback) with default cache sizes.
 const Topology &topology();
 
 // Builds a topology from an already loaded hwloc handle (takes ownership).

@@ -10,6 +10,7 @@
 trap 'rm -rf "$out" "$err" "$fp_tmp"' EXIT
 prog=./test_mpi_fp_env
 MPI_TIMEOUT=60
+fp_probe_libxml ./test_fp_env  # the same hwloc, without mpirun
 np=2
 
 # run KIND VALUE: both runs under HWLOC_XMLFILE=VALUE, compared.
