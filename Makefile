@@ -71,17 +71,27 @@ check-external: deps $(BUILD)/Makefile
 # aarch64.sh installs the cross compiler, QEMU and Debian's arm64 libraries,
 # and registers QEMU with binfmt_misc): the C test suites, the netlib
 # BLAS/CBLAS testers and the scripts around them, on every kernel family
-# the emulated CPU runs. The layers whose development packages multiarch
-# cannot install beside the amd64 ones (libdnnl-dev: its dnnl_config.h
-# differs; Open MPI for the cross compiler; PyTorch's headers) are
-# configured out, and configured_out.sh says so. Not part of `make check` (CI).
+# the emulated CPU runs, and the oneDNN layer against Debian's arm64
+# libdnnl 2.6 (its headers unpacked from libdnnl-dev's arm64 .deb into
+# $(AARCH64_DNNL_DEV): multiarch cannot install them beside the amd64 ones,
+# their dnnl_config.h differ). The layers Debian has no cross-installable
+# arm64 development files for (Open MPI for the cross compiler, PyTorch's
+# headers) are configured out, and configured_out.sh says so. Not part of
+# `make check` (CI).
 BUILD_AARCH64 ?= build-aarch64
-AARCH64_CONFIGURE = --host=aarch64-linux-gnu --without-dnnl --without-mpi --without-torch \
-	HWLOC_CFLAGS=' ' HWLOC_LIBS=-lhwloc CMOCKA_CFLAGS=' ' CMOCKA_LIBS=-lcmocka
+AARCH64_DNNL_DEV = $(abspath $(BUILD_AARCH64))/dnnl-dev
+AARCH64_CONFIGURE = --host=aarch64-linux-gnu --with-dnnl --without-mpi --without-torch \
+	HWLOC_CFLAGS=' ' HWLOC_LIBS=-lhwloc CMOCKA_CFLAGS=' ' CMOCKA_LIBS=-lcmocka \
+	CPPFLAGS='-I$(AARCH64_DNNL_DEV)/usr/include' LDFLAGS='-L$(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu'
 deps-aarch64:
 	@sh build-aux/install-deps-aarch64.sh
 $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 	mkdir -p $(BUILD_AARCH64)
+	# The headers, and libdnnl.so for -ldnnl naming the arm64 runtime (the
+	# package's own link is relative, to a library it does not hold).
+	rm -rf $(AARCH64_DNNL_DEV)
+	dpkg-deb -x "$$(ls $${HCOPS_DEB_CACHE:-/var/cache/hcops}/libdnnl-dev_*_arm64.deb | tail -n 1)" $(AARCH64_DNNL_DEV)
+	ln -sf /usr/lib/aarch64-linux-gnu/libdnnl.so.2 $(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu/libdnnl.so
 	if [ -f $(BUILD_AARCH64)/config.status ]; then \
 	  cd $(BUILD_AARCH64) && ./config.status --recheck && ./config.status; \
 	else \
@@ -102,8 +112,9 @@ AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh engine/test_
 # their own, made once by debootstrap in $(AARCH64_ROOT) (335 MB fetched,
 # 1.9 GB installed; build-aux/aarch64-root.sh), and entered as root with the
 # source and build trees bind-mounted in place (build-aux/in-aarch64-root.sh).
-# The operator, automem and DiT-training suites are left out: libhcops_torch
-# is not cross-built, and a DiT step under QEMU takes minutes. AARCH64_PYTHON=no
+# torch's bmm reaches HCOps' oneDNN layer there. The operator, automem and
+# DiT-training suites are left out: libhcops_torch is not cross-built, and a
+# DiT-S step under QEMU takes minutes. AARCH64_PYTHON=no
 # skips this part.
 AARCH64_PYTHON ?= yes
 AARCH64_ROOT   ?= $(BUILD_AARCH64)/debian-arm64

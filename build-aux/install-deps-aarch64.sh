@@ -4,14 +4,20 @@
 # emulator (SVE at any vector length and SME), Debian's arm64 libraries
 # beside the amd64 ones (multiarch: dpkg --add-architecture arm64), and the
 # kernel's binfmt_misc entry that runs an aarch64 program through QEMU, so
-# that the test scripts' ./program runs as on an Arm machine. As root it
-# installs and registers; otherwise it tries sudo without a password;
-# failing both it prints the commands for the user to run and stops.
+# that the test scripts' ./program runs as on an Arm machine. oneDNN's
+# arm64 runtime (libdnnl2:arm64) installs beside the amd64 one, its headers
+# (libdnnl-dev:arm64) do not (their dnnl_config.h differ): that .deb is
+# downloaded into $HCOPS_DEB_CACHE, and the Makefile unpacks its headers
+# into the build. As root it installs and registers; otherwise it tries sudo
+# without a password; failing both it prints the commands for the user to
+# run and stops.
 set -eu
 
 packages="g++-aarch64-linux-gnu qemu-user-static"
 arm64_packages="libc6-dev:arm64 libgomp1:arm64 libstdc++6:arm64 libopenblas-dev:arm64 libopenblas0-pthread:arm64
-libblas3:arm64 libblas-test:arm64 libhwloc-dev:arm64 libnuma-dev:arm64 libcmocka-dev:arm64"
+libblas3:arm64 libblas-test:arm64 libhwloc-dev:arm64 libnuma-dev:arm64 libcmocka-dev:arm64 libdnnl2:arm64"
+deb_cache=${HCOPS_DEB_CACHE:-/var/cache/hcops}
+debs="libdnnl-dev:arm64"
 qemu=/usr/bin/qemu-aarch64-static
 binfmt=/proc/sys/fs/binfmt_misc
 
@@ -19,9 +25,13 @@ missing=
 for p in $packages $arm64_packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
+fetch=
+for p in $debs; do
+  ls "$deb_cache/${p%%:*}_"*"_${p##*:}.deb" >/dev/null 2>&1 || fetch="$fetch $p"
+done
 registered=no
 [ -f "$binfmt/qemu-aarch64" ] && grep -q '^enabled' "$binfmt/qemu-aarch64" && registered=yes
-[ -z "$missing" ] && [ $registered = yes ] && exit 0
+[ -z "$missing$fetch" ] && [ $registered = yes ] && exit 0
 
 if [ "$(id -u)" = 0 ]; then
   run=
@@ -30,6 +40,7 @@ elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
 else
   echo "hcops: run this as root, then try again:"
   [ -z "$missing" ] || echo "  dpkg --add-architecture arm64 && apt-get update && apt-get install -y$missing"
+  [ -z "$fetch" ] || echo "  mkdir -p $deb_cache && cd $deb_cache && apt-get download$fetch"
   [ $registered = yes ] || echo "  sh $0   (registers $qemu with binfmt_misc)"
   exit 1
 fi
@@ -40,6 +51,16 @@ if [ -n "$missing" ]; then
   $run apt-get update -q
   # shellcheck disable=SC2086
   $run apt-get install -y -q --no-install-recommends $missing
+fi
+if [ -n "$fetch" ]; then
+  dpkg --print-foreign-architectures | grep -qx arm64 || { $run dpkg --add-architecture arm64 && $run apt-get update -q; }
+  $run mkdir -p "$deb_cache"
+  # As root, apt's download runs unsandboxed in a folder _apt cannot write; say nothing of it.
+  # shellcheck disable=SC2086
+  (cd "$deb_cache" && $run apt-get download -q $fetch 2>&1 | grep -v 'unsandboxed as root' || true)
+  for p in $fetch; do
+    ls "$deb_cache/${p%%:*}_"*"_${p##*:}.deb" >/dev/null 2>&1 || { echo "hcops: could not download $p into $deb_cache"; exit 1; }
+  done
 fi
 if [ $registered = no ]; then
   # The aarch64 ELF header (e_ident, e_type EXEC or DYN, e_machine 183), as

@@ -1,5 +1,6 @@
 /* The trampolines of every oneDNN C function forwarded to the real libdnnl
  * (forwarded.def; the table and its description: underlying.c). */
+#include "config.h" /* HCOPS_DNNL_GPU_OCL: forwarded.def's GPU functions */
 #define HCOPS_FORWARD_TABLE dnnl
 #define HCOPS_FORWARD_DEF "shim/dnnl/forwarded.def"
 #include "shim/common/forward_trampolines.inc"

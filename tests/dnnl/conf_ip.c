@@ -78,8 +78,8 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
     CHECK_DNNL(dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &hs, &hw, NULL, &hd));
     hint = make_pd(&fwd, NULL, NULL, 0, &status);
     if (!hint) {
-      r->skipped = "no forward implementation for the hint";
-      r->ok = 0;
+      r->skipped = low == dnnl_bf16 && !conf_library_has_bf16() ? conf_no_bf16 : "no forward implementation for the hint";
+      r->ok = r->skipped == conf_no_bf16;
       return;
     }
   }
@@ -98,8 +98,9 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
   dnnl_primitive_attr_destroy(attr);
   if (hint) dnnl_primitive_desc_destroy(hint);
   if (!pd) {
-    r->skipped = "no implementation in the library";
-    r->ok = 0;
+    const int bf16 = p->sdt == dnnl_bf16 || p->wdt == dnnl_bf16 || p->ddt == dnnl_bf16;
+    r->skipped = bf16 && !conf_library_has_bf16() ? conf_no_bf16 : "no implementation in the library";
+    r->ok = r->skipped == conf_no_bf16;
     return;
   }
   dnnl_primitive_t prim;

@@ -263,7 +263,8 @@ int mm_prepare(const mm_problem *p, mm_prepared *out) {
   dnnl_primitive_desc_t pd = make_pd(&desc, attr, NULL, p->use_iterator, &status);
   dnnl_primitive_attr_destroy(attr);
   if (!pd) {
-    out->skipped = "no implementation in the library";
+    const int bf16 = p->sdt == dnnl_bf16 || p->wdt == dnnl_bf16 || p->ddt == dnnl_bf16;
+    out->skipped = bf16 && !conf_library_has_bf16() ? conf_no_bf16 : "no implementation in the library";
     return 0;
   }
   out->pd = pd;
@@ -295,7 +296,7 @@ void run_matmul(const mm_problem *p, uint64_t seed, conf_result *r) {
     mm_execute(p, &pp, seed, r);
   } else {
     r->skipped = pp.skipped;
-    r->ok = 0;
+    r->ok = pp.skipped == conf_no_bf16;
   }
   mm_release(&pp);
 }

@@ -25,6 +25,27 @@ dnnl_engine_t conf_engine(void) {
   return engine;
 }
 
+const char conf_no_bf16[] = "the real libdnnl has no bf16 matmul on this CPU";
+
+static int has_bf16;
+static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
+static void bf16_probe(void) {
+  const dnnl_dims_t dims = {2, 2};
+  dnnl_memory_desc_t s, w, d;
+  CHECK_DNNL(dnnl_memory_desc_init_by_tag(&s, 2, dims, dnnl_bf16, dnnl_ab));
+  CHECK_DNNL(dnnl_memory_desc_init_by_tag(&w, 2, dims, dnnl_bf16, dnnl_ab));
+  CHECK_DNNL(dnnl_memory_desc_init_by_tag(&d, 2, dims, dnnl_f32, dnnl_ab));
+  dnnl_matmul_desc_t desc;
+  CHECK_DNNL(dnnl_matmul_desc_init(&desc, &s, &w, NULL, &d));
+  dnnl_primitive_desc_t pd;
+  has_bf16 = dnnl_primitive_desc_create(&pd, &desc, NULL, conf_engine(), NULL) == dnnl_success;
+  if (has_bf16) CHECK_DNNL(dnnl_primitive_desc_destroy(pd));
+}
+int conf_library_has_bf16(void) {
+  pthread_once(&bf16_once, bf16_probe);
+  return has_bf16;
+}
+
 /* Each thread its own stream: a oneDNN stream is not to be shared. */
 static __thread dnnl_stream_t stream;
 dnnl_stream_t conf_stream(void) {

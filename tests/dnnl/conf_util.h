@@ -20,6 +20,14 @@
 void conf_die(const char *file, int line, const char *what, dnnl_status_t status);
 
 dnnl_engine_t conf_engine(void);
+
+/* Whether the real libdnnl has a bf16 matmul on this CPU (oneDNN 2.6: on
+ * x86-64 with AVX512_CORE or AMX; none on AArch64), probed once with a 2 x 2
+ * one (primitive descriptors are always the real library's: HCOps takes
+ * primitives over at dnnl_primitive_create). Without it the bf16 problems
+ * are skipped, with conf_no_bf16 as the reason, and do not fail. */
+int conf_library_has_bf16(void);
+extern const char conf_no_bf16[];
 /* The stream of the calling thread (each thread its own). */
 dnnl_stream_t conf_stream(void);
 

@@ -74,7 +74,9 @@ for pair in mm_u8s8_f32_src_zp:datatype mm_s8s8_s32:datatype mm_bf16_weights_any
   mm_f32_relu_then_sum:post_op_order mm_f32_relu_then_gelu_erf:post_op_order ip_fwd_inference_u8s8_s32:datatype \
   ip_fwd_inference_f32_tanh:eltwise_alg; do
   name=${pair%%:*} why=${pair#*:}
-  if ! grep -q "^$name .* declined: $why\( \|\$\)" "dnnl_conf.$first.t1.out"; then
+  if grep -q "^$name .* skipped: the real libdnnl has no bf16 matmul on this CPU" "dnnl_conf.$first.t1.out"; then
+    echo "NOTE: $name: not made, the real libdnnl has no bf16 matmul on this CPU"
+  elif ! grep -q "^$name .* declined: $why\( \|\$\)" "dnnl_conf.$first.t1.out"; then
     echo "FAIL: $name: not declined for '$why': $(grep "^$name " "dnnl_conf.$first.t1.out")"
     status=1
   fi

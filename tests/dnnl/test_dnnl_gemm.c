@@ -55,6 +55,16 @@ static uint16_t bf16_of(float f) { /* exact for the small integers used */
 static int is_n(char t) { return t == 'N' || t == 'n'; }
 static long max1(long x) { return x > 1 ? x : 1; }
 static int same_bits(const float *x, const float *y, size_t n) { return memcmp(x, y, n * sizeof *x) == 0; }
+/* Equal values, a zero of either sign equal to the other: where every sum
+ * is exact, the sign of a zero result still depends on how alpha AB and
+ * beta C are added (-0.5 * 0 + -2 * 0 is -0, the f64 reference's and
+ * HCOps' answer; oneDNN's AArch64 GEMM gives +0 there, its x86-64 one -0).
+ * No NaN arises in the random problems. */
+static int same_values(const float *x, const float *y, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!(x[i] == y[i])) return 0;
+  return 1;
+}
 
 /* One problem: op(A) M x K, op(B) K x N, C M x N, all row-major. */
 struct problem {
@@ -94,6 +104,13 @@ static void run_problem(const struct problem *p, int with_real) {
         bf ? dnnl_gemm_bf16bf16f32(p->ta, p->tb, p->m, p->n, p->k, p->alpha, ha, p->lda, hb, p->ldb, p->beta, ch,
                                    p->ldc)
            : dnnl_sgemm(p->ta, p->tb, p->m, p->n, p->k, p->alpha, a, p->lda, b, p->ldb, p->beta, ch, p->ldc);
+    /* Under HCOPS_DNNL=0 the call is the real library's, which may have no
+     * bf16 GEMM on this CPU (below). */
+    const char *takeover = getenv("HCOPS_DNNL");
+    if (bf && st == dnnl_unimplemented && takeover && strcmp(takeover, "0") == 0) {
+      printf("NOTE: %s handed on to the real libdnnl: dnnl_unimplemented on this CPU\n", what);
+      continue;
+    }
     CHECK(st == dnnl_success, "%s %c%c %ldx%ldx%ld: status %d", what, p->ta, p->tb, p->m, p->n, p->k, (int)st);
     long bad = 0;
     for (long i = 0; i < p->m; ++i)
@@ -107,8 +124,18 @@ static void run_problem(const struct problem *p, int with_real) {
     if (with_real) {
       st = bf ? real_bf16(p->ta, p->tb, p->m, p->n, p->k, p->alpha, ha, p->lda, hb, p->ldb, p->beta, cr, p->ldc)
               : real_sgemm(p->ta, p->tb, p->m, p->n, p->k, p->alpha, a, p->lda, b, p->ldb, p->beta, cr, p->ldc);
-      CHECK(st == dnnl_success && same_bits(ch, cr, nc), "%s %c%c %ldx%ldx%ld: differs from libdnnl's (status %d)",
-            what, p->ta, p->tb, p->m, p->n, p->k, (int)st);
+      /* A real libdnnl without this GEMM on this CPU (oneDNN 2.6's bf16 one
+       * needs AVX512_CORE or AMX on x86-64 and does not exist on AArch64)
+       * declines it; HCOps computes it on any CPU, checked against f64 above. */
+      static int said_unimplemented[2];
+      if (st == dnnl_unimplemented) {
+        if (!said_unimplemented[bf]++)
+          printf("NOTE: the real libdnnl has no %s on this CPU (dnnl_unimplemented): HCOps' results are checked "
+                 "against f64 only\n", what);
+      } else {
+        CHECK(st == dnnl_success && same_values(ch, cr, nc), "%s %c%c %ldx%ldx%ld: differs from libdnnl's (status %d)",
+              what, p->ta, p->tb, p->m, p->n, p->k, (int)st);
+      }
     }
   }
   (void)f32_of;
@@ -155,7 +182,7 @@ static void fill(float *x, float v) {
 }
 
 static void compare_call(int line, const struct call *q, float a_val, float c_val, int with_real, int expect) {
-  float a[CAP], b[CAP], ch[CAP], cr[CAP];
+  float a[CAP], b[CAP], ch[CAP], cr[CAP], ch_f32[CAP];
   uint16_t ha[CAP], hb[CAP];
   fill(a, a_val);
   fill(b, 1.0f);
@@ -177,6 +204,15 @@ static void compare_call(int line, const struct call *q, float a_val, float c_va
       else
         sr = real_sgemm(q->ta, q->tb, q->m, q->n, q->k, q->alpha, q->null_a ? NULL : a, q->lda, q->null_b ? NULL : b,
                         q->ldb, q->beta, q->null_c ? NULL : cr, q->ldc);
+      if (bf && expect == dnnl_success && sr == dnnl_unimplemented) {
+        /* No bf16 GEMM in the real library on this CPU (random_problems'
+         * note): HCOps' bf16 answer must be its f32 one, bit for bit (the
+         * inputs are exact in bf16), which was checked against libdnnl's. */
+        CHECK(sh == dnnl_success && same_bits(ch, ch_f32, CAP),
+              "line %d, bf16: status %d, C differs from the f32 GEMM's (c[0] %g against %g)", line, (int)sh, ch[0],
+              ch_f32[0]);
+        continue;
+      }
       CHECK(sr == expect, "line %d, %s: libdnnl's status %d, the test expects %d", line, bf ? "bf16" : "f32", (int)sr,
             expect);
       /* libdnnl's bf16 GEMM with alpha = 0 and beta = 0 still multiplies
@@ -196,6 +232,7 @@ static void compare_call(int line, const struct call *q, float a_val, float c_va
       CHECK(same_bits(ch, cr, CAP), "line %d, %s: C written on an error", line, bf ? "bf16" : "f32");
     }
     CHECK(sh == sr, "line %d, %s: status %d, libdnnl's %d", line, bf ? "bf16" : "f32", (int)sh, (int)sr);
+    if (!bf) memcpy(ch_f32, ch, sizeof ch);
   }
 }
 
@@ -228,8 +265,10 @@ static void arguments(int with_real) {
   GOOD(1.0f, NAN, 'N', 'N', 2, 3, 4, 1.0f, 0, 0, 0, 4, 3, 0.0f, 3);  /* beta 0: C not read */
   GOOD(NAN, 2.0f, 'N', 'T', 2, 3, 4, 0.0f, 0, 0, 0, 4, 4, 0.5f, 3);  /* alpha 0: A not read */
   GOOD(NAN, NAN, 'T', 'N', 2, 3, 4, 0.0f, 0, 0, 0, 2, 3, 0.0f, 3);   /* both: zeros */
-  GOOD(1.0f, 3.0f, 'N', 'N', 2, 3, 0, 1.0f, 0, 0, 0, 1, 3, 2.0f, 3); /* K 0: C untouched, even by beta */
-  GOOD(1.0f, NAN, 'N', 'N', 2, 3, 0, 1.0f, 0, 0, 0, 1, 3, 0.0f, 3);  /* K 0, beta 0: NaN stays */
+  /* K 0: C untouched, even by beta, on x86-64; beta C (zeros for beta 0)
+   * on AArch64, whichever the real library does (shim/dnnl/gemm.cpp). */
+  GOOD(1.0f, 3.0f, 'N', 'N', 2, 3, 0, 1.0f, 0, 0, 0, 1, 3, 2.0f, 3);
+  GOOD(1.0f, NAN, 'N', 'N', 2, 3, 0, 1.0f, 0, 0, 0, 1, 3, 0.0f, 3);
   GOOD(1.0f, 3.0f, 'N', 'N', 0, 3, 4, 1.0f, 0, 0, 0, 4, 3, 2.0f, 3); /* M 0 */
   GOOD(1.0f, 3.0f, 'N', 'N', 2, 0, 4, 1.0f, 0, 0, 0, 4, 1, 2.0f, 1); /* N 0 */
   GOOD(1.0f, 3.0f, 't', 'T', 2, 3, 4, 1.0f, 0, 0, 0, 2, 4, 1.0f, 5); /* lower case, ldc > N */

@@ -7,7 +7,9 @@
 # test_dnnl_forwarded's output is the plain run's), and a C++ program that
 # imports libdnnl's dnnl::impl internals still loads and runs. Uninstalling
 # removes the link install made. (Not `ldd` of the copy itself: glibc's
-# ldd cannot list a filter library; ldd of a program that loads it can.)
+# ldd cannot list a filter library; the dynamic loader of a program that
+# loads it can, LD_TRACE_LOADED_OBJECTS=1, which is what ldd does: it also
+# runs under QEMU, where the host's ldd cannot read an aarch64 program.)
 set -u
 status=0
 dest=$HCOPS_TEST_BUILDDIR/dnnl_install
@@ -23,8 +25,8 @@ readelf -d "$dir/libdnnl.so.2" | grep -q 'Filter library: \[libhcops.so.0\]' ||
   { echo "FAIL: the copy is not a filter of libhcops.so.0"; status=1; }
 [ "$(readlink "$dir/libhcops_dnnl_real.so")" = "$HCOPS_TEST_DNNL" ] ||
   { echo "FAIL: libhcops_dnnl_real.so does not link to $HCOPS_TEST_DNNL"; status=1; }
-echo "== ldd of a program linked -ldnnl, under LD_LIBRARY_PATH"
-LD_LIBRARY_PATH=$dir ldd ./test_dnnl_forwarded | grep -E 'dnnl|hcops' | tee dnnl_install.ldd
+echo "== the libraries a program linked -ldnnl loads, under LD_LIBRARY_PATH"
+LD_LIBRARY_PATH=$dir LD_TRACE_LOADED_OBJECTS=1 ./test_dnnl_forwarded | grep -E 'dnnl|hcops' | tee dnnl_install.ldd
 grep -q "libhcops_dnnl_real.so => $dir/libhcops_dnnl_real.so" dnnl_install.ldd ||
   { echo "FAIL: the copy does not find the real libdnnl beside itself"; status=1; }
 grep -q "libhcops.so.0 => $dir/../libhcops.so.0 " dnnl_install.ldd ||

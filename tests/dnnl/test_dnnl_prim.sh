@@ -69,9 +69,11 @@ if ! cmp -s "$tmp/expected.rec" "$tmp/on.rec"; then
 fi
 # Silent by default; HCOPS_VERBOSE=2 ends with the count of executes handed
 # on: the unclaimed cases' and the one missing an argument.
-if grep -v '^hcops_test,case,' "$tmp/quiet.err" | grep -q .; then
+# The cases the real library cannot make here (bf16 on AArch64).
+sed -n 's/^hcops_test,skip,\([^,]*\),\(.*\)/NOTE: \1 not run: \2/p' "$tmp/ref.err"
+if grep -v '^hcops_test,\(case\|skip\),' "$tmp/quiet.err" | grep -q .; then
   echo "FAIL: output without HCOPS_VERBOSE:"
-  grep -v '^hcops_test,case,' "$tmp/quiet.err" | head -5
+  grep -v '^hcops_test,\(case\|skip\),' "$tmp/quiet.err" | head -5
   fail=1
 fi
 forwarded=$(($(grep -c '^unclaimed_' "$tmp/ref.rec") + 1))

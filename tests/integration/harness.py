@@ -5,7 +5,9 @@ PASS/FAIL lines ending in "N passed, M failed" (what make check's log shows).
 
 A child prints {"start": name} before each check and {"name", "routine", "dims",
 "err_ratio"} after it, dims being the (m, n, k) of every GEMM the check issues,
-and "elsewhere" (why) when the caller, in this build, computes it without BLAS."""
+and, when the caller in this build computes it without BLAS, "dnnl" ([kind,
+problem, count]: the oneDNN primitives HCOps' oneDNN layer must run) or
+"elsewhere" (why it is not HCOps')."""
 import collections
 import json
 import os
@@ -101,8 +103,8 @@ def verbose_gemms(stderr):
     """
     calls, malformed = collections.Counter(), []
     for line in stderr:
-        if not line.startswith("hcops_verbose,exec,"):
-            continue
+        if not line.startswith("hcops_verbose,exec,") or line.startswith("hcops_verbose,exec,cpu,"):
+            continue  # cpu: the oneDNN layer's primitives (verbose_dnnl)
         f = line.split(",")
         try:
             if len(f) != VERBOSE_FIELDS:
@@ -115,6 +117,18 @@ def verbose_gemms(stderr):
     return calls, malformed
 
 
+def verbose_dnnl(stderr):
+    """Counter of (primitive kind, problem) over the oneDNN layer's exec lines
+    (hcops_verbose,exec,cpu,KIND,hcops:FAMILY,...,PROBLEM,ms)."""
+    calls = collections.Counter()
+    for line in stderr:
+        if line.startswith("hcops_verbose,exec,cpu,"):
+            f = line.split(",")
+            if len(f) >= 4:
+                calls[(f[3], f[-2])] += 1
+    return calls
+
+
 def check_records(report, res):
     """Each record's result matches its float64 reference and each of its GEMMs left a verbose line."""
     calls, malformed = verbose_gemms(res["stderr"])
@@ -124,6 +138,12 @@ def check_records(report, res):
     for r in (r for r in res["records"] if "name" in r):
         ratio = r["err_ratio"]
         report.check(ratio <= 1.0, f"{r['name']}: matches float64 reference", f"err/tol = {ratio:.3g}")
+        if r.get("dnnl"):  # the caller runs it as a oneDNN primitive, which HCOps' oneDNN layer takes
+            kind, problem, count = r["dnnl"]
+            got = verbose_dnnl(res["stderr"])[(kind, problem)]
+            report.check(got >= count, f"{r['name']}: ran in HCOps (oneDNN {kind} verbose line)",
+                         f"{got} lines of {problem}, {count} expected")
+            continue
         if r.get("elsewhere"):  # this build of the library's caller does not call BLAS for it
             print(f"NOTE: {r['name']}: no BLAS call expected: {r['elsewhere']}")
             continue

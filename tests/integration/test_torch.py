@@ -60,24 +60,28 @@ def err_ratio(got, a, b, alpha=1.0, beta=0.0, c0=None):
     return math.inf if math.isnan(ratio) else ratio  # callers take Python max(), which drops NaN
 
 
-def run_check(name, routine, dims, compute, elsewhere=None):
+def run_check(name, routine, dims, compute, route=None):
     """dims: (m, n, k) of every GEMM the check must issue, in torch's row-major terms;
-    elsewhere: why this torch issues none of them to BLAS (only the result is checked)."""
+    route: {"dnnl": [kind, problem, count]} or {"elsewhere": why} where this torch
+    issues none of them to BLAS (harness.check_records)."""
     emit({"start": name})
-    emit({"name": name, "routine": routine, "dims": dims, "err_ratio": compute(), "elsewhere": elsewhere})
+    emit({"name": name, "routine": routine, "dims": dims, "err_ratio": compute(), **(route or {})})
 
 
-def bmm_route():
+def bmm_route(batch, m, k, n):
     """None where torch's fp32 bmm calls BLAS per batch; else where it goes.
 
     PyTorch 1.13 on AArch64 built with oneDNN (Debian's arm64 torch, make
-    check-aarch64) sends it to oneDNN's matmul (use_mkldnn_matmul), which a
-    preloaded libhcops.so's BLAS symbols do not reach.
+    check-aarch64) sends it to one oneDNN matmul (use_mkldnn_matmul), which
+    HCOps' oneDNN layer takes where libhcops.so has it (hcops_underlying_dnnl).
     """
+    import ctypes
     import platform
-    if platform.machine() == "aarch64" and torch.backends.mkldnn.is_available():
-        return "torch's bmm on AArch64 runs oneDNN's matmul"
-    return None
+    if platform.machine() != "aarch64" or not torch.backends.mkldnn.is_available():
+        return None
+    if not hasattr(ctypes.CDLL(None), "hcops_underlying_dnnl"):
+        return {"elsewhere": "torch's bmm on AArch64 runs oneDNN's matmul, and this libhcops has no oneDNN layer"}
+    return {"dnnl": ["matmul", f"{batch}x{m}x{k}:{batch}x{k}x{n}:{batch}x{m}x{n}", 1]}
 
 
 def check_mm(m, k, n, fp64=False, layout="NN"):
@@ -113,7 +117,7 @@ def check_bmm(batch, m, k, n, transposed_b):
         return max(err_ratio(got[i], a[i], b[i]) for i in range(batch))
 
     name = f"bmm {batch}x({m}x{k}x{n}){' b transposed' if transposed_b else ''}"
-    run_check(name, "sgemm_", [[m, n, k]] * batch, compute, bmm_route())
+    run_check(name, "sgemm_", [[m, n, k]] * batch, compute, bmm_route(batch, m, k, n))
 
 
 def check_linear():
