@@ -89,10 +89,13 @@ $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 	mkdir -p $(BUILD_AARCH64)
 	# The headers, and libdnnl.so for -ldnnl naming the arm64 runtime (the
 	# package's own link is relative, to a library it does not hold).
-	rm -rf $(AARCH64_DNNL_DEV)
-	dpkg-deb -x "$$(ls $${HCOPS_DEB_CACHE:-/var/cache/hcops}/libdnnl-dev_*_arm64.deb | tail -n 1)" $(AARCH64_DNNL_DEV)
-	ln -sf /usr/lib/aarch64-linux-gnu/libdnnl.so.2 $(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu/libdnnl.so
-	if [ -f $(BUILD_AARCH64)/config.status ]; then \
+	rm -rf '$(AARCH64_DNNL_DEV)'
+	v=$$(dpkg-query -W -f='$${Version}' libdnnl2:arm64) && \
+	  dpkg-deb -x "$${HCOPS_DEB_CACHE:-/var/cache/hcops}/libdnnl-dev_$${v}_arm64.deb" '$(AARCH64_DNNL_DEV)'
+	ln -sf /usr/lib/aarch64-linux-gnu/libdnnl.so.2 '$(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu/libdnnl.so'
+	# A build configured before the oneDNN layer was (--without-dnnl) is
+	# configured again, not rechecked with its old arguments.
+	if [ -f $(BUILD_AARCH64)/config.status ] && grep -q -e '--with-dnnl' $(BUILD_AARCH64)/config.status; then \
 	  cd $(BUILD_AARCH64) && ./config.status --recheck && ./config.status; \
 	else \
 	  cd $(BUILD_AARCH64) && ../configure $(AARCH64_CONFIGURE) $(CONFIGURE_FLAGS); \

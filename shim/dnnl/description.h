@@ -15,7 +15,8 @@ static dnnl_status_t hcops_dnnl_missing(void) { return dnnl_runtime_error; }
 /* The forwarded functions that return no status (a size, a count, a
  * pointer, a kind, an int or a bool): zero, that is 0, NULL or false, says
  * "nothing" in each of them. dnnl_impl_gpu_* are the GPU build's internals,
- * exported by the CPU library too. */
+ * exported by a CPU library built with the OpenCL GPU runtime too (Debian's
+ * amd64 one; forwarded.def's HCOPS_DNNL_GPU_OCL). */
 static const char *const hcops_dnnl_missing_zero[] = {"dnnl_alg_kind2str",
                                                       "dnnl_cpu_isa2str",
                                                       "dnnl_cpu_isa_hints2str",
