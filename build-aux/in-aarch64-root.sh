@@ -2,12 +2,12 @@
 # in-aarch64-root.sh COMMAND [ARG...]: runs COMMAND (a path inside the root,
 # /usr/bin/python3 say) in the Debian arm64 root that aarch64-root.sh made
 # (the folder AARCH64_ROOT names), through QEMU (binfmt_misc), in the
-# current directory. The paths the tests
-# name (the source and build trees, ../shared, listed colon-separated in
-# AARCH64_ROOT_BINDS) and /proc, /sys, /dev and /tmp are bind-mounted into
-# the root at the same places, in a mount namespace of this command's own,
-# so nothing stays mounted and the host's view is unchanged. Inside the root
-# already (a test's child python), it just runs COMMAND.
+# current directory. The paths the tests name (the source and build trees
+# and the shared folder, colon-separated in AARCH64_ROOT_BINDS) and /proc,
+# /sys, /dev and /tmp are bind-mounted into the root at the same places, in
+# a mount namespace of this command's own, so nothing stays mounted and the
+# host's view is unchanged. Inside the root already (a test's child
+# python), it just runs COMMAND.
 set -eu
 [ $# -ge 1 ] || { echo "usage: AARCH64_ROOT=DIR $0 COMMAND [ARG...]" >&2; exit 2; }
 [ -z "${HCOPS_IN_AARCH64_ROOT:-}" ] || exec "$@"
