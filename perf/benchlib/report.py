@@ -52,6 +52,19 @@ def cpu_model():
         return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
 
 
+def cpu_label():
+    """The CPU's model name and the vector/matrix units the figures depend on."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    units = "AMX" if "amx_bf16" in flags else "AVX512_BF16, no AMX" if "avx512_bf16" in flags else \
+        "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{cpu_model()} ({units}), {os.cpu_count()} CPUs"
+
+
 def load_average():
     """The 1-minute load average (other work on the machine skews a run), to the
     2 decimals the kernel shows."""

@@ -1,272 +1,403 @@
 #!/usr/bin/env python3
-"""DiT-S/2 training steps with Debian's default BLAS versus HCOps (LD_PRELOAD), then
-HCOps' GEMM alone versus HCOps' GEMM plus its PyTorch operators, fp32 and under
-bf16 autocast.
+"""`make demo`: DiT training steps (perf/dit/dit.py, the authors' model) on the
+PyTorch a user runs, without and with HCOps, in one run.
 
-Runs perf/dit/dit.py as separate processes, alternating the two configurations of a
-comparison in every round (A-B, then B-A, ...) so that drift in machine load hits
-both alike, then checks that both computed the same losses and that HCOps' GEMM and
-operators really ran (HCOPS_VERBOSE=1). The operators are loaded the way a user
-would: `hcops-run python3 dit.py` (the script unchanged), against
-`hcops-run --no-ops` for GEMM alone.
+First the PyTorch 2.x wheel (the project's venv, build/torch2-venv: MKL and
+oneDNN linked inside, where HCOps comes in through the dispatcher): stock
+eager, torch.compile, hcops-run, and hcops-run + torch.compile. Then Debian's
+PyTorch 1.13 (OpenBLAS): stock and hcops-run. Each in f32 and under bf16
+autocast. Every configuration runs in a process of its own; the variants of a
+PyTorch and precision alternate round by round (A-B-C-D, then D-C-B-A), so
+that drift in the machine's load hits all of them alike.
 
-  HCOPS_LIB=/abs/path/libhcops.so HCOPS_RUN=/abs/path/hcops-run $PYTHON perf/dit/demo.py [--csv rounds.csv]
+It then checks, and the exit status says:
+- that every variant's losses agree with stock eager's of the same PyTorch
+  (f32 1e-4 relative, bf16 1e-2: other summation orders, inductor's fusions);
+- that HCOps ran: one step of each HCOps variant under HCOPS_VERBOSE=1, read
+  with hcops-prof's log reader, must show HCOps' GEMMs (and lists its operators,
+  with what it declined and why).
+Last, one summary table: median step time, speedup over stock eager, the
+step's GEMM rate against the machine's peak (hcops-peak, cached as
+hcops-prof caches it), with a CSV and a PNG beside it.
 
-Without HCOPS_RUN the operator comparisons are left out (said so). Exit status: 0 ok,
-1 losses disagree or no HCOps GEMM or operator ran, 2 usage or run error.
+  HCOPS_RUN=build/tools/hcops-run python3 perf/dit/demo.py --torch2-python build/torch2-venv/bin/python \\
+      [--debian-python /usr/bin/python3] [--model S] [--batch 8] [--rounds 3] [--steps 3]
+      [--csv build/demo/dit-demo.csv] [--png build/demo/dit-demo.png] [--quick]
+
+--quick (make check): DiT-tiny, batch 2, one round of one step, every
+variant and check as above, no timing judged. Exit status: 0 HCOps ran and
+every loss agrees; 1 a loss disagrees or an HCOps variant ran no HCOps GEMM;
+2 usage or a run failed.
 """
 import argparse
 import os
 import statistics
 import sys
+import time
+from dataclasses import dataclass, field
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/, for benchlib
-from benchlib.build import PYTHON  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # perf/, for benchlib
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))  # hcops.prof's log reader
+from benchlib.build import BUILD  # noqa: E402
 from benchlib.child import RunError, child_env, json_result, run  # noqa: E402
-from benchlib.report import cpu_model, error, load_average, write_csv  # noqa: E402
+from benchlib.report import cpu_label, error, load_average, pyplot, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
+from dit_config import CONFIGS, step_flops  # noqa: E402
+from hcops.prof import logparse, steps  # noqa: E402
+from hcops.prof.machine import Machine, MachineError  # noqa: E402
 
-DIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dit.py")
-DEFAULT = "default BLAS (Debian libblas.so.3)"
-HCOPS = "HCOps (LD_PRELOAD)"
-GEMM = "HCOps GEMM only"
-GEMM_OPS = "HCOps GEMM + operators"
-SHORT = {DEFAULT: "default", HCOPS: "hcops", GEMM: "gemm", GEMM_OPS: "gemm+ops"}
-# Losses of the BLAS comparison: a different summation order; of the operator
-# comparisons: the issue's bounds (fp32 kernels within a few ulp, bf16 within one bf16 ulp).
-LOSS_RTOL = {"blas": 1e-4, "none": 1e-5, "bf16": 1e-2}
-VERBOSE_SGEMM = "hcops_verbose,exec,sgemm_,"
-VERBOSE_EXEC = "hcops_verbose,exec,"
-
-
-def fail(message):
-    error(message)
-    sys.exit(2)
+DIT = os.path.join(HERE, "dit.py")
+DTYPES = {"none": "f32", "bf16": "bf16"}
+LOSS_RTOL = {"none": 1e-4, "bf16": 1e-2}
+# Untimed steps of every variant of a PyTorch when one of them compiles: the
+# first step compiles the forward and backward graphs, the second the
+# optimizer's step.
+COMPILE_WARMUP = 2
+STOCK = "stock eager"
 
 
-def dit_env(threads, preload=None, verbose=False):
-    """dit.py's environment: the same thread count for OpenBLAS, OpenMP and HCOps,
-    whichever each one reads; preload (libhcops.so) or the default BLAS."""
-    env = child_env(threads, drop=["HCOPS_VERBOSE"])
-    if preload:
-        env["LD_PRELOAD"] = preload
-    if verbose:
-        env["HCOPS_VERBOSE"] = "1"
-    return env
+@dataclass
+class Variant:
+    name: str
+    hcops: bool         # run under hcops-run
+    compiled: bool      # torch.compile'd (inductor, mode default)
 
 
-def run_dit(args, env, steps, warmup, prefix=(), amp="none"):
-    """prefix: the launcher in front of the interpreter (hcops-run and its options)."""
-    cmd = [*prefix, PYTHON, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
-           "--warmup", str(warmup), "--threads", str(args.threads), "--seed", str(args.seed), "--json",
-           "--autocast", amp]
-    proc = run(cmd, env)
-    return json_result(proc), proc.stderr
+@dataclass
+class Route:
+    """One PyTorch: its interpreter, label and variants (stock eager first)."""
+    label: str
+    python: str
+    attention: str      # sdpa where torch has it (timm's Attention in 2.x), else matmul
+    variants: list
+    version: str = ""
+    results: dict = field(default_factory=dict)   # dtype -> [ {variant: dit.py result} per round ]
+    checks: dict = field(default_factory=dict)    # (dtype, variant) -> HCOps' verbose step
 
 
-def comparisons(args, lib, hcops_run):
-    """(title, amp, loss tolerance, {name: (launcher prefix, environment)}) of each comparison."""
-    out = [("Debian's default BLAS vs HCOps GEMM, fp32", "none", LOSS_RTOL["blas"],
-            {DEFAULT: ((), dit_env(args.threads)), HCOPS: ((), dit_env(args.threads, preload=lib))})]
-    if hcops_run:
-        for amp, label in (("none", "fp32"), ("bf16", "bf16 autocast")):
-            out.append((f"HCOps GEMM only vs GEMM + PyTorch operators (hcops-run), {label}", amp, LOSS_RTOL[amp],
-                        {GEMM: ((hcops_run, "--no-ops"), dit_env(args.threads)),
-                         GEMM_OPS: ((hcops_run,), dit_env(args.threads))}))
+def torch_version(python):
+    """torch.__version__ of python's torch, or None (said why) where it has none."""
+    try:
+        proc = run([python, "-c", "import torch, torch.nn.functional as F; "
+                    "print(torch.__version__, int(hasattr(F, 'scaled_dot_product_attention')), "
+                    "int(hasattr(torch, 'compile')))"], child_env(), check=False)
+    except OSError as e:
+        return None, f"{python}: {e.strerror}"
+    if proc.returncode != 0:
+        return None, f"{python} cannot import torch"
+    version, sdpa, compiles = proc.stdout.split()
+    return (version, sdpa == "1", compiles == "1"), None
+
+
+def routes(args):
+    """The PyTorch builds to compare, the 2.x wheel first; each one missing is
+    said in one line and left out."""
+    out = []
+    for label, python in (("PyTorch 2.x wheel", args.torch2_python), ("Debian's PyTorch", args.debian_python)):
+        if not python:
+            print(f"{label}: no interpreter given: left out", flush=True)
+            continue
+        info, why = torch_version(python)
+        if not info:
+            print(f"{label}: {why}: left out", flush=True)
+            continue
+        version, sdpa, compiles = info
+        variants = [Variant(STOCK, False, False)]
+        if compiles:
+            variants.append(Variant("torch.compile", False, True))
+        variants.append(Variant("hcops-run", True, False))
+        if compiles:
+            variants.append(Variant("hcops-run + compile", True, True))
+        out.append(Route(f"torch {version} ({'wheel' if '2.x' in label else 'Debian'})", python,
+                         "sdpa" if sdpa else "matmul", variants, version))
     return out
 
 
-def machine_note():
-    """What the timings depend on: CPU, other load, and the kernels Debian's OpenBLAS picked."""
-    # OpenBLAS names its kernel choice at load time; other libblas.so.3 print nothing here.
-    probe = run([PYTHON, "-c", "import numpy"], dict(dit_env(1), OPENBLAS_VERBOSE="2"), check=False)
-    core = next((line.split(":", 1)[1].strip() for line in probe.stderr.splitlines() if line.startswith("Core:")),
-                None)
-    note = f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, 1-min load average at start {load_average():.2f}"
-    return note + (f"; Debian's OpenBLAS uses its {core} kernels" if core else "")
+def dit_command(args, route, variant, amp, steps, warmup):
+    prefix = [args.hcops_run] if variant.hcops else []
+    return [*prefix, route.python, DIT, "--model", args.model, "--batch", str(args.batch), "--steps", str(steps),
+            "--warmup", str(warmup), "--threads", str(args.threads), "--seed", str(args.seed), "--json",
+            "--autocast", amp, "--attention", route.attention] + (["--compile", "default"] if variant.compiled else [])
 
 
-def run_rounds(args, variants, amp, rounds):
-    """Yields each round as it finishes: the run order and each variant's dit.py result."""
-    names = list(variants)
-    for r in range(rounds):
-        order = alternated(names, r)
-        yield {"order": order, "results": {name: run_dit(args, variants[name][1], args.steps, args.warmup,
-                                                         variants[name][0], amp)[0] for name in order}}
+def warmup_of(args, route):
+    return max(args.warmup, COMPILE_WARMUP) if any(v.compiled for v in route.variants) else args.warmup
 
 
-def verbose_check(args, lib, hcops_run):
-    """One fp32 step under HCOPS_VERBOSE=1, with the operators when hcops_run is given.
+class Progress:
+    """[done/total] lines with the elapsed time, flushed as each run ends."""
 
-    Returns the sgemm_ line count, the ms HCOps reported in them, the thread counts
-    it reported (to confirm it used as many threads as the baseline), the step time,
-    and {operator: (calls, ms)} of the operators' lines.
-    """
-    if hcops_run:
-        result, stderr = run_dit(args, dit_env(args.threads, verbose=True), 1, 0, (hcops_run,))
-    else:
-        result, stderr = run_dit(args, dit_env(args.threads, preload=lib, verbose=True), steps=1, warmup=0)
-    lines = [line.split(",") for line in stderr.splitlines() if line.startswith(VERBOSE_SGEMM)]
-    total_ms, threads = 0.0, set()
-    for fields in lines:
-        try:
-            total_ms += float(fields[14])
-            threads.add(fields[13])
-        except (IndexError, ValueError):
-            pass  # a malformed line still proves the call ran; its time is just not counted
-    ops = {}
-    # hcops_verbose,exec,op,dtype,shape,threads,ms,impl,details (GEMM lines have more fields)
-    for fields in (line.split(",") for line in stderr.splitlines() if line.startswith(VERBOSE_EXEC)):
-        if fields[2].endswith("gemm_") or len(fields) < 7:
-            continue
-        calls, ms = ops.get(fields[2], (0, 0.0))
-        try:
-            ms += float(fields[6])
-        except ValueError:
-            pass
-        ops[fields[2]] = (calls + 1, ms)
-    return len(lines), total_ms, sorted(threads), result["step_times"][0], ops
+    def __init__(self, total):
+        self.total, self.done, self.t0 = total, 0, time.monotonic()
+
+    def say(self, text):
+        self.done += 1
+        print(f"[{self.done:>2}/{self.total}] {time.monotonic() - self.t0:6.0f} s  {text}", flush=True)
 
 
-def fmt_times(times):
-    return " ".join(f"{t:6.3f}" for t in times) + " s"
+def time_route(args, route, env, progress):
+    warmup = warmup_of(args, route)
+    for amp in args.amp:
+        rounds = route.results.setdefault(amp, [])
+        for r in range(args.rounds):
+            res = {}
+            for v in alternated(route.variants, r):
+                res[v.name] = json_result(run(dit_command(args, route, v, amp, args.steps, warmup), env))
+                progress.say(f"{route.label} {DTYPES[amp]} round {r + 1}: {v.name} "
+                             f"{res[v.name]['median_s']:.3f} s a step")
+            rounds.append(res)
 
 
-def column_width(args, names):
-    return max(*(len(n) for n in names), 8 * args.steps + 2) + 3
+@dataclass
+class Ran:
+    """What one HCOPS_VERBOSE=1 step of an HCOps variant shows HCOps ran."""
+    gemms: int = 0
+    gemm_ms: float = 0.0
+    ops: dict = field(default_factory=dict)       # name -> (calls, ms)
+    declines: dict = field(default_factory=dict)  # (op, reason) -> calls
+    step_s: float = 0.0
+    families: set = field(default_factory=set)
+    whole_run: bool = False                       # steps not told apart: the warm-up's lines counted too
 
 
-def print_round(args, names, i, rnd):
-    """One table row; returns the round's speedup (ratio of the two runs' median step times)."""
-    a, b = rnd["results"][names[0]], rnd["results"][names[1]]
-    ratio = a["median_s"] / b["median_s"]
-    w = column_width(args, names)
-    print(f"{i:<7}{fmt_times(a['step_times']):<{w}}{fmt_times(b['step_times']):<{w}}{ratio:.3f}  "
-          f"({SHORT[rnd['order'][0]]} first)")
-    return ratio
+def read_verbose(stderr, warmup):
+    """What the timed step's lines show: the warm-up steps' are dropped (the
+    optimizer's lines close each step, as hcops-prof --skip-steps reads them);
+    where they cannot be told apart, the whole run's (said)."""
+    log = logparse.parse(stderr.splitlines(keepends=True))
+    ran = Ran()
+    try:
+        log = steps.skip(log, warmup)
+    except steps.StepError:
+        ran.whole_run = True
+    for rec in log.records:
+        ran.families.add(rec.impl)
+        if rec.part == "gemm":
+            ran.gemms += 1
+            ran.gemm_ms += rec.ms
+        else:  # operators, and the oneDNN primitives HCOps ran
+            calls, ms = ran.ops.get(rec.name, (0, 0.0))
+            ran.ops[rec.name] = (calls + 1, ms + rec.ms)
+    for (op, _dtype, _shape, reason), calls in log.fallbacks.items():
+        ran.declines[(op, reason)] = ran.declines.get((op, reason), 0) + calls
+    return ran
 
 
-def print_summary(names, rounds, ratios):
-    med_a = statistics.median(t for r in rounds for t in r["results"][names[0]]["step_times"])
-    med_b = statistics.median(t for r in rounds for t in r["results"][names[1]]["step_times"])
-    speedup = statistics.median(ratios)
-    verdict = f"{SHORT[names[1]]} faster" if speedup > 1 else f"{SHORT[names[1]]} slower" if speedup < 1 \
-        else "no difference"
-    print()
-    print(f"median step time: {names[0]}: {med_a:.3f} s;  {names[1]}: {med_b:.3f} s")
-    print(f"speedup (median of per-round ratios): {speedup:.3f}x  ({verdict})")
-    return speedup
+def check_route(args, route, env, progress):
+    """One verbose step of each HCOps variant: warm-up steps as timed, then one."""
+    for amp in args.amp:
+        for v in (v for v in route.variants if v.hcops):
+            warmup = warmup_of(args, route)
+            proc = run(dit_command(args, route, v, amp, 1, warmup), dict(env, HCOPS_VERBOSE="1"))
+            ran = read_verbose(proc.stderr, warmup)
+            ran.step_s = json_result(proc)["step_times"][0]
+            route.checks[(amp, v.name)] = ran
+            progress.say(f"{route.label} {DTYPES[amp]}: {v.name} under HCOPS_VERBOSE=1: {ran.gemms} HCOps GEMM "
+                         f"calls, {sum(c for c, _ in ran.ops.values())} operator calls")
 
 
-def print_losses(names, rounds, rtol):
-    """Step-by-step loss comparison; returns whether every step agrees within rtol."""
-    print("losses per timed step (same seed in every run):")
-    print(f"{'round':<7}{'step':<6}{SHORT[names[0]]:>14}{SHORT[names[1]]:>14}{'rel diff':>12}")
-    max_rel = 0.0
-    for i, rnd in enumerate(rounds, 1):
-        la, lb = rnd["results"][names[0]]["losses"], rnd["results"][names[1]]["losses"]
-        for s, (x, y) in enumerate(zip(la, lb)):
-            d = rel_diff(x, y)
-            max_rel = max(max_rel, d)
-            print(f"{i:<7}{s:<6}{x:>14.8f}{y:>14.8f}{d:>12.2e}")
-    agree = max_rel <= rtol
-    verdict = "AGREE" if agree else "DISAGREE"
-    print(f"max relative loss difference: {max_rel:.2e} (limit {rtol:g}): {verdict}")
-    return agree
+def medians(rounds, name):
+    return statistics.median(t for rnd in rounds for t in rnd[name]["step_times"])
 
 
-def print_gemm_check(sgemm_lines, gemm_ms, threads, step_s, ops, with_ops):
-    """Whether HCOps' sgemm_ (and, with_ops, its operators) ran at all in the verbose step."""
-    ran = sgemm_lines > 0
-    print(f"HCOps GEMM check (1 step, HCOPS_VERBOSE=1): {sgemm_lines} '{VERBOSE_SGEMM.rstrip(',')}' lines "
-          f"(threads: {','.join(threads) or '-'}); HCOps reports {gemm_ms / 1000:.3f} s of GEMM "
-          f"in a {step_s:.3f} s step: {'OK' if ran else 'NO HCOps GEMM RAN'}")
-    if not with_ops:
-        return ran
-    ops_ms = sum(ms for _, ms in ops.values())
-    listed = ", ".join(f"{op} x{calls}" for op, (calls, _) in sorted(ops.items())) or "none"
-    print(f"HCOps operator check (same step, under hcops-run): {listed}; {ops_ms / 1000:.3f} s of operators: "
-          f"{'OK' if ops else 'NO HCOps OPERATOR RAN'}")
-    return ran and bool(ops)
+def speedup(rounds, name, over=STOCK):
+    """Median over rounds of over's median step over name's: each round's load cancels."""
+    return statistics.median(rnd[over]["median_s"] / rnd[name]["median_s"] for rnd in rounds)
 
 
-def write_rounds(path, args, sections):
-    """sections: (amp, rounds, ratios) of each comparison."""
-    write_csv(path, ["round", "variant", "position", "step", "time_s", "loss", "round_ratio",
-                     "model", "batch", "threads", "seed", "autocast"],
-              ([i, SHORT[name], rnd["order"].index(name) + 1, s, f"{t:.6f}", repr(loss),
-                f"{ratios[i - 1]:.6f}", args.model, args.batch, args.threads, args.seed, amp]
-               for amp, rounds, ratios in sections
-               for i, rnd in enumerate(rounds, 1) for name in rnd["order"]
-               for s, (t, loss) in enumerate(zip(rnd["results"][name]["step_times"], rnd["results"][name]["losses"]))))
+def loss_gap(rounds, name):
+    """The largest relative difference of name's losses from stock eager's, step by step, over rounds."""
+    return max((rel_diff(a, b) for rnd in rounds for a, b in zip(rnd[name]["losses"], rnd[STOCK]["losses"])),
+               default=0.0)
+
+
+def peaks(args):
+    """{amp: GFLOPS} of the machine at args.threads (hcops-peak's best family), or {} (said why)."""
+    def find(name):
+        path = os.path.join(BUILD, "tools", name)
+        return path if os.access(path, os.X_OK) else None
+    machine = Machine(find)
+    out = {}
+    try:
+        for amp, precision in (("none", "f32"), ("bf16", "bf16")):
+            value = machine.peak(precision, args.threads)
+            if value:
+                out[amp] = value
+    except MachineError as e:
+        print(f"no peak: {e}", flush=True)
+    return out
+
+
+CSV_COLUMNS = ["torch", "dtype", "variant", "round", "position", "step", "time_s", "loss", "model", "batch",
+               "threads", "cpu"]
+
+
+def csv_rows(args, all_routes, cpu):
+    for route in all_routes:
+        for amp, rounds in route.results.items():
+            for r, rnd in enumerate(rounds, 1):
+                order = list(rnd)
+                for name, res in rnd.items():
+                    for s, (t, loss) in enumerate(zip(res["step_times"], res["losses"])):
+                        yield [route.version, DTYPES[amp], name, r, order.index(name) + 1, s, f"{t:.6f}", repr(loss),
+                               args.model, args.batch, args.threads, cpu]
+
+
+def summary(args, all_routes, peak, flops):
+    """Prints the table; returns whether every loss agrees."""
+    agree_all = True
+    head = f"{'PyTorch':<28}{'dtype':<7}{'variant':<22}{'median step':>12}{'vs stock':>10}{'GFLOPS':>9}" \
+           f"{'of peak':>9}  losses vs stock"
+    print(head)
+    print("-" * len(head))
+    for route in all_routes:
+        for amp, rounds in route.results.items():
+            for i, v in enumerate(route.variants):
+                med = medians(rounds, v.name)
+                rate = flops / med / 1e9
+                of_peak = f"{100 * rate / peak[amp]:.1f}%" if amp in peak else "-"
+                if v.name == STOCK:
+                    losses = "(reference)"
+                else:
+                    gap = loss_gap(rounds, v.name)
+                    ok = gap <= LOSS_RTOL[amp]
+                    agree_all = agree_all and ok
+                    losses = f"{gap:.1e} {'agree' if ok else 'DISAGREE'} (limit {LOSS_RTOL[amp]:g})"
+                print(f"{route.label if i == 0 else '':<28}{DTYPES[amp] if i == 0 else '':<7}{v.name:<22}"
+                      f"{med:>10.3f} s{speedup(rounds, v.name):>9.2f}x{rate:>9.1f}{of_peak:>9}  {losses}")
+            best_stock = min((v for v in route.variants if not v.hcops), key=lambda v: medians(rounds, v.name))
+            best_hcops = min((v for v in route.variants if v.hcops), key=lambda v: medians(rounds, v.name))
+            print(f"{'':<35}fastest with HCOps ({best_hcops.name}) over fastest without ({best_stock.name}): "
+                  f"{speedup(rounds, best_hcops.name, best_stock.name):.2f}x")
+    return agree_all
+
+
+def print_checks(all_routes):
+    """What HCOps ran in each verbose step; returns whether every HCOps variant ran HCOps' GEMMs."""
+    ok = True
+    for route in all_routes:
+        for (amp, name), ran in route.checks.items():
+            ops_ms = sum(ms for _, ms in ran.ops.values())
+            ops = ", ".join(f"{op} x{calls}" for op, (calls, _) in sorted(ran.ops.items())) or "none"
+            fine = ran.gemms > 0
+            ok = ok and fine
+            print(f"{route.label}, {DTYPES[amp]}, {name}: {ran.gemms} HCOps GEMM calls ({ran.gemm_ms / 1e3:.3f} s) "
+                  f"and {sum(c for c, _ in ran.ops.values())} operator calls ({ops_ms / 1e3:.3f} s) in "
+                  + ("the whole run (its steps could not be told apart), whose last step took" if ran.whole_run
+                     else "a") + f" {ran.step_s:.3f} s step on {', '.join(sorted(ran.families)) or '-'}: "
+                  f"{'OK' if fine else 'NO HCOps GEMM RAN'}")
+            print(f"    operators: {ops}")
+            if ran.declines:
+                declined = ", ".join(f"{op} ({reason}) x{calls}" for (op, reason), calls in sorted(ran.declines.items()))
+                print(f"    declined, left to PyTorch: {declined}")
+    return ok
+
+
+COLORS = {STOCK: "tab:gray", "torch.compile": "tab:orange", "hcops-run": "tab:blue",
+          "hcops-run + compile": "tab:green"}
+
+
+def plot(args, all_routes, path, cpu):
+    """Median step time per variant (bars), grouped by PyTorch and dtype, with
+    the speedup over stock eager above each bar."""
+    plt = pyplot()
+    if not plt:
+        return
+    groups = [(route, amp) for route in all_routes for amp in route.results]
+    fig, ax = plt.subplots(figsize=(3 + 2.2 * len(groups), 4.5))
+    width = 0.2
+    seen = set()
+    for x, (route, amp) in enumerate(groups):
+        rounds = route.results[amp]
+        n = len(route.variants)
+        for i, v in enumerate(route.variants):
+            med = medians(rounds, v.name)
+            off = (i - (n - 1) / 2) * width
+            ax.bar(x + off, med, width, color=COLORS.get(v.name, f"C{i}"), label=None if v.name in seen else v.name)
+            seen.add(v.name)
+            ax.text(x + off, med, f"{speedup(rounds, v.name):.2f}x", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(groups)), [f"{route.label}\n{DTYPES[amp]}" for route, amp in groups], fontsize=8)
+    ax.set_ylabel("median step time (s)")
+    ax.set_title(f"DiT-{args.model}/2, batch {args.batch}, {args.threads} threads: speedup over stock eager above "
+                 f"each bar\n{cpu}", fontsize=9)
+    ax.legend(fontsize=8)
+    save_plot(fig, path)
 
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="S", choices=["tiny", "S", "B"])
+    ap.add_argument("--torch2-python", default=os.path.join(BUILD, "torch2-venv", "bin", "python"),
+                    help="the PyTorch 2.x venv's python (default: the build's torch2-venv); '' leaves it out")
+    ap.add_argument("--debian-python", default="/usr/bin/python3",
+                    help="Debian's python3 with python3-torch; '' leaves it out")
+    ap.add_argument("--model", default="S", choices=sorted(CONFIGS))
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of the BLAS comparison")
-    ap.add_argument("--ops-rounds", type=int, default=2, help="rounds of each operator comparison")
-    ap.add_argument("--steps", type=int, default=2, help="timed steps per run")
-    ap.add_argument("--warmup", type=int, default=1, help="untimed steps per run")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per run")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps per run (at least 2 with torch.compile)")
+    ap.add_argument("--amp", nargs="+", default=["none", "bf16"], choices=["none", "bf16"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--csv", help="also write the per-step results of every round to this file")
+    ap.add_argument("--quick", action="store_true", help="DiT-tiny, batch 2, 1 round of 1 step (make check)")
+    ap.add_argument("--csv", help="every step of every run")
+    ap.add_argument("--png", help="a bar chart of the median step times")
     args = ap.parse_args()
-    if args.rounds < 1 or args.ops_rounds < 1 or args.steps < 1:
-        ap.error("--rounds, --ops-rounds and --steps must be at least 1")
+    if args.quick:
+        args.model, args.batch, args.rounds, args.steps = "tiny", 2, 1, 1
+    if min(args.rounds, args.steps, args.batch, args.threads) < 1 or args.warmup < 0:
+        ap.error("--rounds, --steps, --batch and --threads must be at least 1, --warmup at least 0")
+    args.hcops_run = os.environ.get("HCOPS_RUN", os.path.join(BUILD, "tools", "hcops-run"))
+    if not (os.path.isabs(args.hcops_run) and os.access(args.hcops_run, os.X_OK)):
+        ap.error(f"HCOPS_RUN={args.hcops_run} is not an absolute path to an executable (build first: make)")
     return args
-
-
-def run_comparison(args, title, amp, rtol, variants, rounds_wanted):
-    """Runs and prints one comparison; returns (rounds, ratios, losses agree)."""
-    names = list(variants)
-    w = column_width(args, names)
-    print(f"== {title}: {rounds_wanted} rounds")
-    print(f"{'round':<7}{names[0]:<{w}}{names[1]:<{w}}speedup ({SHORT[names[0]]}/{SHORT[names[1]]})")
-    rounds, ratios = [], []
-    for rnd in run_rounds(args, variants, amp, rounds_wanted):
-        rounds.append(rnd)
-        ratios.append(print_round(args, names, len(rounds), rnd))
-    print_summary(names, rounds, ratios)
-    print()
-    agree = print_losses(names, rounds, rtol)
-    print()
-    return rounds, ratios, agree
 
 
 def main():
     args = parse_args()
-    lib = os.environ.get("HCOPS_LIB")
-    if not lib:
-        fail("set HCOPS_LIB to the absolute path of libhcops.so")
-    if not os.path.isabs(lib) or not os.path.isfile(lib):
-        fail(f"HCOPS_LIB={lib} is not an absolute path to an existing file")
-    hcops_run = os.environ.get("HCOPS_RUN")
-    if hcops_run and not (os.path.isabs(hcops_run) and os.access(hcops_run, os.X_OK)):
-        fail(f"HCOPS_RUN={hcops_run} is not an absolute path to an executable")
-    print(f"HCOps DiT demo: DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, "
-          f"{args.steps} timed steps after {args.warmup} warm-up per run, seed {args.seed}")
-    print(f"HCOps library: {lib}")
-    print(f"hcops-run: {hcops_run}" if hcops_run else "hcops-run: not given (HCOPS_RUN): operator comparisons left out")
-    print(machine_note())
-    print()
-    sections, all_agree = [], True
+    cpu = cpu_label()
+    print(f"HCOps DiT demo: DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, {args.steps} timed steps "
+          f"per run, {args.rounds} rounds alternated, f32 and bf16 autocast", flush=True)
+    print(f"CPU: {cpu}; 1-min load average at start {load_average():.2f}", flush=True)
+    all_routes = routes(args)
+    if not all_routes:
+        error("no PyTorch to run: neither --torch2-python nor --debian-python imports torch")
+        return 2
+    peak = peaks(args)
+    flops = step_flops(args.model, args.batch)
+    if peak:
+        print(f"peaks (hcops-peak, {args.threads} threads): " +
+              ", ".join(f"{DTYPES[a]} {g:.0f} GFLOPS" for a, g in peak.items()), flush=True)
+    env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
+    total = sum(len(args.amp) * (args.rounds * len(r.variants) + sum(v.hcops for v in r.variants))
+                for r in all_routes)
+    progress = Progress(total)
     try:
-        for i, (title, amp, rtol, variants) in enumerate(comparisons(args, lib, hcops_run)):
-            rounds, ratios, agree = run_comparison(args, title, amp, rtol, variants,
-                                                   args.rounds if i == 0 else args.ops_rounds)
-            sections.append((amp, rounds, ratios))
-            all_agree = all_agree and agree
-        gemm_check = verbose_check(args, lib, hcops_run)
+        for route in all_routes:
+            print(f"\n== {route.label}: {', '.join(v.name for v in route.variants)} ({route.python})", flush=True)
+            time_route(args, route, env, progress)
+            check_route(args, route, env, progress)
     except RunError as e:
-        fail(str(e))
-    ran = print_gemm_check(*gemm_check, with_ops=bool(hcops_run))
+        error(str(e))
+        return 2
+    print(f"\n== Summary: DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, {cpu}")
+    print(f"{flops / 1e9:.1f} GFLOP of GEMMs a step; GFLOPS is that over the median step"
+          + (", of peak against hcops-peak's " + ", ".join(f"{DTYPES[a]} {g:.0f}" for a, g in peak.items())
+             + " GFLOPS" if peak else ""))
+    agree = summary(args, all_routes, peak, flops)
+    print("\nWhat HCOps ran (one step of each HCOps variant under HCOPS_VERBOSE=1):")
+    ran = print_checks(all_routes)
     if args.csv:
-        write_rounds(args.csv, args, sections)
-        print(f"rounds written to {args.csv}")
-    sys.exit(0 if all_agree and ran else 1)
+        os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
+        write_csv(args.csv, CSV_COLUMNS, csv_rows(args, all_routes, cpu))
+        print(f"wrote {args.csv}")
+    if args.png:
+        os.makedirs(os.path.dirname(os.path.abspath(args.png)), exist_ok=True)
+        plot(args, all_routes, args.png, cpu)
+    verdict = "HCOps ran" if ran else "HCOps DID NOT RUN its GEMMs in every HCOps variant"
+    print(f"demo: {verdict}; losses {'agree' if agree else 'DISAGREE'}")
+    return 0 if ran and agree else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -44,18 +44,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-CONFIGS = {  # name: (hidden size, depth, heads)
-    "tiny": (64, 2, 2),
-    "mini": (384, 2, 6),  # DiT-S's blocks, 2 of them: its operator shapes at a sixth of the step (tests)
-    "S": (384, 12, 6),
-    "B": (768, 12, 12),
-    "L": (1024, 24, 16),
-    "XL": (1152, 28, 16),
-}
+from dit_config import CONFIGS, LATENT_CHANNELS, LATENT_SIZE, PATCH  # noqa: F401 - re-exported to the tests
+
 VARIANTS = ("dit", "gemm-only")
-LATENT_CHANNELS = 4
-LATENT_SIZE = 32
-PATCH = 2
 NUM_CLASSES = 1000
 DIFFUSION_STEPS = 1000
 

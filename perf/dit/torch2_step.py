@@ -34,22 +34,10 @@ from benchlib.build import BUILD  # noqa: E402
 from benchlib.child import child_env, json_result, run  # noqa: E402
 from benchlib.report import cpu_model, load_average, pyplot, read_csv_rows, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
+from dit_config import CONFIGS, step_flops  # noqa: E402 - perf/dit, this script's folder
 
 DIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dit.py")
 LOSS_RTOL = {"none": 1e-4, "bf16": 1e-2}
-# DiT's configurations (dit.py CONFIGS): depth, hidden; 256 tokens (32x32 latents, patch 2).
-SHAPES = {"mini": (2, 384), "S": (12, 384), "B": (12, 768), "L": (24, 1024), "XL": (28, 1152)}
-
-
-def step_flops(model, batch, tokens=256):
-    """Forward + backward GEMM flops of a DiT step (3x the forward's): per block
-    qkv, proj, the two MLP layers (4x), adaLN (6 hidden x hidden on one token),
-    and attention's two batched products."""
-    depth, h = SHAPES[model]
-    per_block = 2 * tokens * (3 * h * h + h * h + 8 * h * h) + 2 * 6 * h * h + 2 * 2 * tokens * tokens * h
-    return 3 * batch * depth * per_block
-
-
 def peak_gflops(threads):
     """{"f32_gflops", "bf16_gflops"}: the best kernel family's rate at `threads`
     threads as hcops-peak measures it now (its own processes, this machine)."""
@@ -127,7 +115,7 @@ def plot(rows, path, cpu):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--python", help="the venv's python (torch 2.x); required unless --replot")
-    ap.add_argument("--model", choices=sorted(SHAPES) + ["mini"], default="S")
+    ap.add_argument("--model", choices=sorted(CONFIGS), default="S")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--rounds", type=int, default=5)

@@ -1,0 +1,77 @@
+#!/bin/sh
+# perf/dit/demo.py, `make demo`, in its quick mode (DiT-tiny, one round of one
+# step), so that a broken demo fails make check; no timing is judged. On the
+# PyTorch 2.x venv (stock eager, torch.compile, hcops-run, hcops-run +
+# compile) and Debian's PyTorch (stock, hcops-run), f32 and bf16: exit status
+# 0, a summary row for every PyTorch, dtype and variant, every loss agreeing,
+# HCOps' GEMMs seen in the verbose step of every HCOps variant, the CSV with
+# every step and the PNG. Then the verdict must be able to fail: with a
+# launcher that runs the command without HCOps, the demo must exit 1 and say
+# that no HCOps GEMM ran.
+set -u
+run="${HCOPS_RUN:?set by tests/torch/torch.am}"
+src="${srcdir:-../../tests}/../perf"
+py=${HCOPS_TORCH1_PYTHON:-/usr/bin/python3}
+t2=${HCOPS_TORCH2_PYTHON:-}
+"$py" -c 'import torch' 2>/dev/null || py=
+[ -z "$t2" ] || "$t2" -c 'import torch' 2>/dev/null || t2=
+if [ -z "$py" ] && [ -z "$t2" ]; then
+  echo "SKIP: neither Debian's python3 nor a PyTorch 2.x venv imports torch"
+  exit 77
+fi
+HCOPS_BUILD=$(cd "${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}/.." && pwd)
+export HCOPS_BUILD
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+
+HCOPS_RUN="$run" /usr/bin/python3 "$src/dit/demo.py" --quick --torch2-python "$t2" --debian-python "$py" \
+  --csv "$tmp/demo.csv" --png "$tmp/demo.png" >"$tmp/out.txt" 2>&1
+rc=$?
+cat "$tmp/out.txt"
+[ $rc = 0 ] || fail "demo.py --quick exited $rc"
+grep -q "^== Summary: DiT-tiny/2" "$tmp/out.txt" || fail "no summary"
+grep -q "^demo: HCOps ran; losses agree$" "$tmp/out.txt" || fail "no passing verdict line"
+grep -q "DISAGREE\|NO HCOps GEMM RAN" "$tmp/out.txt" && fail "a disagreement or an HCOps variant without HCOps GEMMs"
+variants="stock eager|hcops-run"
+[ -z "$t2" ] || variants="stock eager|torch.compile|hcops-run|hcops-run + compile"
+"/usr/bin/python3" - "$tmp/demo.csv" "$tmp/out.txt" "$variants" "${t2:+2}" "${py:+1}" <<'PY' || fail "CSV or summary rows"
+import csv, math, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+out = open(sys.argv[2]).read()
+majors = [m for m in sys.argv[4:] if m]
+got = {(r["torch"].split(".")[0], r["dtype"], r["variant"]) for r in rows}
+for major in majors:
+    names = sys.argv[3].split("|") if major == "2" else ["stock eager", "hcops-run"]
+    for dtype in ("f32", "bf16"):
+        for name in names:
+            assert (major, dtype, name) in got, (major, dtype, name, sorted(got))
+            # One summary row per variant: its median, speedup, GFLOPS.
+            assert re.search(rf"{re.escape(name)}\s+[0-9.]+ s\s+[0-9.]+x\s+[0-9.]+", out), name
+        # The verbose step of each HCOps variant found its GEMMs.
+        for name in names:
+            if name.startswith("hcops-run"):
+                assert re.search(rf"torch {major}\.[^,]*, {dtype}, {re.escape(name)}: [1-9][0-9]* HCOps GEMM calls.*: OK",
+                                 out), (major, dtype, name)
+assert all(float(r["time_s"]) > 0 and math.isfinite(float(r["loss"])) for r in rows), rows
+assert {r["model"] for r in rows} == {"tiny"}, rows
+print(f"CSV: {len(rows)} steps of {len(got)} configurations")
+PY
+if "/usr/bin/python3" -c 'import matplotlib' 2>/dev/null; then
+  [ -s "$tmp/demo.png" ] || fail "no PNG"
+fi
+
+# A launcher that runs the command as it is: no HCOps GEMM can run.
+printf '#!/bin/sh\nexec "$@"\n' >"$tmp/no-hcops-run"
+chmod +x "$tmp/no-hcops-run"
+# One PyTorch is enough: Debian's where it has one (nothing to compile).
+if [ -n "$py" ]; then neg_t2= neg_py=$py; else neg_t2=$t2 neg_py=; fi
+HCOPS_RUN="$tmp/no-hcops-run" /usr/bin/python3 "$src/dit/demo.py" --quick --amp none \
+  --torch2-python "$neg_t2" --debian-python "$neg_py" >"$tmp/no.txt" 2>&1
+rc=$?
+[ $rc = 1 ] || { cat "$tmp/no.txt"; fail "without HCOps the demo exited $rc, not 1"; }
+grep -q "NO HCOps GEMM RAN" "$tmp/no.txt" || fail "without HCOps, no 'NO HCOps GEMM RAN' line"
+grep -q "^demo: HCOps DID NOT RUN" "$tmp/no.txt" || fail "without HCOps, no failing verdict line"
+[ $status = 0 ] && echo "PASS: demo.py quick"
+exit $status
