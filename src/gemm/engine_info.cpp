@@ -36,7 +36,11 @@ std::string kernel_line(const char *name, const Topology &topo) {
   const GemmKernel<Ty> &k = *chosen.kernel;
   const Blocking b = blocking_for(topo, k);
   const char *packing =
-      !k.full_direct                    ? "always packed (no in-place kernel)"
+      k.b_in_place ? (b_packing() == BPacking::always
+                          ? "always packed (HCOPS_PACK_B=always)"
+                          : "read in place when the family's tiles can load it (AMX: op(B) = B of bf16, k and n "
+                            "multiples of 32); else packed")
+      : !k.full_direct                  ? "always packed (no in-place kernel)"
       : b_packing() == BPacking::always ? "always packed (HCOPS_PACK_B=always)"
       : b_packing() == BPacking::never
           ? "read in place (HCOPS_PACK_B=never)"

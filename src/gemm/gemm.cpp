@@ -269,6 +269,7 @@ void run_thread(const Job<Ty> &job, int t) {
 // pack_policy.h says when that pays.
 template <typename Ty>
 bool read_b_in_place(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Blocking &blk) {
+  if (kern.b_in_place) return b_packing() != BPacking::always && kern.b_in_place(g.tb, g.n, g.k);
   if (!kern.full_direct || kern.k_align != 1) return false;  // in place, k cannot be padded
   switch (b_packing()) {
     case BPacking::always: return false;

@@ -97,6 +97,12 @@ struct GemmKernel {
   EdgeKernel<Ty> edge;
   DirectKernel<Ty> full_direct;  // null: the family always packs B
   DirectEdgeKernel<Ty> edge_direct;
+  // A family that pads k (k_align > 1) but whose own macro-kernel can read
+  // op(B) in place for some products (an AMX tile loads 16 columns of op(B)
+  // straight from B when they hold whole 32-step chunks of k): whether it
+  // can for this one (op(B)'s transpose, n, k). Null: it packs B whenever
+  // full_direct is null.
+  bool (*b_in_place)(Trans tb, long n, long k) = nullptr;
   PackA<Ty> pack_a;
   PackB<Ty> pack_b;
   MacroKernel<Ty> macro;

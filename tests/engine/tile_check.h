@@ -10,7 +10,11 @@
 //           half an ulp of sum|a||b| per block
 //   bf16x3: the reference is the f32 inputs' exact product, plus the terms
 //           bf16x3 drops (a_lo b_lo, the roundings of lo): 2^-14 sum|a||b|
-// Rows of C past m (ldc > m) must be left untouched.
+// Rows of C past m (ldc > m) must be left untouched. Where the family
+// reads op(B) in place (GemmKernel::b_in_place: AMX, bf16 B with k and n
+// multiples of 32), the product must say so and equal, bit for bit, the same
+// product with B packed (the same kernel without b_in_place, run through
+// gemm_with): the in-place tiles hold the same values in the same order.
 #pragma once
 
 #include <setjmp.h>
@@ -33,6 +37,8 @@ extern "C" {
 #include "common/topology.h"
 #include "gemm/blocking.h"
 #include "gemm/gemm.h"
+#include "gemm/gemm_with.h"
+#include "gemm/pack_policy.h"
 #include "kernels/kernel.h"
 #include "kernels/registry.h"
 
@@ -118,7 +124,23 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
       if (added.calls[x] != 1)
         fail_msg("C(%ld,%ld) got the epilogue %d times (m=%ld n=%ld k=%ld)", x % m, x / m, added.calls[x], m, n, k);
   }
-  assert_string_equal(rep.b, "packed");
+  const bool in_place = kern.b_in_place && hcops::b_packing() != hcops::BPacking::always && k > 0 && m > 0 &&
+                        n > 0 && cs.alpha != 0.0f && kern.b_in_place(tb, n, k);
+  assert_string_equal(rep.b, in_place ? "in-place" : "packed");
+  if (in_place) {
+    hcops::GemmKernel<Ty> packing = kern;
+    packing.b_in_place = nullptr;
+    std::vector<C> cp = c0;
+    hcops::GemmArgs<Ty> again = args;
+    again.c = cp.data();
+    AddingEpilogue added_again{m, n, std::vector<int>(m * n, 0)};
+    if (with_epilogue) again.epilogue = {&AddingEpilogue::apply, &added_again};
+    const hcops::GemmReport packed = hcops::gemm_with<Ty>(again, packing, family);
+    assert_string_equal(packed.b, "packed");
+    if (std::memcmp(cp.data(), c.data(), sizeof(C) * c.size()) != 0)
+      fail_msg("B in place and B packed differ (m=%ld n=%ld k=%ld ta=%c tb=%c alpha=%g beta=%g)", m, n, k, char(ta),
+               char(tb), cs.alpha, cs.beta);
+  }
 
   // The k blocks the driver cut k into (gemm.cpp's part_blocks).
   const hcops::Blocking blk = hcops::blocking_for_product(hcops::topology(), kern, k);
@@ -160,10 +182,12 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
 // Shapes: single elements, edges of one tile (16) and one block (32) on
 // either side, k odd (pair padding), k not a multiple of 32, k over
 // several k blocks (kc <= 512) with edges in m and n, and past one block
-// of SME's largest tiles (128).
-constexpr long kShapes[][3] = {{1, 1, 1},    {5, 3, 7},    {15, 17, 5},  {16, 16, 32},  {17, 15, 33},
-                               {32, 32, 64}, {33, 47, 65}, {31, 64, 96}, {70, 41, 300}, {45, 37, 1100},
-                               {129, 131, 40}};
+// of SME's largest tiles (128); and the shapes AMX reads B in place for (k
+// and n multiples of 32), with an edge in m, several column panels, and k
+// deeper than one block of an f32 C (bf16 C takes it in one).
+constexpr long kShapes[][3] = {{1, 1, 1},    {5, 3, 7},     {15, 17, 5},   {16, 16, 32},  {17, 15, 33},
+                               {32, 32, 64}, {33, 47, 65},  {31, 64, 96},  {70, 41, 300}, {45, 37, 1100},
+                               {129, 131, 40}, {45, 96, 1152}, {64, 160, 32}};
 
 // A bf16 C whose values are f32 denormals is rounded as bf16(float) rounds
 // them (bf16 has the same exponent range), not flushed to zero as
@@ -210,6 +234,7 @@ void check_all(const hcops::GemmKernel<Ty> &kern, Run run, const char *family) {
   // Large enough for several thread blocks and macro blocks of C: the fused
   // epilogue's coordinates from each block's origin.
   check_product<Ty>(kern, run, family, Trans::N, Trans::T, 300, 600, 64, kCases[0], true);
+  check_product<Ty>(kern, run, family, Trans::T, Trans::N, 300, 608, 96, kCases[0], true);
   check_denormal_c<Ty>(run, family);
 }
 

@@ -364,9 +364,20 @@ struct BlockOfC {
 // Tiles configured by the caller (block_config()). a: an A panel (kMr rows
 // in pairs), b: a B panel (kNr columns), both kc packed steps deep, kc a
 // multiple of 32. `fused`: the epilogue for the block at (i0, j0) of C, if any.
+// Where a block's B tiles are: a packed panel (the default: chunk p / 32 at
+// b + p * kNr, its second tile 16 columns on, rows of 64 bytes) or op(B)
+// = B in place (chunk p at b + p, the second tile 16 columns of B on, rows
+// a column of B apart).
+struct BTiles {
+  long chunk_step = kNr;           // elements per packed step of k
+  long second = 16 * kChunk;       // elements from the first tile to the second
+  long stride = kTileBytes;        // bytes between a tile's rows
+  static BTiles in_place(long ldb) { return {1, 16 * ldb, ldb * long(sizeof(bf16))}; }
+};
+
 template <typename Tiles, typename C>
 void tile_block(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, C *c, long ldc, int m, int n,
-                const FusedEpilogue &fused = FusedEpilogue{}) {
+                const FusedEpilogue &fused = FusedEpilogue{}, const BTiles &bt = BTiles{}) {
   const BlockOfC<Tiles, C> out{alpha, beta, c, ldc, m, n, fused};
   // A block on the edge skips the tiles that hold no part of C.
   const bool m1 = m > 16, n1 = n > 16;
@@ -376,9 +387,9 @@ void tile_block(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, 
   if (m1 && n1) out.template start<3>();
   constexpr long a_stride = kMr * 2 * sizeof(bf16);  // one pair row: 128 bytes
   for (long p = 0; p < kc; p += kChunk) {
-    const bf16 *bc = b + p * kNr;  // chunk p / 32: [32 n][32 bf16]
-    const bf16 *ac = a + p * kMr;  // pair rows p / 2 .. p / 2 + 15
-    Tiles::template load<kBTile0>(bc, kTileBytes);
+    const bf16 *bc = b + p * bt.chunk_step;  // chunk p / 32: [32 n][32 bf16], or B's columns at k = p
+    const bf16 *ac = a + p * kMr;            // pair rows p / 2 .. p / 2 + 15
+    Tiles::template load<kBTile0>(bc, bt.stride);
     Tiles::template load<kATile0>(ac, a_stride);
     Tiles::template dpbf16ps<0, kBTile0, kATile0>();
     if (m1) {
@@ -386,7 +397,7 @@ void tile_block(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, 
       Tiles::template dpbf16ps<1, kBTile0, kATile1>();
     }
     if (n1) {
-      Tiles::template load<kBTile1>(bc + 16 * kChunk, kTileBytes);
+      Tiles::template load<kBTile1>(bc + bt.second, bt.stride);
       Tiles::template dpbf16ps<2, kBTile1, kATile0>();
       if (m1) Tiles::template dpbf16ps<3, kBTile1, kATile1>();
     }
@@ -402,20 +413,43 @@ void tile_block(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, 
 // The macro-kernel: the tiles are configured once for the whole block (a
 // configuration costs as much as many tile instructions) and released at
 // its end, so a thread holds tile state only while it computes.
+//
+// B in place (blk.b_packed null: reads_b_in_place said yes): each 32-column
+// panel's tiles load op(B) = B's columns, k contiguous, straight from B
+// (rows a column apart). That saves the packing pass over the product's
+// largest operand (the activations, 2048 tokens and more, against a weight
+// of a few hundred rows), whose copy also outgrew L2 before it was read.
 template <typename Tiles, typename Ty>
 void macro(const GemmKernel<Ty> &, const MacroBlock<Ty> &blk) {
+  const bool in_place = blk.b_packed == nullptr;
+  const BTiles bt = in_place ? BTiles::in_place(blk.csb) : BTiles{};
   Tiles::configure(block_config());
   for (long jr = blk.j0; jr < blk.j1; jr += kNr) {
     const int ncols = static_cast<int>(std::min<long>(kNr, blk.j1 - jr));
-    const bf16 *bpanel = blk.b_packed + jr * blk.kc;
+    const bf16 *bpanel = nullptr;
+    if (in_place) {
+      if constexpr (std::is_same_v<typename Ty::b_type, bf16>) bpanel = blk.b + jr * blk.csb;
+    } else {
+      bpanel = blk.b_packed + jr * blk.kc;
+    }
     for (long ir = 0; ir < blk.mc; ir += kMr) {
       const int nrows = static_cast<int>(std::min<long>(kMr, blk.mc - ir));
       const FusedEpilogue fused{blk.epilogue, blk.i_origin + ir, blk.j_origin + jr};
       tile_block<Tiles>(blk.kc, blk.alpha, blk.a + ir * blk.kc, bpanel, blk.beta, blk.c + ir + jr * blk.ldc, blk.ldc,
-                        nrows, ncols, fused);
+                        nrows, ncols, fused, bt);
     }
   }
   Tiles::release();
+}
+
+// Whether the tiles can load op(B) in place: op(B) = B (a column of B is
+// contiguous in k) of bf16 without splits, whole 32-step chunks of k (the
+// driver's k blocks are then multiples of 32 too: part_blocks aligns them to
+// k_align), and whole 32-column panels (no tile row past B's last column).
+template <typename Ty>
+bool reads_b_in_place(Trans tb, long n, long k) {
+  return std::is_same_v<typename Ty::b_type, bf16> && Ty::splits == 1 && tb == Trans::N && k % kChunk == 0 &&
+         n % kNr == 0;
 }
 
 // The microkernel contract (kernel.h) for a caller with its own loops: one
@@ -442,8 +476,9 @@ constexpr GemmKernel<Ty> tile_kernel() {
       .k_align = kChunk,
       .full = &full<Tiles, Ty>,
       .edge = &edge<Tiles, Ty>,
-      .full_direct = nullptr,  // k is padded to tiles: B is always packed
+      .full_direct = nullptr,  // k is padded to tiles: the macro-kernel reads B in place itself
       .edge_direct = nullptr,
+      .b_in_place = &reads_b_in_place<Ty>,
       .pack_a = &pack_a_tiles<typename Ty::a_type, Ty::splits>,
       .pack_b = &pack_b_tiles<typename Ty::b_type, Ty::splits>,
       .macro = &macro<Tiles, Ty>,
