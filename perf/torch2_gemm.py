@@ -38,7 +38,7 @@ sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 
-from benchlib.build import BUILD  # noqa: E402
+from benchlib.build import built_tool  # noqa: E402
 from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_csv  # noqa: E402
 from dit_config import CONFIGS, TOKENS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
@@ -151,10 +151,7 @@ def measure(p, flush, rounds, reps):
 
 
 def peaks(threads_list):
-    def find(name):
-        path = os.path.join(BUILD, "tools", name)
-        return path if os.access(path, os.X_OK) else None
-    m = Machine(find)
+    m = Machine(built_tool)
     out = {}
     try:
         for t in threads_list:

@@ -26,6 +26,13 @@ def program(name):
     return os.path.join(BUILD, "tools" if name in TOOLS_PROGRAMS else "perf", name)
 
 
+def built_tool(name):
+    """A measuring program of build/tools/ when it is built, else None: the
+    finder hcops.prof.machine.Machine takes for hcops-peak and hcops-stream."""
+    path = os.path.join(BUILD, "tools", name)
+    return path if os.access(path, os.X_OK) else None
+
+
 def require(*paths):
     """Exits with status 2 (run error) naming the first of paths that is not built."""
     for path in paths:

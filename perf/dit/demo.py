@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # perf/, for benchlib
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))  # hcops.prof's log reader
-from benchlib.build import BUILD  # noqa: E402
+from benchlib.build import BUILD, built_tool  # noqa: E402
 from benchlib.child import RunError, child_env, json_result, run  # noqa: E402
 from benchlib.report import cpu_label, error, load_average, pyplot, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
@@ -214,10 +214,7 @@ def loss_gap(rounds, name):
 
 def peaks(args):
     """{amp: GFLOPS} of the machine at args.threads (hcops-peak's best family), or {} (said why)."""
-    def find(name):
-        path = os.path.join(BUILD, "tools", name)
-        return path if os.access(path, os.X_OK) else None
-    machine = Machine(find)
+    machine = Machine(built_tool)
     out = {}
     try:
         for amp, precision in (("none", "f32"), ("bf16", "bf16")):
