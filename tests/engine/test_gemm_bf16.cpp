@@ -340,21 +340,24 @@ void test_random(void **) {
   for (int i = 0; i < 60; ++i) check<Ty>(random_case(rng, i < 20 ? 40 : 300));
 }
 
+// A product of shape s (m, n, k) with transposes from t's bits (1: A, 2: B).
+Case shaped(const long (&s)[3], int t) {
+  Case c;
+  c.m = s[0];
+  c.n = s[1];
+  c.k = s[2];
+  c.ta = t & 1 ? Trans::T : Trans::N;
+  c.tb = t & 2 ? Trans::T : Trans::N;
+  c.seed = static_cast<unsigned>(s[0] * 31 + s[1] * 7 + s[2] + t);
+  return c;
+}
+
 template <typename Ty>
 void test_edges_of_k(void **) {
   // k = 1 and odd k: the last pair is half padding; small m, n: edge tiles.
   const long shapes[][3] = {{1, 1, 1}, {9, 5, 1}, {8, 4, 3}, {17, 13, 7}, {33, 9, 63}, {3, 70, 129}, {64, 64, 2}};
   for (const auto &s : shapes)
-    for (int t = 0; t < 4; ++t) {
-      Case c;
-      c.m = s[0];
-      c.n = s[1];
-      c.k = s[2];
-      c.ta = t & 1 ? Trans::T : Trans::N;
-      c.tb = t & 2 ? Trans::T : Trans::N;
-      c.seed = static_cast<unsigned>(s[0] * 31 + s[1] * 7 + s[2] + t);
-      check<Ty>(c);
-    }
+    for (int t = 0; t < 4; ++t) check<Ty>(shaped(s, t));
 }
 
 template <typename Ty>
@@ -436,16 +439,10 @@ void test_b_in_place(void **) {
   const long shapes[][3] = {{45, 64, 384}, {96, 32, 32}, {300, 96, 1152}, {17, 160, 64}};
   for (const auto &s : shapes)
     for (int t = 0; t < 4; ++t) {
-      Case c;
-      c.m = s[0];
-      c.n = s[1];
-      c.k = s[2];
-      c.ta = t & 1 ? Trans::T : Trans::N;
-      c.tb = t & 2 ? Trans::T : Trans::N;
+      Case c = shaped(s, t);
       c.pad_b = t;
       c.alpha = t == 3 ? -1.0f : 1.0f;
       c.beta = t == 1 ? 0.5f : 0.0f;
-      c.seed = static_cast<unsigned>(s[0] * 7 + s[1] * 3 + s[2] + t);
       check<Ty>(c);
     }
 }
