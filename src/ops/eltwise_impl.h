@@ -69,10 +69,22 @@ HCOPS_VINLINE void store(bf16 *p, V<F> v, typename F::Mask m) {
   F::store_bf16(reinterpret_cast<uint16_t *>(p), v, m);
 }
 
-// y[i] = op(x[i]); y may be x.
+// y[i] = op(x[i]); y may be x. Four vectors an iteration, as four
+// independent chains: op is one long dependency chain (exp, a division, the
+// bf16 rounding), and with one vector an iteration the loop ran at about one
+// instruction a cycle. On the Xeon with AMX, tanh GeLU on 3 M elements, 2
+// threads: bf16 1.24 -> 1.03-1.07 ms, f32 1.10 -> 0.92-1.04 ms.
 template <class F, class T, class Op>
 inline void map1(const T *x, T *y, int64_t n, Op op) {
   int64_t i = 0;
+  for (; i + 4 * F::lanes <= n; i += 4 * F::lanes) {
+    const V<F> a = op(load<F>(x + i)), b = op(load<F>(x + i + F::lanes));
+    const V<F> c = op(load<F>(x + i + 2 * F::lanes)), d = op(load<F>(x + i + 3 * F::lanes));
+    store<F>(y + i, a);
+    store<F>(y + i + F::lanes, b);
+    store<F>(y + i + 2 * F::lanes, c);
+    store<F>(y + i + 3 * F::lanes, d);
+  }
   for (; i + F::lanes <= n; i += F::lanes) store<F>(y + i, op(load<F>(x + i)));
   if (i < n) {
     const auto m = F::mask(static_cast<int>(n - i));
@@ -84,7 +96,15 @@ inline void map1(const T *x, T *y, int64_t n, Op op) {
 template <class F, class T, class Op>
 inline void map_grad(const T *dy, const T *x, T *dx, int64_t n, Op op) {
   int64_t i = 0;
-  for (; i + F::lanes <= n; i += F::lanes) store<F>(dx + i, F::mul(load<F>(dy + i), op(load<F>(x + i))));
+  const auto one = [&](int64_t j) { return F::mul(load<F>(dy + j), op(load<F>(x + j))); };
+  for (; i + 4 * F::lanes <= n; i += 4 * F::lanes) {  // as map1: four chains
+    const V<F> a = one(i), b = one(i + F::lanes), c = one(i + 2 * F::lanes), d = one(i + 3 * F::lanes);
+    store<F>(dx + i, a);
+    store<F>(dx + i + F::lanes, b);
+    store<F>(dx + i + 2 * F::lanes, c);
+    store<F>(dx + i + 3 * F::lanes, d);
+  }
+  for (; i + F::lanes <= n; i += F::lanes) store<F>(dx + i, one(i));
   if (i < n) {
     const auto m = F::mask(static_cast<int>(n - i));
     store<F>(dx + i, F::mul(load<F>(dy + i, m), op(load<F>(x + i, m))), m);
