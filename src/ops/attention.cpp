@@ -83,27 +83,29 @@ T *sized(std::vector<T> &v, int64_t n) {
   return v.data();
 }
 
-// x (n values) as an operand of T's products: itself for f32; rounded to
-// bf16 into `rounded` for bf16, as PyTorch's own kernel rounds the
-// probabilities and their gradients before multiplying them.
-const float *operand(const float *x, int64_t, std::vector<bf16> &, float) { return x; }
-const bf16 *operand(const float *x, int64_t n, std::vector<bf16> &rounded, bf16) {
-  bf16 *y = sized(rounded, n);
-  to_bf16(x, y, n);
-  return y;
-}
-
-// Scores of query rows [i0, i0 + qb) into s (qb x S), causal mask applied,
-// and their softmax into p; with `lse`, each row's logsumexp too.
+// Scores of query rows [i0, i0 + qb) into s (qb x S), scaled, with the
+// causal mask applied.
 template <typename T>
 void scores(const T *q, int64_t ldq, const T *k, int64_t ldk, int64_t i0, int64_t qb, int64_t S, int64_t E,
-            float scale, bool causal, float *s, float *p, float *lse = nullptr, int64_t ld_lse = 0) {
+            float scale, bool causal, float *s) {
   rm_gemm<typename SliceTypes<T>::In>(false, true, qb, S, E, scale, q + i0 * ldq, ldq, k, ldk, 0.0f, s, S);
   if (causal)
     for (int64_t r = 0; r < qb; ++r)
       std::fill(s + r * S + std::min(S, i0 + r + 1), s + (r + 1) * S, -std::numeric_limits<float>::infinity());
-  if (lse) softmax_forward(s, p, qb, S, lse, ld_lse);
-  else softmax_forward(s, p, qb, S, false);
+}
+
+// The probabilities of a query block as the operand of O = P V: f32 for f32
+// slices; for bf16 slices rounded to bf16 by the softmax's own store (one
+// pass over the block fewer than rounding an f32 P).
+float *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, float *lse, int64_t ld_lse, float) {
+  float *p = sized(buf.p, qb * S);
+  softmax_forward(s, p, qb, S, lse, ld_lse);
+  return p;
+}
+bf16 *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, float *lse, int64_t ld_lse, bf16) {
+  bf16 *p = sized(buf.p16, qb * S);
+  softmax_forward(s, p, qb, S, lse, ld_lse);
+  return p;
 }
 
 template <typename T>
@@ -111,13 +113,26 @@ void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float 
   using Out = typename SliceTypes<T>::Out;
   Buffers &buf = buffers();
   const int64_t qb_max = query_block(S);
-  float *s = sized(buf.s, qb_max * S), *p = sized(buf.p, qb_max * S);
+  float *s = sized(buf.s, qb_max * S);
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, scale, causal, s, p, a.lse + i0 * a.ld_lse, a.ld_lse);
-    const T *pt = operand(p, qb * S, buf.p16, T());
+    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, scale, causal, s);
+    const T *pt = probabilities(buf, s, qb, S, a.lse + i0 * a.ld_lse, a.ld_lse, T());
     rm_gemm<Out>(false, false, qb, E, S, 1.0f, pt, S, a.v, a.ld_v, 0.0f, a.out + i0 * a.ld_out, a.ld_out);  // O = P V
   }
+}
+
+// dS = P (dP - rowsum(dP P)) as the operand of dQ and dK: f32, or rounded
+// to bf16 by the softmax backward's store.
+const float *score_grads(Buffers &buf, const float *dp, const float *p, int64_t qb, int64_t S, float) {
+  float *ds = sized(buf.ds, qb * S);
+  softmax_backward(dp, p, ds, qb, S, false);
+  return ds;
+}
+const bf16 *score_grads(Buffers &buf, const float *dp, const float *p, int64_t qb, int64_t S, bf16) {
+  bf16 *ds = sized(buf.ds16, qb * S);
+  softmax_backward(dp, p, ds, qb, S);
+  return ds;
 }
 
 // The S x E f32 sums into the slice's rows of T.
@@ -132,21 +147,24 @@ template <typename T>
 void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
   using In = typename SliceTypes<T>::In;
   using Out = typename SliceTypes<T>::Out;
+  constexpr bool kBf16 = std::is_same_v<T, bf16>;
   Buffers &buf = buffers();
   const int64_t qb_max = query_block(S);
-  float *s = sized(buf.s, qb_max * S), *p = sized(buf.p, qb_max * S);
-  float *dp = sized(buf.dp, qb_max * S), *ds = sized(buf.ds, qb_max * S);
+  float *s = sized(buf.s, qb_max * S), *p = sized(buf.p, qb_max * S), *dp = sized(buf.dp, qb_max * S);
+  bf16 *p16 = kBf16 ? sized(buf.p16, qb_max * S) : nullptr;
   float *dk = sized(buf.dk, S * E), *dv = sized(buf.dv, S * E);  // accumulated over the query blocks
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
     const float beta = i0 == 0 ? 0.0f : 1.0f;
     const T *dout = a.dout + i0 * a.ld_dout, *q = a.q + i0 * a.ld_q;
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, scale, causal, s, p);
-    const T *pt = operand(p, qb * S, buf.p16, T());
+    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, scale, causal, s);
+    softmax_from_lse(s, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, qb, S);  // P, from the forward's logsumexp
+    const T *pt = nullptr;
+    if constexpr (kBf16) pt = p16;
+    else pt = p;
     rm_gemm<In>(true, false, S, E, qb, 1.0f, pt, S, dout, a.ld_dout, beta, dv, E);        // dV += P^T dO
     rm_gemm<In>(false, true, qb, S, E, 1.0f, dout, a.ld_dout, a.v, a.ld_v, 0.0f, dp, S);  // dP = dO V^T
-    softmax_backward(dp, p, ds, qb, S, false);                                            // dS
-    const T *dst = operand(ds, qb * S, buf.ds16, T());
+    const T *dst = score_grads(buf, dp, p, qb, S, T());                                   // dS
     rm_gemm<Out>(false, false, qb, E, S, scale, dst, S, a.k, a.ld_k, 0.0f, a.dq + i0 * a.ld_dq, a.ld_dq);  // dQ
     rm_gemm<In>(true, false, S, E, qb, scale, dst, S, q, a.ld_q, beta, dk, E);  // dK += scale dS^T Q
   }

@@ -9,9 +9,12 @@
 // Forward: S = scale Q K^T (causal: -Inf above the diagonal, top-left
 // aligned, as PyTorch's is_causal), P = softmax(S) per row,
 // logsumexp = max + log(sum exp) = s_max - log(p_max), O = P V.
-// Backward (from O's gradient dO and the forward's logsumexp-free
-// recomputation of P): dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P))
-// (the softmax backward), dQ = scale dS K, dK = scale dS^T Q.
+// Backward (from O's gradient dO and P recomputed from the scores and the
+// forward's logsumexp in one pass, P = exp(S - logsumexp), as PyTorch's own
+// CPU kernel does): dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P))
+// (the softmax backward), dQ = scale dS K, dK = scale dS^T Q. For bf16
+// slices the softmax and its backward round P and dS to bf16 in their own
+// stores, with no pass of their own.
 //
 // Data is read in place (rows of any stride, unit stride within a row).
 // Where the CPU has bf16 GEMM instructions (the engine's amx or avx512_bf16
@@ -57,7 +60,7 @@ template <typename T>
 struct AttentionGradSlice {
   const T *q, *k, *v, *dout;
   int64_t ld_q, ld_k, ld_v, ld_dout;
-  const float *lse;  // unused by the recomputation; kept for the caller's checks
+  const float *lse;  // the forward's logsumexp of each query row (ours or PyTorch's), stride ld_lse
   int64_t ld_lse;
   T *dq, *dk, *dv;  // L x E, S x E, S x E; row strides below
   int64_t ld_dq, ld_dk, ld_dv;

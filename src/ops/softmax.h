@@ -16,11 +16,23 @@ void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool lo
 // Softmax rows and their logsumexp, max + log(sum exp(x - max)), into
 // lse[i * ld_lse] (NaN where the row's softmax is NaN), as attention needs.
 void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse);
+// The same from f32 scores into bf16 probabilities, rounded once in the
+// store: bf16 attention's P, the operand of O = P V.
+void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse);
+// The softmax of each row again from its logsumexp, one pass: p = exp(x -
+// lse[i * ld_lse]) (attention's backward); with p16 (else null), also
+// rounded to bf16 there. A row's values are its softmax to rounding when lse
+// is that row's (from the forward above, or PyTorch's own kernel).
+void softmax_from_lse(const float *x, const float *lse, int64_t ld_lse, float *p, bf16 *p16, int64_t rows,
+                      int64_t cols);
 
 // From the forward's output y, as PyTorch's _softmax_backward_data and
 // _log_softmax_backward_data: softmax dx = y * (dy - sum(dy * y));
 // log_softmax dx = dy - exp(y) * sum(dy).
 void softmax_backward(const float *dy, const float *y, float *dx, int64_t rows, int64_t cols, bool log);
 void softmax_backward(const bf16 *dy, const bf16 *y, bf16 *dx, int64_t rows, int64_t cols, bool log);
+// Softmax's backward from f32 dy and y into bf16 dx, rounded once in the
+// store (bf16 attention's dS, the operand of dQ and dK).
+void softmax_backward(const float *dy, const float *y, bf16 *dx, int64_t rows, int64_t cols);
 
 }  // namespace hcops::ops

@@ -24,15 +24,16 @@ namespace hcops::ops::rows {
 constexpr int64_t kSoftmaxScratch = 8192;
 
 // y = exp(x - max) * (1 / sum exp(x - max)), as PyTorch: one reciprocal per
-// row; and max + log(sum) into *lse when asked.
-template <class F, class T>
-void softmax_row(const T *x, T *y, int64_t n, float *scratch, float *lse = nullptr) {
+// row; and max + log(sum) into *lse when asked. x and y of the same type, or
+// f32 scores into bf16 probabilities (attention's, rounded once in the store).
+template <class F, class Tx, class Ty>
+void softmax_row(const Tx *x, Ty *y, int64_t n, float *scratch, float *lse = nullptr) {
   using V = typename F::V;
   const float row_max = max<F>(x, n);
   const V vmax = F::set1(row_max);
   // Where exp(x - max) is kept for the scaling pass: y itself when it is f32.
   float *e = nullptr;
-  if constexpr (std::is_same_v<T, float>) e = y;
+  if constexpr (std::is_same_v<Ty, float>) e = y;
   else if (n <= kSoftmaxScratch) e = scratch;
   const float s = sum<F>(n, [&](int64_t j, auto part) {
     const V v = vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax));
@@ -62,9 +63,10 @@ void log_softmax_row(const T *x, T *y, int64_t n) {
   each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::sub(F::sub(load<F>(x + j, part), vmax), lse), part); });
 }
 
-// dx = y * (dy - sum(dy * y)).
-template <class F, class T>
-void softmax_backward_row(const T *dy, const T *y, T *dx, int64_t n) {
+// dx = y * (dy - sum(dy * y)); dx of dy's type, or f32 rounded to bf16 in
+// the store (attention's dS, the operand of its next products).
+template <class F, class T, class Tdx>
+void softmax_backward_row(const T *dy, const T *y, Tdx *dx, int64_t n) {
   // Masked loads are zero past the row: the tail's products are zero.
   const auto s =
       F::set1(sum<F>(n, [&](int64_t j, auto part) { return F::mul(load<F>(dy + j, part), load<F>(y + j, part)); }));
@@ -94,10 +96,42 @@ void softmax_forward(const T *x, T *y, int64_t rows, int64_t cols, bool log) {
   for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch);
 }
 
-template <class F>
-void softmax_forward_lse(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
+template <class F, class Ty>
+void softmax_forward_lse(const float *x, Ty *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
   if (cols <= 0) return;
-  for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, nullptr, lse + i * ld_lse);
+  alignas(64) float scratch[std::is_same_v<Ty, float> ? 1 : kSoftmaxScratch];
+  for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch, lse + i * ld_lse);
+}
+
+// The softmax again from the forward's logsumexp, in one pass: p = exp(x -
+// lse) (attention's backward, as PyTorch's CPU kernel recomputes it); with
+// p16, the same values rounded to bf16 as well (the products' operand).
+template <class F>
+void softmax_from_lse(const float *x, const float *lse, int64_t ld_lse, float *p, bf16 *p16, int64_t rows,
+                      int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float *xi = x + i * cols;
+    float *pi = p + i * cols;
+    const typename F::V l = F::set1(lse[i * ld_lse]);
+    if (p16) {
+      bf16 *qi = p16 + i * cols;
+      each<F>(cols, [&](int64_t j, auto part) {
+        const auto v = vmath::exp_nonpositive<F>(F::sub(load<F>(xi + j, part), l));
+        store<F>(pi + j, v, part);
+        store<F>(qi + j, v, part);
+      });
+    } else {
+      each<F>(cols, [&](int64_t j, auto part) {
+        store<F>(pi + j, vmath::exp_nonpositive<F>(F::sub(load<F>(xi + j, part), l)), part);
+      });
+    }
+  }
+}
+
+template <class F>
+void softmax_backward_bf16_out(const float *dy, const float *y, bf16 *dx, int64_t rows, int64_t cols) {
+  if (cols <= 0) return;
+  for (int64_t i = 0; i < rows; ++i) softmax_backward_row<F>(dy + i * cols, y + i * cols, dx + i * cols, cols);
 }
 
 template <class F, class T>

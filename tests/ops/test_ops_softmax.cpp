@@ -251,6 +251,82 @@ void test_forward_lse(void **) {
   assert_int_equal(c.failures(), 0);
 }
 
+// Attention's softmax rows (ops/attention.cpp), on the rows of
+// test_forward_lse:
+// - f32 scores into bf16 probabilities: bit for bit the f32 softmax rounded
+//   to bf16, and the same logsumexp bits;
+// - the softmax again from the logsumexp, p = exp(x - lse): within
+//   (K + 8) u (1 + |lse|) + (|x - lse| + 4) u of the f64 softmax, relative
+//   (the first term is the logsumexp's own f32 error, absolute in the
+//   exponent), NaN on the rows whose softmax is NaN, and its bf16 copy bit
+//   for bit p rounded;
+// - the backward into bf16: bit for bit the f32 backward rounded.
+void test_attention_rows(void **) {
+  Checker c("attention's softmax rows");
+  const double u = 0x1p-24;
+  auto rounded = [](const std::vector<float> &v) {
+    std::vector<bf16> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = bf16(v[i]);
+    return r;
+  };
+  for (int64_t cols : {int64_t(1), int64_t(17), int64_t(256), int64_t(1152), int64_t(8200)}) {
+    const int64_t rows = 9, ld_lse = 3;
+    for (const Scale &sc : kScales) {
+      std::vector<float> x = random_rows<float>(rows, cols, sc.scale, sc.offset, unsigned(cols + 7));
+      x[size_t(cols / 2)] = NAN;
+      x[size_t(2 * cols - 1)] = INFINITY;
+      for (int64_t j = 0; j < cols; ++j) x[size_t(2 * cols + j)] = -INFINITY;
+      const size_t total = size_t(rows * cols);  // (random_rows pads past the rows)
+      std::vector<float> y(total), lse(size_t(rows * ld_lse), 12345.0f), lse16 = lse;
+      Guarded<bf16> y16(total);
+      hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, lse.data(), ld_lse);
+      hcops::ops::softmax_forward(x.data(), y16.data(), rows, cols, lse16.data(), ld_lse);
+      c.require(y16.guard_intact(), "bf16 softmax: store past the last row");
+      c.require(std::memcmp(y16.data(), rounded(y).data(), total * sizeof(bf16)) == 0,
+                "bf16 probabilities are not the f32 ones rounded");
+      c.require(std::memcmp(lse16.data(), lse.data(), lse.size() * sizeof(float)) == 0, "bf16 softmax: lse differs");
+
+      Guarded<float> p(total);
+      Guarded<bf16> p16(total);
+      hcops::ops::softmax_from_lse(x.data(), lse.data(), ld_lse, p.data(), p16.data(), rows, cols);
+      c.require(p.guard_intact() && p16.guard_intact(), "softmax from lse: store past the last row");
+      c.require(std::memcmp(p16.data(), rounded(std::vector<float>(p.data(), p.data() + total)).data(),
+                            total * sizeof(bf16)) == 0,
+                "softmax from lse: the bf16 copy is not p rounded");
+      Guarded<float> p_only(total);
+      hcops::ops::softmax_from_lse(x.data(), lse.data(), ld_lse, p_only.data(), nullptr, rows, cols);
+      c.require(std::memcmp(p_only.data(), p.data(), total * sizeof(float)) == 0, "softmax from lse: p differs without p16");
+      std::vector<double> xd = widen(x.data(), total), r(total);
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t o = i * cols;
+        if (i < 3) {
+          bool all_nan = true;
+          for (int64_t j = 0; j < cols; ++j) all_nan = all_nan && std::isnan(p.data()[o + j]);
+          c.require(all_nan, "softmax from lse: a NaN row is not all NaN");
+          continue;
+        }
+        ref_forward(xd.data() + o, r.data() + o, cols, false);
+        const double l = lse[size_t(i * ld_lse)];
+        for (int64_t j = 0; j < cols; ++j) {
+          const double t = std::fabs(xd[size_t(o + j)] - l);
+          const double bound = ((reduction_k(cols) + 8) * u * (1 + std::fabs(l)) + (t + 4) * u) * r[size_t(o + j)];
+          c.value(p.data()[o + j], r[size_t(o + j)], bound + kTiny, r[size_t(o + j)], false,
+                  "from lse: %s row %ld col %ld of %ld", sc.label, long(i), long(j), long(cols));
+        }
+      }
+
+      std::vector<float> dy = random_rows<float>(rows, cols, 1, 0, unsigned(cols + 99)), dx(total);
+      Guarded<bf16> dx16(total);
+      hcops::ops::softmax_backward(dy.data(), y.data(), dx.data(), rows, cols, false);
+      hcops::ops::softmax_backward(dy.data(), y.data(), dx16.data(), rows, cols);
+      c.require(dx16.guard_intact(), "bf16 backward: store past the last row");
+      c.require(std::memcmp(dx16.data(), rounded(dx).data(), total * sizeof(bf16)) == 0,
+                "bf16 backward is not the f32 one rounded");
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
 // cols == 0 or rows == 0: nothing is read or written.
 void test_empty(void **) {
   for (bool log : {false, true}) {
@@ -331,7 +407,7 @@ int main() {
       cmocka_unit_test(test_family),       cmocka_unit_test(test_forward_f32),     cmocka_unit_test(test_forward_bf16),
       cmocka_unit_test(test_backward_f32), cmocka_unit_test(test_backward_bf16),   cmocka_unit_test(test_special_rows),
       cmocka_unit_test(test_empty),        cmocka_unit_test(test_exp_nonpositive), cmocka_unit_test(test_long_rows),
-      cmocka_unit_test(test_forward_lse),
+      cmocka_unit_test(test_forward_lse),  cmocka_unit_test(test_attention_rows),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
