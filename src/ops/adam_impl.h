@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "common/dtype.h"
+#include "ops/vmath.h"
 
 namespace hcops::ops {
 
@@ -58,18 +59,7 @@ struct Io {
   static void store(bf16 *p, V v, Mask m) { VT::store_bf16(reinterpret_cast<uint16_t *>(p), v, m); }
 };
 
-// A value PyTorch stores (rounds to f32) before its next use: the kernels
-// build with -ffp-contract=fast, which would fuse p * decay into the
-// following add; the empty asm makes the product a value of its own.
-template <class V>
-inline V rounded(V v) {
-#if defined(__aarch64__)
-  asm("" : "+w"(v));  // a SIMD&FP register
-#else
-  asm("" : "+v"(v));  // an SSE/AVX register
-#endif
-  return v;
-}
+using vmath::rounded;  // p * decay, rounded as PyTorch stores it before the add
 
 // One vector of elements at i; Tail: the last n - i < lanes of them, masked.
 template <class VT, bool Tail, class T>

@@ -4,6 +4,7 @@
 #include "ops/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -83,12 +84,24 @@ T *sized(std::vector<T> &v, int64_t n) {
   return v.data();
 }
 
-// Scores of query rows [i0, i0 + qb) into s (qb x S), scaled, with the
-// causal mask applied.
+// How a slice's scores get their scale: by the softmax as it reads them
+// (ops/softmax.h; the same values, and the product's output needs no pass of
+// its own), which takes a positive finite scale; any other by the product.
+struct ScoreScale {
+  float product, softmax;
+  explicit ScoreScale(float scale) {
+    const bool fold = scale > 0 && std::isfinite(scale);
+    product = fold ? 1.0f : scale;
+    softmax = fold ? scale : 1.0f;
+  }
+};
+
+// Scores of query rows [i0, i0 + qb) into s (qb x S), times sc.product, with
+// the causal mask applied.
 template <typename T>
 void scores(const T *q, int64_t ldq, const T *k, int64_t ldk, int64_t i0, int64_t qb, int64_t S, int64_t E,
-            float scale, bool causal, float *s) {
-  rm_gemm<typename SliceTypes<T>::In>(false, true, qb, S, E, scale, q + i0 * ldq, ldq, k, ldk, 0.0f, s, S);
+            ScoreScale sc, bool causal, float *s) {
+  rm_gemm<typename SliceTypes<T>::In>(false, true, qb, S, E, sc.product, q + i0 * ldq, ldq, k, ldk, 0.0f, s, S);
   if (causal)
     for (int64_t r = 0; r < qb; ++r)
       std::fill(s + r * S + std::min(S, i0 + r + 1), s + (r + 1) * S, -std::numeric_limits<float>::infinity());
@@ -97,14 +110,16 @@ void scores(const T *q, int64_t ldq, const T *k, int64_t ldk, int64_t i0, int64_
 // The probabilities of a query block as the operand of O = P V: f32 for f32
 // slices; for bf16 slices rounded to bf16 by the softmax's own store (one
 // pass over the block fewer than rounding an f32 P).
-float *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, float *lse, int64_t ld_lse, float) {
+float *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, ScoreScale sc, float *lse,
+                     int64_t ld_lse, float) {
   float *p = sized(buf.p, qb * S);
-  softmax_forward(s, p, qb, S, lse, ld_lse);
+  softmax_forward(s, p, qb, S, lse, ld_lse, sc.softmax);
   return p;
 }
-bf16 *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, float *lse, int64_t ld_lse, bf16) {
+bf16 *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, ScoreScale sc, float *lse, int64_t ld_lse,
+                    bf16) {
   bf16 *p = sized(buf.p16, qb * S);
-  softmax_forward(s, p, qb, S, lse, ld_lse);
+  softmax_forward(s, p, qb, S, lse, ld_lse, sc.softmax);
   return p;
 }
 
@@ -114,10 +129,11 @@ void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float 
   Buffers &buf = buffers();
   const int64_t qb_max = query_block(S);
   float *s = sized(buf.s, qb_max * S);
+  const ScoreScale sc(scale);
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, scale, causal, s);
-    const T *pt = probabilities(buf, s, qb, S, a.lse + i0 * a.ld_lse, a.ld_lse, T());
+    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s);
+    const T *pt = probabilities(buf, s, qb, S, sc, a.lse + i0 * a.ld_lse, a.ld_lse, T());
     rm_gemm<Out>(false, false, qb, E, S, 1.0f, pt, S, a.v, a.ld_v, 0.0f, a.out + i0 * a.ld_out, a.ld_out);  // O = P V
   }
 }
@@ -153,12 +169,13 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
   float *s = sized(buf.s, qb_max * S), *p = sized(buf.p, qb_max * S), *dp = sized(buf.dp, qb_max * S);
   bf16 *p16 = kBf16 ? sized(buf.p16, qb_max * S) : nullptr;
   float *dk = sized(buf.dk, S * E), *dv = sized(buf.dv, S * E);  // accumulated over the query blocks
+  const ScoreScale sc(scale);
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
     const float beta = i0 == 0 ? 0.0f : 1.0f;
     const T *dout = a.dout + i0 * a.ld_dout, *q = a.q + i0 * a.ld_q;
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, scale, causal, s);
-    softmax_from_lse(s, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, qb, S);  // P, from the forward's logsumexp
+    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s);
+    softmax_from_lse(s, sc.softmax, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, qb, S);  // P, from the logsumexp
     const T *pt = nullptr;
     if constexpr (kBf16) pt = p16;
     else pt = p;

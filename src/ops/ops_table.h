@@ -42,14 +42,14 @@ struct OutputOps;    // ops/output_ops.h
   X(softmax_forward_bf16, rows::softmax_forward<F>, (const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log),   \
     (x, y, rows, cols, log))                                                                                          \
   X(softmax_forward_lse, rows::softmax_forward_lse<F>,                                                                \
-    (const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse),                               \
-    (x, y, rows, cols, lse, ld_lse))                                                                                  \
+    (const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale),                  \
+    (x, y, rows, cols, lse, ld_lse, scale))                                                                           \
   X(softmax_forward_lse_bf16, rows::softmax_forward_lse<F>,                                                           \
-    (const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse),                                \
-    (x, y, rows, cols, lse, ld_lse))                                                                                  \
+    (const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale),                   \
+    (x, y, rows, cols, lse, ld_lse, scale))                                                                           \
   X(softmax_from_lse, rows::softmax_from_lse<F>,                                                                      \
-    (const float *x, const float *lse, int64_t ld_lse, float *p, bf16 *p16, int64_t rows, int64_t cols),              \
-    (x, lse, ld_lse, p, p16, rows, cols))                                                                             \
+    (const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16, int64_t rows, int64_t cols), \
+    (x, scale, lse, ld_lse, p, p16, rows, cols))                                                                      \
   X(softmax_backward_bf16_out, rows::softmax_backward_bf16_out<F>,                                                    \
     (const float *dy, const float *y, bf16 *dx, int64_t rows, int64_t cols), (dy, y, dx, rows, cols))                 \
   X(softmax_backward_f32, rows::softmax_backward<F>,                                                                  \

@@ -12,15 +12,15 @@ void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool 
 void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log) {
   ops_table().softmax_forward_bf16(x, y, rows, cols, log);
 }
-void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
-  ops_table().softmax_forward_lse(x, y, rows, cols, lse, ld_lse);
+void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale) {
+  ops_table().softmax_forward_lse(x, y, rows, cols, lse, ld_lse, scale);
 }
-void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
-  ops_table().softmax_forward_lse_bf16(x, y, rows, cols, lse, ld_lse);
+void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale) {
+  ops_table().softmax_forward_lse_bf16(x, y, rows, cols, lse, ld_lse, scale);
 }
-void softmax_from_lse(const float *x, const float *lse, int64_t ld_lse, float *p, bf16 *p16, int64_t rows,
-                      int64_t cols) {
-  ops_table().softmax_from_lse(x, lse, ld_lse, p, p16, rows, cols);
+void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
+                      int64_t rows, int64_t cols) {
+  ops_table().softmax_from_lse(x, scale, lse, ld_lse, p, p16, rows, cols);
 }
 void softmax_backward(const float *dy, const float *y, bf16 *dx, int64_t rows, int64_t cols) {
   ops_table().softmax_backward_bf16_out(dy, y, dx, rows, cols);

@@ -14,17 +14,21 @@ namespace hcops::ops {
 void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool log);
 void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log);
 // Softmax rows and their logsumexp, max + log(sum exp(x - max)), into
-// lse[i * ld_lse] (NaN where the row's softmax is NaN), as attention needs.
-void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse);
-// The same from f32 scores into bf16 probabilities, rounded once in the
-// store: bf16 attention's P, the operand of O = P V.
-void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse);
-// The softmax of each row again from its logsumexp, one pass: p = exp(x -
-// lse[i * ld_lse]) (attention's backward); with p16 (else null), also
-// rounded to bf16 there. A row's values are its softmax to rounding when lse
-// is that row's (from the forward above, or PyTorch's own kernel).
-void softmax_from_lse(const float *x, const float *lse, int64_t ld_lse, float *p, bf16 *p16, int64_t rows,
-                      int64_t cols);
+// lse[i * ld_lse] (NaN where the row's softmax is NaN), as attention needs;
+// of fl(scale x) for a scale > 0 other than 1 (attention's scaled scores,
+// scaled as they are read: the same values as scaling x first). y f32, or
+// bf16 rounded once in the store (bf16 attention's P, the operand of O = P V).
+void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
+                     float scale = 1.0f);
+void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
+                     float scale = 1.0f);
+// The softmax of each row of fl(scale x) again from its logsumexp, one pass:
+// p = exp(fl(scale x) - lse[i * ld_lse]) (attention's backward); with p16
+// (else null), also rounded to bf16 there. A row's values are its softmax to
+// rounding when lse is that row's (from the forward above, or PyTorch's own
+// kernel).
+void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
+                      int64_t rows, int64_t cols);
 
 // From the forward's output y, as PyTorch's _softmax_backward_data and
 // _log_softmax_backward_data: softmax dx = y * (dy - sum(dy * y));

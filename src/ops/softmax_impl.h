@@ -26,17 +26,26 @@ constexpr int64_t kSoftmaxScratch = 8192;
 // y = exp(x - max) * (1 / sum exp(x - max)), as PyTorch: one reciprocal per
 // row; and max + log(sum) into *lse when asked. x and y of the same type, or
 // f32 scores into bf16 probabilities (attention's, rounded once in the store).
-template <class F, class Tx, class Ty>
-void softmax_row(const Tx *x, Ty *y, int64_t n, float *scratch, float *lse = nullptr) {
+// Scaled: the softmax of fl(scale x) for a scale > 0, each element scaled as
+// it is read (attention's scores, whose product then needs no pass of its
+// own to scale them); its maximum is fl(scale max(x)), the same value, as
+// rounding is monotonic.
+template <class F, bool Scaled = false, class Tx, class Ty>
+void softmax_row(const Tx *x, Ty *y, int64_t n, float *scratch, float *lse = nullptr, float scale = 1.0f) {
   using V = typename F::V;
-  const float row_max = max<F>(x, n);
-  const V vmax = F::set1(row_max);
+  const float row_max = Scaled ? scale * max<F>(x, n) : max<F>(x, n);
+  const V vmax = F::set1(row_max), vscale = F::set1(scale);
+  auto shifted = [&](int64_t j, auto part) {
+    V v = load<F>(x + j, part);
+    if constexpr (Scaled) v = vmath::rounded(F::mul(v, vscale));  // fl(scale x), not fused into the subtraction
+    return F::sub(v, vmax);
+  };
   // Where exp(x - max) is kept for the scaling pass: y itself when it is f32.
   float *e = nullptr;
   if constexpr (std::is_same_v<Ty, float>) e = y;
   else if (n <= kSoftmaxScratch) e = scratch;
   const float s = sum<F>(n, [&](int64_t j, auto part) {
-    const V v = vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax));
+    const V v = vmath::exp_nonpositive<F>(shifted(j, part));
     if (e) store<F>(e + j, v, part);
     return keep<F>(v, part, 0.0f);
   });
@@ -46,7 +55,7 @@ void softmax_row(const Tx *x, Ty *y, int64_t n, float *scratch, float *lse = nul
     each<F>(n, [&](int64_t j, auto part) { store<F>(y + j, F::mul(load<F>(e + j, part), inv), part); });
   } else {
     each<F>(n, [&](int64_t j, auto part) {
-      store<F>(y + j, F::mul(vmath::exp_nonpositive<F>(F::sub(load<F>(x + j, part), vmax)), inv), part);
+      store<F>(y + j, F::mul(vmath::exp_nonpositive<F>(shifted(j, part)), inv), part);
     });
   }
 }
@@ -97,33 +106,38 @@ void softmax_forward(const T *x, T *y, int64_t rows, int64_t cols, bool log) {
 }
 
 template <class F, class Ty>
-void softmax_forward_lse(const float *x, Ty *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse) {
+void softmax_forward_lse(const float *x, Ty *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale) {
   if (cols <= 0) return;
   alignas(64) float scratch[std::is_same_v<Ty, float> ? 1 : kSoftmaxScratch];
-  for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch, lse + i * ld_lse);
+  for (int64_t i = 0; i < rows; ++i) {
+    if (scale == 1.0f) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch, lse + i * ld_lse);
+    else softmax_row<F, true>(x + i * cols, y + i * cols, cols, scratch, lse + i * ld_lse, scale);
+  }
 }
 
-// The softmax again from the forward's logsumexp, in one pass: p = exp(x -
-// lse) (attention's backward, as PyTorch's CPU kernel recomputes it); with
-// p16, the same values rounded to bf16 as well (the products' operand).
+// The softmax again from the forward's logsumexp, in one pass: p = exp(fl(scale
+// x) - lse) (attention's backward, as PyTorch's CPU kernel recomputes it);
+// with p16, the same values rounded to bf16 as well (the products' operand).
 template <class F>
-void softmax_from_lse(const float *x, const float *lse, int64_t ld_lse, float *p, bf16 *p16, int64_t rows,
-                      int64_t cols) {
+void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
+                      int64_t rows, int64_t cols) {
+  const typename F::V vscale = F::set1(scale);
   for (int64_t i = 0; i < rows; ++i) {
     const float *xi = x + i * cols;
     float *pi = p + i * cols;
     const typename F::V l = F::set1(lse[i * ld_lse]);
+    auto prob = [&](int64_t j, auto part) {
+      return vmath::exp_nonpositive<F>(F::sub(vmath::rounded(F::mul(load<F>(xi + j, part), vscale)), l));
+    };
     if (p16) {
       bf16 *qi = p16 + i * cols;
       each<F>(cols, [&](int64_t j, auto part) {
-        const auto v = vmath::exp_nonpositive<F>(F::sub(load<F>(xi + j, part), l));
+        const auto v = prob(j, part);
         store<F>(pi + j, v, part);
         store<F>(qi + j, v, part);
       });
     } else {
-      each<F>(cols, [&](int64_t j, auto part) {
-        store<F>(pi + j, vmath::exp_nonpositive<F>(F::sub(load<F>(xi + j, part), l)), part);
-      });
+      each<F>(cols, [&](int64_t j, auto part) { store<F>(pi + j, prob(j, part), part); });
     }
   }
 }

@@ -27,6 +27,22 @@ namespace hcops::ops::vmath {
 template <class F>
 using V = typename F::V;
 
+// v as a value of its own, rounded: the families build with
+// -ffp-contract=fast, which would fuse a product into the add or subtract
+// that takes it (one rounding fewer than the code says); the empty asm
+// keeps the product. Where results must equal another computation's bits
+// (PyTorch's stored product in AdamW; attention's scores scaled as read,
+// equal to scaling them first).
+template <class V>
+HCOPS_VINLINE V rounded(V v) {
+#if defined(__aarch64__)
+  asm("" : "+w"(v));  // a SIMD&FP register
+#else
+  asm("" : "+v"(v));  // an SSE/AVX register
+#endif
+  return v;
+}
+
 // Horner evaluation of c[0] + c[1] x + ... + c[N-1] x^(N-1).
 template <class F, int N>
 HCOPS_VINLINE V<F> poly(V<F> x, const float (&c)[N]) {

@@ -260,7 +260,9 @@ void test_forward_lse(void **) {
 //   (the first term is the logsumexp's own f32 error, absolute in the
 //   exponent), NaN on the rows whose softmax is NaN, and its bf16 copy bit
 //   for bit p rounded;
-// - the backward into bf16: bit for bit the f32 backward rounded.
+// - the backward into bf16: bit for bit the f32 backward rounded;
+// - with a scale (0.125, 0.3, 7.1) applied as the scores are read: bit for
+//   bit the same as on the scores scaled first.
 void test_attention_rows(void **) {
   Checker c("attention's softmax rows");
   const double u = 0x1p-24;
@@ -288,13 +290,13 @@ void test_attention_rows(void **) {
 
       Guarded<float> p(total);
       Guarded<bf16> p16(total);
-      hcops::ops::softmax_from_lse(x.data(), lse.data(), ld_lse, p.data(), p16.data(), rows, cols);
+      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p.data(), p16.data(), rows, cols);
       c.require(p.guard_intact() && p16.guard_intact(), "softmax from lse: store past the last row");
       c.require(std::memcmp(p16.data(), rounded(std::vector<float>(p.data(), p.data() + total)).data(),
                             total * sizeof(bf16)) == 0,
                 "softmax from lse: the bf16 copy is not p rounded");
       Guarded<float> p_only(total);
-      hcops::ops::softmax_from_lse(x.data(), lse.data(), ld_lse, p_only.data(), nullptr, rows, cols);
+      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p_only.data(), nullptr, rows, cols);
       c.require(std::memcmp(p_only.data(), p.data(), total * sizeof(float)) == 0, "softmax from lse: p differs without p16");
       std::vector<double> xd = widen(x.data(), total), r(total);
       for (int64_t i = 0; i < rows; ++i) {
@@ -322,6 +324,28 @@ void test_attention_rows(void **) {
       c.require(dx16.guard_intact(), "bf16 backward: store past the last row");
       c.require(std::memcmp(dx16.data(), rounded(dx).data(), total * sizeof(bf16)) == 0,
                 "bf16 backward is not the f32 one rounded");
+
+      // Scaled as read: the same bits as scaling the scores first, f32 and
+      // bf16 probabilities, logsumexp, and the softmax from it.
+      for (float scale : {0.125f, 0.3f, 7.1f}) {
+        std::vector<float> xs(total), ys(total), want(total), ls(lse.size(), 12345.0f), lw = ls;
+        for (size_t i = 0; i < total; ++i) xs[i] = scale * x[i];
+        hcops::ops::softmax_forward(x.data(), ys.data(), rows, cols, ls.data(), ld_lse, scale);
+        hcops::ops::softmax_forward(xs.data(), want.data(), rows, cols, lw.data(), ld_lse);
+        c.require(std::memcmp(ys.data(), want.data(), total * sizeof(float)) == 0, "scaled softmax differs");
+        c.require(std::memcmp(ls.data(), lw.data(), ls.size() * sizeof(float)) == 0, "scaled lse differs");
+        std::vector<bf16> ys16(total);
+        hcops::ops::softmax_forward(x.data(), ys16.data(), rows, cols, ls.data(), ld_lse, scale);
+        c.require(std::memcmp(ys16.data(), rounded(want).data(), total * sizeof(bf16)) == 0,
+                  "scaled bf16 softmax differs");
+        std::vector<float> ps(total), pw(total);
+        std::vector<bf16> ps16(total), pw16(total);
+        hcops::ops::softmax_from_lse(x.data(), scale, lw.data(), ld_lse, ps.data(), ps16.data(), rows, cols);
+        hcops::ops::softmax_from_lse(xs.data(), 1.0f, lw.data(), ld_lse, pw.data(), pw16.data(), rows, cols);
+        c.require(std::memcmp(ps.data(), pw.data(), total * sizeof(float)) == 0 &&
+                      std::memcmp(ps16.data(), pw16.data(), total * sizeof(bf16)) == 0,
+                  "scaled softmax from lse differs");
+      }
     }
   }
   assert_int_equal(c.failures(), 0);
