@@ -372,14 +372,22 @@ def child_ops(threads, full):
     run_case(torch, ht, c, "layer_norm f64 falls back", autograd_fn(torch, lambda x: F.layer_norm(x, (40,))),
              [x, randn((6, 40), torch.float64)], ["native_layer_norm", "native_layer_norm_backward"], False)
     # A transposed input (and gradient) is copied contiguous, as PyTorch's own
-    # kernel does, and taken.
+    # kernel does, and taken: 2-D, and batches of matrices with their last two
+    # dimensions swapped (DiT's residual stream: copied by tiles, odd sizes
+    # across the 32-element tiles), and a permutation that is neither
+    # (contiguous()'s copy).
     for dt in (torch.float32, torch.bfloat16):
-        x = randn((40, 6), dt).t().requires_grad_()
-        w = randn((40, 6), dt).t()
-        run_case(torch, ht, c, f"layer_norm non-contiguous {dt} copied and taken",
-                 autograd_fn(torch, lambda x: F.layer_norm(x, (40,))), [x, w],
-                 ["native_layer_norm", "native_layer_norm_backward"], True, values=dt == torch.float32,
-                 ulps=(None, row_ulps(40)))
+        for label, make in [("(40, 6).t()", lambda: randn((40, 6), dt).t()),
+                            ("(3, 45, 37).transpose(1, 2)", lambda: randn((3, 45, 37), dt).transpose(1, 2)),
+                            ("(2, 3, 64, 33).transpose(2, 3)", lambda: randn((2, 3, 64, 33), dt).transpose(2, 3)),
+                            ("(33, 5, 40).permute(1, 0, 2)", lambda: randn((33, 5, 40), dt).permute(1, 0, 2))]:
+            x = make().requires_grad_()
+            w = make()
+            n = x.shape[-1]
+            run_case(torch, ht, c, f"layer_norm non-contiguous {label} {dt} copied and taken",
+                     autograd_fn(torch, lambda x, n=n: F.layer_norm(x, (n,))), [x, w],
+                     ["native_layer_norm", "native_layer_norm_backward"], True, values=dt == torch.float32,
+                     ulps=(None, row_ulps(n)))
     x = randn((6, 40), torch.float32)
     run_case(torch, ht, c, "gelu broadcast backward falls back",
              lambda x: torch.ops.aten.gelu_backward(torch.ones(40), x, approximate="tanh"), [x], ["gelu_backward"], False)
