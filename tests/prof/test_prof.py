@@ -8,9 +8,11 @@ and --project --quick (a time for HCOps and each installed peer).
 Hand-written: known flops, shares, aggregation by shape, %peak with given
 peaks, Open MPI tagged lines, program output in between. Bad logs: each gives
 "hcops-prof: FILE:LINE: what" and status 2 (a truncated last line only
-warns), and never a traceback.
+warns), and never a traceback. Traces: a torch.profiler Chrome trace,
+hand-written (self times, flops, bytes and limits by hand) and real.
 """
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -256,10 +258,102 @@ def bad_logs():
     check(p.returncode == 2 and "cannot write" in p.stderr, f"unwritable CSV: {p.stderr.strip()!r}")
 
 
+def trace_tests():
+    """hcops-prof on torch.profiler Chrome traces: a hand-written one with
+    known costs, bad ones, and a real one from the PyTorch this test runs."""
+    def ev(name, ts, dur, dims, types, tid=1):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "tid": tid, "pid": 1,
+                "args": {"Input Dims": dims, "Input type": types}}
+    f32, b16 = "float", "c10::BFloat16"
+    events = [
+        ev("aten::linear", 0, 100, [[64, 32], [16, 32], [16]], [f32, f32, f32]),
+        ev("aten::t", 1, 1, [[16, 32]], [f32]),
+        ev("aten::addmm", 5, 90, [[16], [64, 32], [32, 16], [], []], [f32, f32, f32, "Scalar", "Scalar"]),
+        ev("aten::copy_", 200, 10, [[64, 16], [64, 16], []], [b16, f32, "Scalar"]),
+        ev("aten::native_layer_norm", 300, 50, [[8, 64], [], [64], [64], []], [f32, "ScalarList", f32, f32, "Scalar"]),
+        ev("aten::empty_like", 301, 2, [[8, 64], [], [], [], [], []], [f32, "", "", "", "", ""]),
+        ev("aten::fill_", 400, 4, [[100], []], [f32, "Scalar"]),
+        ev("aten::sum", 500, 5, [[10, 10], [], [], []], [f32, "", "", ""]),
+        ev("aten::_scaled_dot_product_flash_attention_for_cpu", 600, 50,
+           [[2, 3, 16, 8], [2, 3, 20, 8], [2, 3, 20, 8], [], [], [], []], [b16, b16, b16, "Scalar", "Scalar", "", ""]),
+        ev("aten::mul", 10, 5, [[4, 4], [4, 4]], [f32, f32], tid=2),  # another thread: not the linear's child
+    ]
+    path = os.path.join(TMP, "trace.json")
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "traceEvents": events + [{"ph": "M", "name": "process_name"}]}, f)
+    csv_path = os.path.join(TMP, "trace.csv")
+    p = prof(path, "--peak-gflops", "100", "--bandwidth", "10", "--csv", csv_path, "--top", "0")
+    check(p.returncode == 0 and "roofline limit" in p.stdout and "FLOP limit" in p.stdout,
+          f"trace: status {p.returncode}, summary lines ({p.stderr.strip()[:200]})")
+    rows = {(r["operator"], r["dtype"]): r for r in read_csv(csv_path)} if os.path.exists(csv_path) else {}
+    want = {  # (operator, dtype): (self ms, GFLOP, GB)
+        ("aten::linear", "f32"): (0.009, 0, 0),
+        ("aten::addmm", "f32"): (0.090, 2 * 64 * 32 * 16 / 1e9, ((16 + 64 * 32 + 32 * 16) * 4 + 64 * 16 * 4) / 1e9),
+        ("aten::copy_", "bf16"): (0.010, 64 * 16 / 1e9, (64 * 16 * 2 + 64 * 16 * 4 + 64 * 16 * 2) / 1e9),
+        ("aten::native_layer_norm", "f32"): (0.048, 8 * 64 / 1e9, ((8 * 64 + 64 + 64) * 4 + 8 * 64 * 4) / 1e9),
+        ("aten::fill_", "f32"): (0.004, 100 / 1e9, 400 / 1e9),
+        ("aten::sum", "f32"): (0.005, 100 / 1e9, 400 / 1e9),
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", "bf16"):
+            (0.050, 4 * 2 * 3 * 16 * 20 * 8 / 1e9, (2 * 3 * 16 * 8 + 2 * 2 * 3 * 20 * 8) * 2 * 2 / 1e9),
+        ("aten::mul", "f32"): (0.005, 16 / 1e9, 3 * 16 * 4 / 1e9),
+    }
+    for key, (ms, gflop, gb) in want.items():
+        r = rows.get(key)
+        ok = r is not None and abs(float(r["self_ms"]) - ms) < 1e-3 and abs(float(r["gflop"]) - gflop) < 1e-7 \
+            and abs(float(r["gb"]) - gb) < 1e-8
+        if ok:
+            limit = max(gflop / 100, gb / 10) * 1e3
+            ok = abs(float(r["limit_ms"]) - limit) < 1e-4
+        check(ok, f"trace: {key[0]} {key[1]}: self ms, GFLOP, GB and limit as computed by hand ({r})")
+    check(("aten::t", "f32") in rows and float(rows[("aten::t", "f32")]["gb"]) == 0, "trace: a view has no cost")
+    p = prof(path, "--peak-gflops", "100", "--bandwidth", "10", "--steps", "2", "--csv", csv_path)
+    rows2 = {(r["operator"], r["dtype"]): r for r in read_csv(csv_path)}
+    check(float(rows2[("aten::addmm", "f32")]["calls"]) == 0.5 and "2 steps" in p.stdout,
+          "trace --steps 2: per-step figures")
+    for name, text, what in [("bad-json", '{"traceEvents": [{"ph": "X",', "not a JSON trace"),
+                             ("no-ops", '{"traceEvents": [{"ph": "M", "name": "x"}]}', "no CPU operator events")]:
+        bad = os.path.join(TMP, name + ".json")
+        with open(bad, "w") as f:
+            f.write(text)
+        p = prof(bad, "--no-peak")
+        check(p.returncode == 2 and what in p.stderr and p.stderr.startswith("hcops-prof:"),
+              f"trace {name}: status {p.returncode}, message {p.stderr.strip()!r}")
+    # A real trace: a Linear, GeLU and a cast, forward and backward, from the
+    # PyTorch 2.x of the build (Debian's 1.13 writes a legacy trace without
+    # input shapes: hcops-prof says so).
+    real = os.path.join(TMP, "real.json")
+    script = ("import torch\nfrom torch.profiler import profile\n"
+              "x = torch.randn(256, 128, requires_grad=True); lin = torch.nn.Linear(128, 64)\n"
+              "with profile(record_shapes=True) as p:\n"
+              "    torch.nn.functional.gelu(lin(x)).to(torch.bfloat16).float().sum().backward()\n"
+              f"p.export_chrome_trace({real!r})\n")
+    r = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, timeout=300)
+    if r.returncode == 0:
+        p = prof(real, "--no-peak")
+        check(p.returncode == 2 and "no input shapes" in p.stderr, f"{PYTHON}'s torch's trace without shapes: "
+              f"status {p.returncode}, {p.stderr.strip()[:200]!r}")
+    torch2 = os.environ.get("HCOPS_TORCH2_PYTHON")
+    if not torch2:
+        print("skip: a real trace with shapes: no PyTorch 2.x in this build (HCOPS_TORCH2_PYTHON)")
+        return
+    r = subprocess.run([torch2, "-c", script], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        check(False, f"a real trace from {torch2}: {r.stderr.strip()[-300:]}")
+        return
+    p = prof(real, "--peak-gflops", "100", "--bandwidth", "10", "--csv", csv_path, "--top", "0")
+    rows = {(r["operator"], r["dtype"]): r for r in read_csv(csv_path)} if p.returncode == 0 else {}
+    mm = [r for (name, _), r in rows.items() if name in ("aten::addmm", "aten::mm")]
+    check(p.returncode == 0 and any(abs(float(r["gflop"]) - 2 * 256 * 128 * 64 / 1e9) < 1e-9 for r in mm),
+          f"real trace: the Linear's product with 2 m n k flops ({[(r['operator'], r['gflop']) for r in mm]})")
+    check(any(name == "aten::gelu" and float(r["gb"]) > 0 for (name, _), r in rows.items()),
+          "real trace: GeLU with its bytes")
+
+
 with tempfile.TemporaryDirectory(prefix="hcops-prof-test.") as TMP:
     hand_logs()
     step_logs()
     bad_logs()
+    trace_tests()
     real_logs()
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

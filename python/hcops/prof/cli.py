@@ -4,7 +4,7 @@ import csv
 import os
 import sys
 
-from . import cost, logparse, machine, project, report, steps
+from . import cost, logparse, machine, project, report, steps, torchtrace
 
 PROG = "hcops-prof"
 USAGE_ERROR = 2
@@ -23,7 +23,10 @@ def _args(argv):
         prog=PROG, description="Where the time of a run goes, from its HCOPS_VERBOSE or ONEDNN_VERBOSE log, "
         "and (--project) what the calls would take on HCOps and its peers.")
     ap.add_argument("log", help="the log file (stderr of a run with HCOPS_VERBOSE=1 and/or ONEDNN_VERBOSE=1), or - "
-                    "for standard input")
+                    "for standard input; or a torch.profiler Chrome trace (JSON, recorded with record_shapes=True): "
+                    "then every operator of the step, HCOps' and PyTorch's, with its flops, bytes and roofline limit")
+    ap.add_argument("--steps", type=int, default=1, metavar="N", help="a trace: the number of training steps it "
+                    "holds (figures are given per step; default 1)")
     ap.add_argument("--csv", metavar="FILE", help="write the profile by shape as CSV")
     ap.add_argument("--png", metavar="FILE", help="draw the breakdown as a PNG chart")
     ap.add_argument("--title", help="the chart's title (default: the log's name)")
@@ -198,6 +201,41 @@ def _project(args, prof, finder, libhcops, progress, out):
             raise Failure(f"{args.project_csv}: cannot write: {e.strerror}") from None
 
 
+def _trace(args, finder):
+    """hcops-prof on a torch.profiler trace (torchtrace.py)."""
+    if args.steps < 1:
+        _say("--steps must be at least 1")
+        return USAGE_ERROR
+    try:
+        events = torchtrace.load(args.log)
+        mach = None if args.no_peak else machine.Machine(finder, args.peak_gflops, args.bandwidth)
+        threads = args.threads or _threads(args, logparse.Log())
+        peaks = {}
+
+        def peak_of(precision):
+            if precision not in peaks:
+                peaks[precision] = mach.peak(precision, threads) if mach else None
+            return peaks[precision]
+
+        bw = mach.bandwidth(threads) if mach else None
+        rows = torchtrace.profile(events, peak_of, bw)
+        text = (f"{mach.model}, {threads} threads: f32 peak {peak_of('f32') or '-'} GFLOPS, bf16 "
+                f"{peak_of('bf16') or '-'}, bandwidth {bw or '-'} GB/s" if mach else "no peak measured")
+        torchtrace.print_report(rows, sys.stdout, args.top, args.steps, peak_of, bw, text, args.step_seconds)
+        if args.csv:
+            torchtrace.write_csv(rows, args.csv, args.steps)
+    except torchtrace.TraceError as e:
+        _say(str(e))
+        return USAGE_ERROR
+    except machine.MachineError as e:
+        _say(str(e))
+        return 1
+    except OSError as e:
+        _say(f"{args.csv}: cannot write: {e.strerror}")
+        return USAGE_ERROR
+    return 0
+
+
 def main(argv=None, find_program=None, libhcops=None):
     """Exit status: 0, 1 (a replay failed or computed wrongly), 2 (bad input or usage)."""
     args = _args(argv)
@@ -209,6 +247,8 @@ def main(argv=None, find_program=None, libhcops=None):
                   else "\n", file=sys.stderr, flush=True)
 
     finder = find_program or (lambda name: None)
+    if args.log != "-" and torchtrace.is_trace(args.log):
+        return _trace(args, finder)
     try:
         log = _read(args.log, (lambda n: progress(f"{n} lines read")) if show else None)
         if show and sys.stderr.isatty():
