@@ -126,7 +126,11 @@ Triple backward(const at::Tensor &grad_out, const at::Tensor &query, const at::T
   if (!why && (grad_out.scalar_type() != query.scalar_type() || !grad_out.sizes().equals(query.sizes()) ||
                grad_out.layout() != at::kStrided))
     why = "grad_out";
-  if (!why && (logsumexp.scalar_type() != at::kFloat || logsumexp.dim() != 3)) why = "logsumexp";
+  // The backward reads each query row's logsumexp (P = exp(S - logsumexp)):
+  // (B, H, L) f32, as the forward returns it, or PyTorch's kernel decides.
+  if (!why && (logsumexp.scalar_type() != at::kFloat || logsumexp.dim() != 3 || logsumexp.size(0) != query.size(0) ||
+               logsumexp.size(1) != query.size(1) || logsumexp.size(2) != query.size(2)))
+    why = "logsumexp";
   if (why) {
     fall_back(Op::sdpa_backward, query, why);
     return at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out, logsumexp,

@@ -85,8 +85,9 @@ T *sized(std::vector<T> &v, int64_t n) {
 }
 
 // How a slice's scores get their scale: by the softmax as it reads them
-// (ops/softmax.h; the same values, and the product's output needs no pass of
-// its own), which takes a positive finite scale; any other by the product.
+// (ops/softmax.h: the same values as scaling the product's output, which
+// then needs no pass of its own), which takes a positive finite scale; any
+// other by the product (tests/torch2/test_sdpa.py has a negative one).
 struct ScoreScale {
   float product, softmax;
   explicit ScoreScale(float scale) {

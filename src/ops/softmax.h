@@ -15,8 +15,9 @@ void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, bool 
 void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log);
 // Softmax rows and their logsumexp, max + log(sum exp(x - max)), into
 // lse[i * ld_lse] (NaN where the row's softmax is NaN), as attention needs;
-// of fl(scale x) for a scale > 0 other than 1 (attention's scaled scores,
-// scaled as they are read: the same values as scaling x first). y f32, or
+// of fl(scale x) for a positive finite scale (attention's scaled scores,
+// scaled as they are read: the same values as scaling x first; a negative
+// or infinite scale is the caller's to apply first). y f32, or
 // bf16 rounded once in the store (bf16 attention's P, the operand of O = P V).
 void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
                      float scale = 1.0f);

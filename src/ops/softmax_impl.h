@@ -33,7 +33,7 @@ constexpr int64_t kSoftmaxScratch = 8192;
 template <class F, bool Scaled = false, class Tx, class Ty>
 void softmax_row(const Tx *x, Ty *y, int64_t n, float *scratch, float *lse = nullptr, float scale = 1.0f) {
   using V = typename F::V;
-  const float row_max = Scaled ? scale * max<F>(x, n) : max<F>(x, n);
+  const float row_max = Scaled ? vmath::rounded(scale * max<F>(x, n)) : max<F>(x, n);  // (not fused into lse's add)
   const V vmax = F::set1(row_max), vscale = F::set1(scale);
   auto shifted = [&](int64_t j, auto part) {
     V v = load<F>(x + j, part);

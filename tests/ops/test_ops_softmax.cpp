@@ -252,7 +252,8 @@ void test_forward_lse(void **) {
 }
 
 // Attention's softmax rows (ops/attention.cpp), on the rows of
-// test_forward_lse:
+// test_forward_lse and one masked as causal attention masks (finite, then
+// -Inf):
 // - f32 scores into bf16 probabilities: bit for bit the f32 softmax rounded
 //   to bf16, and the same logsumexp bits;
 // - the softmax again from the logsumexp, p = exp(x - lse): within
@@ -278,6 +279,7 @@ void test_attention_rows(void **) {
       x[size_t(cols / 2)] = NAN;
       x[size_t(2 * cols - 1)] = INFINITY;
       for (int64_t j = 0; j < cols; ++j) x[size_t(2 * cols + j)] = -INFINITY;
+      for (int64_t j = cols / 2 + 1; j < cols; ++j) x[size_t(3 * cols + j)] = -INFINITY;  // a causal row
       const size_t total = size_t(rows * cols);  // (random_rows pads past the rows)
       std::vector<float> y(total), lse(size_t(rows * ld_lse), 12345.0f), lse16 = lse;
       Guarded<bf16> y16(total);
@@ -310,7 +312,8 @@ void test_attention_rows(void **) {
         ref_forward(xd.data() + o, r.data() + o, cols, false);
         const double l = lse[size_t(i * ld_lse)];
         for (int64_t j = 0; j < cols; ++j) {
-          const double t = std::fabs(xd[size_t(o + j)] - l);
+          // A masked (-Inf) score's probability is exactly 0 (bound kTiny).
+          const double t = std::isinf(xd[size_t(o + j)]) ? 0 : std::fabs(xd[size_t(o + j)] - l);
           const double bound = ((reduction_k(cols) + 8) * u * (1 + std::fabs(l)) + (t + 4) * u) * r[size_t(o + j)];
           c.value(p.data()[o + j], r[size_t(o + j)], bound + kTiny, r[size_t(o + j)], false,
                   "from lse: %s row %ld col %ld of %ld", sc.label, long(i), long(j), long(cols));
@@ -335,9 +338,11 @@ void test_attention_rows(void **) {
         c.require(std::memcmp(ys.data(), want.data(), total * sizeof(float)) == 0, "scaled softmax differs");
         c.require(std::memcmp(ls.data(), lw.data(), ls.size() * sizeof(float)) == 0, "scaled lse differs");
         std::vector<bf16> ys16(total);
-        hcops::ops::softmax_forward(x.data(), ys16.data(), rows, cols, ls.data(), ld_lse, scale);
+        std::vector<float> ls16(lse.size(), 12345.0f);
+        hcops::ops::softmax_forward(x.data(), ys16.data(), rows, cols, ls16.data(), ld_lse, scale);
         c.require(std::memcmp(ys16.data(), rounded(want).data(), total * sizeof(bf16)) == 0,
                   "scaled bf16 softmax differs");
+        c.require(std::memcmp(ls16.data(), lw.data(), ls16.size() * sizeof(float)) == 0, "scaled bf16 lse differs");
         std::vector<float> ps(total), pw(total);
         std::vector<bf16> ps16(total), pw16(total);
         hcops::ops::softmax_from_lse(x.data(), scale, lw.data(), ld_lse, ps.data(), ps16.data(), rows, cols);

@@ -68,7 +68,8 @@ def child():
 
     cases = [(2, 3, 5, 7, 8, {}, "contiguous"), (8, 6, 256, 256, 64, {}, "qkv_view"),
              (1, 2, 130, 70, 16, {}, "contiguous"), (2, 2, 33, 33, 32, {"is_causal": True}, "contiguous"),
-             (2, 2, 40, 50, 8, {"scale": 0.3}, "e_strided"), (1, 1, 600, 600, 16, {"is_causal": True}, "contiguous")]
+             (2, 2, 40, 50, 8, {"scale": 0.3}, "e_strided"), (1, 1, 600, 600, 16, {"is_causal": True}, "contiguous"),
+             (2, 2, 24, 20, 16, {"scale": -0.25}, "contiguous"), (1, 2, 17, 17, 8, {"scale": 0.0}, "contiguous")]
     for dt, tol in ((torch.float32, 2e-6), (torch.bfloat16, 2.0 ** -6)):
         for B, H, L, S, E, kw, layout in cases:
             q, k, v = operands(B, H, L, S, E, dt, layout)
@@ -103,6 +104,30 @@ def child():
         row[0, 1, 4] = True
         check(bool(torch.isnan(got[0][row]).all()) and not torch.isnan(got[0][~row]).any()
               and rel(got[0][~row], ref[0][~row]) <= tol, f"{str(dt)[6:]}: a NaN query gives a NaN row, the rest as stock")
+    # HCOps' backward on PyTorch's forward (its logsumexp), and a logsumexp of
+    # the wrong shape: PyTorch's backward, counted.
+    for dt, tol in ((torch.float32, 2e-6), (torch.bfloat16, 2.0 ** -6)):
+        q, k, v = operands(2, 3, 40, 40, 16, dt, "qkv_view")
+        g = torch.randn(2, 3, 40, 16).to(dt)
+        ref = run(q, k, v, g, False)
+        for t in (q, k, v):
+            t.grad = None
+        with ht.enabled(False):
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+        before = ht.call_counts(OP + "_backward")[0]
+        with ht.enabled(True):
+            o.backward(g)
+        got = (q.grad, k.grad, v.grad)
+        check(ht.call_counts(OP + "_backward")[0] == before + 1 and all(rel(a, b) <= tol for a, b in zip(got, ref[2:])),
+              f"{str(dt)[6:]}: HCOps' backward on PyTorch's forward and logsumexp",
+              str([rel(a, b) for a, b in zip(got, ref[2:])]))
+        with torch.no_grad():
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+            wide = torch.zeros(2, 3, 43, dtype=torch.float32)  # bigger than (B, H, L): stock reads within it
+            before = ht.call_counts(OP + "_backward")[1]
+            torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(g, q, k, v, o, wide, 0.0, False)
+            check(ht.call_counts(OP + "_backward")[1] == before + 1,
+                  f"{str(dt)[6:]}: a logsumexp of the wrong shape: PyTorch's backward, counted")
     # F.scaled_dot_product_attention reaches it (forward and backward).
     q, k, v = operands(2, 3, 16, 16, 8, torch.float32, "contiguous")
     before = ht.call_counts(OP)[0], ht.call_counts(OP + "_backward")[0]
