@@ -209,7 +209,7 @@ def _trace(args, finder):
     try:
         events = torchtrace.load(args.log)
         mach = None if args.no_peak else machine.Machine(finder, args.peak_gflops, args.bandwidth)
-        threads = args.threads or _threads(args, logparse.Log())
+        threads = _threads(args, logparse.Log())  # --threads, else OMP_NUM_THREADS, else the CPUs
         peaks = {}
 
         def peak_of(precision):

@@ -35,6 +35,8 @@ _foreach_ ops) have no sizes in the trace, hence no cost.
 import json
 import math
 
+from . import cost as logcost
+
 GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 ATTENTION = {"aten::_scaled_dot_product_flash_attention_for_cpu": 4,
              "aten::_scaled_dot_product_flash_attention_for_cpu_backward": 10}
@@ -168,8 +170,7 @@ def _broadcast(shapes):
 
 
 def cost(ev):
-    tensors = [(list(d), DTYPE_BYTES.get(t, 4)) for d, t in zip(ev.dims, ev.types)
-               if isinstance(d, list) and t in DTYPE_BYTES and (d or t != "Scalar")]
+    tensors = [(list(d), DTYPE_BYTES[t]) for d, t in zip(ev.dims, ev.types) if isinstance(d, list) and t in DTYPE_BYTES]
     if ev.types and "c10::BFloat16" in ev.types[:3]:
         ev.precision = "bf16"
     if ev.name in GEMM:
@@ -177,7 +178,7 @@ def cost(ev):
         if len(mats) >= 2:
             a, b = mats[-2], mats[-1]
             batch = _numel(a[:-2])
-            ev.flops = 2.0 * batch * a[-2] * a[-1] * b[-1]
+            ev.flops = float(batch * logcost.gemm_flops(a[-2], b[-1], a[-1]))
             out = batch * a[-2] * b[-1] * max(s for _, s in tensors)
             ev.bytes = sum(_numel(d) * s for d, s in tensors) + out
         return
