@@ -30,7 +30,11 @@
 // Backward, from the saved mean and rstd, with xhat = (x - mean) * rstd and
 // g = gamma (1 when null): dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)),
 // PyTorch's formula written on xhat rather than on x, so a large offset does
-// not cancel. The parameter gradients add each row's dy * xhat and dy into
+// not cancel. g*dy is rounded as a value of its own in both passes (no FMA
+// contraction into the subtraction): a row of one element (xhat = 0,
+// mean(g*dy) = g*dy) then gets dx = 0 exactly, as in f64, where a fused
+// g*dy - mean(g*dy) left the product's rounding error times rstd (1e-6 for
+// rstd = 1/sqrt(eps); PyTorch's own kernel leaves such an error too). The parameter gradients add each row's dy * xhat and dy into
 // the f32 accumulators in row order, so splitting the rows over several calls
 // gives the same bits as one call.
 #pragma once
@@ -42,6 +46,7 @@
 #include "common/dtype.h"
 #include "ops/layer_norm.h"
 #include "ops/row_loops.h"
+#include "ops/vmath.h"
 
 namespace hcops::ops::rows {
 
@@ -121,7 +126,7 @@ void layer_norm_backward_row(const T *dy, const T *x, float mean, float rstd, co
   auto terms = [&](int64_t j, auto part, V &gdy, V &xh) {
     const V d = load<F>(dy + j, part);
     xh = F::mul(F::sub(load<F>(x + j, part), vm), vr);
-    if constexpr (kGamma) gdy = F::mul(load<F>(gamma + j, part), d);
+    if constexpr (kGamma) gdy = vmath::rounded(F::mul(load<F>(gamma + j, part), d));
     else gdy = d;
     if (dgamma) store<F>(dgamma + j, F::fmadd(d, xh, load<F>(dgamma + j, part)), part);
     if (dbeta) store<F>(dbeta + j, F::add(load<F>(dbeta + j, part), d), part);
@@ -147,7 +152,7 @@ void layer_norm_backward_row(const T *dy, const T *x, float mean, float rstd, co
     const V d = load<F>(dy + j, part);
     const V xh = F::mul(F::sub(load<F>(x + j, part), vm), vr);
     V gdy = d;
-    if constexpr (kGamma) gdy = F::mul(load<F>(gamma + j, part), d);
+    if constexpr (kGamma) gdy = vmath::rounded(F::mul(load<F>(gamma + j, part), d));
     store<F>(dx + j, F::mul(vr, F::fnmadd(xh, vb, F::sub(gdy, va))), part);
   });
 }

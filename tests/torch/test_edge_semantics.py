@@ -11,6 +11,14 @@ review found different (issue 30), each of which must now be stock's.
 - LayerNorm over a row of 9.4 M elements (test_nn's test_LayerNorm_numeric):
   rstd within 1e-6 of the f64 value, output within test_nn's atol 1e-5.
 
+And two where stock is not right and HCOps gives the exact (f64) answer
+(issue 49; the user guide lists them):
+- LayerNorm over rows of one element: x - mean = 0, so the output is the
+  bias (0 without one) and the input's gradient 0, exactly; stock's f32
+  gradient and bf16 output carry rounding noise (1e-6 after rstd = 316);
+- attention with a single key: softmax is 1, dS = 0, so the query and key
+  gradients are 0, exactly; stock's f32 ones carry 1e-6 of noise.
+
 Runs itself once per family in a child (HCOPS_ISA); prints
 "N passed, M failed"."""
 import os
@@ -100,6 +108,41 @@ def child():
           "(test_LayerNorm_numeric's atol 1e-5)" % (err, yerr))
     taken = ht.call_counts("native_layer_norm")[0]
     check(taken >= 5, "HCOps computed the LayerNorm calls (%d)" % taken)
+
+    # Rows of one element, contiguous and as a transposed view: y = bias and
+    # dx = 0 exactly (f64's answer), with and without the parameters.
+    for dtype in (torch.float32, torch.bfloat16):
+        for affine in (True, False):
+            for view in ("contiguous", "transposed"):
+                x0 = torch.randn(6, 1)
+                x = (x0 if view == "contiguous" else x0.t().contiguous().t()).to(dtype).requires_grad_()
+                w = torch.randn(1).to(dtype).requires_grad_() if affine else None
+                b = torch.randn(1).to(dtype).requires_grad_() if affine else None
+                before = ht.call_counts("native_layer_norm_backward")[0]
+                y = F.layer_norm(x, (1,), w, b, 1e-5)
+                y.backward(torch.randn(6, 1).to(dtype))
+                want_y = b.detach().expand(6, 1) if affine else torch.zeros(6, 1, dtype=dtype)
+                ran = ht.call_counts("native_layer_norm_backward")[0] > before
+                check(ran and torch.equal(y.detach(), want_y) and torch.equal(x.grad, torch.zeros_like(x.grad)),
+                      "layer_norm over rows of one element (%s, %s, %s): y = bias, dx = 0 exactly: y %s dx %s" % (
+                          str(dtype)[6:], "affine" if affine else "no parameters", view, y.detach().flatten()[:2].tolist(),
+                          x.grad.flatten()[:2].tolist()))
+
+    # Attention with a single key (2.x): dq = dk = 0 exactly, o and dv as f64.
+    if hasattr(F, "scaled_dot_product_attention"):
+        q0, k0, v0, g0 = (torch.randn(2, 3, n, 8, dtype=torch.float64) for n in (5, 1, 1, 5))
+        q, k, v = (t.float().requires_grad_() for t in (q0, k0, v0))
+        before = ht.call_counts("_scaled_dot_product_flash_attention_for_cpu_backward")[0]
+        o = F.scaled_dot_product_attention(q, k, v)
+        o.backward(g0.float())
+        ran = ht.call_counts("_scaled_dot_product_flash_attention_for_cpu_backward")[0] > before
+        q64, k64, v64 = (t.clone().requires_grad_() for t in (q0, k0, v0))
+        o64 = F.scaled_dot_product_attention(q64, k64, v64)
+        o64.backward(g0)
+        close = all(torch.allclose(a.double(), r, atol=1e-6, rtol=1e-6) for a, r in ((o, o64), (v.grad, v64.grad)))
+        check(ran and close and not q.grad.any() and not k.grad.any(),
+              "attention with a single key: dq = dk = 0 exactly (max |dq| %.3g, |dk| %.3g), o and dv as f64" % (
+                  q.grad.abs().max().item(), k.grad.abs().max().item()))
     return 0 if all(ok for ok, _ in results) else 1
 
 
