@@ -1,0 +1,195 @@
+"""HCOps' PyTorch 2.x kernels called concurrently (issue 49): the results
+must be the serial ones, bit for bit, and nothing may hang.
+
+One workload (every operator group HCOps registers: mm, addmm with bias,
+bmm, matmul, LayerNorm forward and backward, softmax, GeLU, SiLU, attention
+forward and backward; f32 and bf16) is computed once serially; then again
+- from 4 Python threads at once, each several times (an inference server's
+  request threads: every thread calls ATen, which runs its own OpenMP team);
+- from torch.jit.fork tasks (inter-op threads);
+- with torch.set_num_threads changed between rounds (1, 2, 1) and, from
+  another thread, while the rounds run;
+- in DataLoader workers forked after HCOps has run in the parent (each
+  worker's own HCOps calls, fork start method).
+Each result is compared with the serial one (torch.equal: HCOps' sums do not
+depend on which thread computes which block), and HCOps' call counters must
+show it computed them. The driver (main) runs the checks in a child with a
+time limit, so a deadlock is a failure with a message, not a hung `make
+check`. Prints "N passed, M failed".
+"""
+import os
+import subprocess
+import sys
+import threading
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+TIME_LIMIT = 600  # seconds for the whole child; a hang is reported, not waited out
+
+
+def workload(torch, seed):
+    """The inputs of one workload, and a function computing every output of it."""
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape, dtype=torch.float32):
+        return torch.randn(*shape, generator=g).to(dtype)
+    cases = []
+    for dt in (torch.float32, torch.bfloat16):
+        a, b, bias = r(96, 80, dtype=dt), r(80, 72, dtype=dt), r(72, dtype=dt)
+        w = r(72, 80, dtype=dt)  # nn.Linear's weight, used transposed
+        ba, bb = r(6, 40, 24, dtype=dt), r(6, 24, 36, dtype=dt)
+        x, lw, lb, dy = r(8, 33, 64, dtype=dt), r(64, dtype=dt), r(64, dtype=dt), r(8, 33, 64, dtype=dt)
+        q, k, v, do = (r(2, 3, 40, 16, dtype=dt) for _ in range(4))
+        cases.append((dt, a, b, bias, w, ba, bb, x, lw, lb, dy, q, k, v, do))
+
+    def compute():
+        out = []
+        for dt, a, b, bias, w, ba, bb, x, lw, lb, dy, q, k, v, do in cases:
+            out += [torch.mm(a, b), torch.addmm(bias, a, w.t()), torch.bmm(ba, bb), torch.matmul(ba, bb)]
+            xr = x.clone().requires_grad_()
+            y = F.layer_norm(xr, (64,), lw, lb, 1e-5)
+            y.backward(dy)
+            out += [y.detach(), xr.grad]
+            out += [torch.softmax(x, -1), F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x)]
+            qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
+            o = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
+            o.backward(do)
+            out += [o.detach(), qr.grad, kr.grad, vr.grad]
+        return out
+    return compute
+
+
+# The aten operators the workload reaches and HCOps computes.
+COUNTED = ("mm", "addmm", "bmm", "native_layer_norm", "native_layer_norm_backward", "_softmax", "gelu", "silu",
+           "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward")
+
+
+def same_outputs(got, want):
+    import torch
+    return len(got) == len(want) and all(
+        g.dtype == w.dtype and g.shape == w.shape and torch.equal(g, w) for g, w in zip(got, want))
+
+
+class DataLoaderCase:
+    """A dataset whose items are HCOps' results, computed in the workers."""
+
+    def __init__(self, torch, seeds):
+        self.torch, self.seeds = torch, seeds
+
+    def __len__(self):
+        return len(self.seeds)
+
+    def __getitem__(self, i):
+        import hcops.torch as ht
+        before = sum(ht.call_counts(op)[0] for op in COUNTED)
+        out = workload(self.torch, self.seeds[i])()
+        taken = sum(ht.call_counts(op)[0] for op in COUNTED) - before
+        return os.getpid(), taken, out
+
+
+def child():
+    import torch
+    import hcops.torch as ht
+    passed = failed = 0
+
+    def check(ok, what):
+        nonlocal passed, failed
+        print(("ok   " if ok else "FAIL ") + what, flush=True)
+        passed, failed = passed + bool(ok), failed + (not ok)
+
+    def taken():
+        return sum(ht.call_counts(op)[0] for op in COUNTED)
+
+    torch.set_num_threads(2)
+    seeds = [11, 12, 13, 14]
+    serial = {s: workload(torch, s)() for s in seeds}
+    before = taken()
+    again = workload(torch, seeds[0])()
+    check(taken() - before >= len(COUNTED), "HCOps computed the workload (%d calls)" % (taken() - before))
+    check(same_outputs(again, serial[seeds[0]]), "serial results are repeatable")
+
+    # Python threads, each computing every workload several times.
+    results, errors = [], []
+
+    def thread_body(tid):
+        try:
+            for rep in range(3):
+                s = seeds[(tid + rep) % len(seeds)]
+                results.append((s, workload(torch, s)()))
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+    threads = [threading.Thread(target=thread_body, args=(t,)) for t in range(4)]
+    before = taken()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(not errors, "4 Python threads: no error %s" % errors[:1])
+    bad = [s for s, out in results if not same_outputs(out, serial[s])]
+    check(len(results) == 12 and not bad, "4 Python threads x 3 workloads: %d results, %d differ from serial" % (
+        len(results), len(bad)))
+    check(taken() - before >= 12 * len(COUNTED), "HCOps computed the threads' calls (%d)" % (taken() - before))
+
+    # torch.jit.fork tasks (the inter-op pool).
+    computes = {s: workload(torch, s) for s in seeds}
+    with warnings.catch_warnings():  # 2.x calls fork deprecated; it is what TorchScript users run
+        warnings.simplefilter("ignore", FutureWarning)
+        futures = [(s, torch.jit.fork(computes[s])) for s in seeds]
+        bad = [s for s, f in futures if not same_outputs(torch.jit.wait(f), serial[s])]
+    check(not bad, "torch.jit.fork, %d tasks: %d differ from serial" % (len(futures), len(bad)))
+
+    # torch.set_num_threads between rounds, and from another thread during them.
+    bad = []
+    for n in (1, 2, 1, 2):
+        torch.set_num_threads(n)
+        bad += [(n, s) for s in seeds if not same_outputs(computes[s](), serial[s])]
+    check(not bad, "set_num_threads 1, 2, 1, 2 between rounds: %d results differ" % len(bad))
+    stop = threading.Event()
+
+    def flip():
+        n = 1
+        while not stop.is_set():
+            torch.set_num_threads(n)
+            n = 3 - n
+            stop.wait(0.002)
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        bad = [s for s in seeds * 2 if not same_outputs(computes[s](), serial[s])]
+    finally:
+        stop.set()
+        flipper.join()
+    torch.set_num_threads(2)
+    check(not bad, "set_num_threads flipped by another thread during the rounds: %d results differ" % len(bad))
+
+    # DataLoader workers forked after HCOps has run here.
+    loader = torch.utils.data.DataLoader(DataLoaderCase(torch, seeds), batch_size=None, num_workers=2,
+                                         multiprocessing_context="fork")
+    items = list(loader)
+    pids = {pid for pid, _, _ in items}
+    bad = [s for s, (_, _, out) in zip(seeds, items) if not same_outputs(out, serial[s])]
+    low = [n for _, n, _ in items if n < len(COUNTED)]
+    check(len(items) == len(seeds) and os.getpid() not in pids and not bad and not low,
+          "DataLoader, 2 forked workers: %d items from %d workers, %d differ from serial, %d not computed by HCOps"
+          % (len(items), len(pids), len(bad), len(low)))
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child()
+    if not os.path.isfile(os.environ.get("HCOPS_TORCH_LIB", "")):
+        print("SKIP: no libhcops_torch2.so (HCOPS_TORCH_LIB)")
+        return 77
+    try:
+        return subprocess.run([sys.executable, __file__, "--child"], timeout=TIME_LIMIT).returncode
+    except subprocess.TimeoutExpired:
+        print("FAIL: the concurrent calls did not finish in %d s (a deadlock?)" % TIME_LIMIT)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
