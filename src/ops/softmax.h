@@ -23,11 +23,12 @@ void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float
                      float scale = 1.0f);
 void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
                      float scale = 1.0f);
-// The softmax of each row of fl(scale x) again from its logsumexp, one pass:
-// p = exp(fl(scale x) - lse[i * ld_lse]) (attention's backward); with p16
-// (else null), also rounded to bf16 there. A row's values are its softmax to
-// rounding when lse is that row's (from the forward above, or PyTorch's own
-// kernel).
+// The softmax of each row of fl(scale x) again from its logsumexp
+// (attention's backward): p = exp(fl(scale x) - lse[i * ld_lse]), divided
+// by the row's sum (the rounding of lse scales a whole row; the division
+// takes it out); with p16 (else null), also rounded to bf16. lse is that
+// row's (from the forward above, or PyTorch's own kernel), so the exponents
+// are at most 0 to rounding.
 void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
                       int64_t rows, int64_t cols);
 

@@ -311,6 +311,12 @@ void test_attention_rows(void **) {
         }
         ref_forward(xd.data() + o, r.data() + o, cols, false);
         const double l = lse[size_t(i * ld_lse)];
+        // Each row is renormalised: its sum is 1 to the rounding of a sum,
+        // whatever the rounding of lse (|lse| u, which scaled the whole row).
+        double row_sum = 0;
+        for (int64_t j = 0; j < cols; ++j) row_sum += p.data()[o + j];
+        c.value(row_sum, 1.0, (reduction_k(cols) + 8) * u, 1.0, false, "from lse: %s row %ld of %ld sums to", sc.label,
+                long(i), long(cols));
         for (int64_t j = 0; j < cols; ++j) {
           // A masked (-Inf) score's probability is exactly 0 (bound kTiny).
           const double t = std::isinf(xd[size_t(o + j)]) ? 0 : std::fabs(xd[size_t(o + j)] - l);

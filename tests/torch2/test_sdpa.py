@@ -128,6 +128,22 @@ def child():
             torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(g, q, k, v, o, wide, 0.0, False)
             check(ht.call_counts(OP + "_backward")[1] == before + 1,
                   f"{str(dt)[6:]}: a logsumexp of the wrong shape: PyTorch's backward, counted")
+    # Large scores (OpInfo's inputs: uniform in [-9, 9], E = 8, scores to
+    # 80): the backward's probabilities recomputed from a logsumexp of |lse|
+    # ~ 40 carry its rounding (2e-6 for a whole row); renormalized, the
+    # gradients are as near f64 as the products allow (before: dQ and dK
+    # 6e-5 off, 15x PyTorch's kernel). Against the same op in f64.
+    for dt, tol in ((torch.float32, 2e-6), (torch.bfloat16, 2.0 ** -7)):
+        gen = torch.Generator().manual_seed(3)
+        base = [torch.rand(2, 3, n, 8, generator=gen, dtype=torch.float64) * 18 - 9 for n in (7, 12, 12)]
+        q, k, v = (t.to(dt).requires_grad_() for t in base)
+        g = torch.randn(2, 3, 7, 8, generator=gen).to(dt)
+        before = ht.call_counts(OP + "_backward")[0]
+        got = run(q, k, v, g, True)
+        exact = run(*(t.detach().double().requires_grad_() for t in (q, k, v)), g.double(), False)
+        errs = [rel(a, b) for a, b in zip(got[2:], exact[2:])]
+        check(ht.call_counts(OP + "_backward")[0] == before + 1 and max(errs) <= tol,
+              f"{str(dt)[6:]}: large scores, gradients against f64 within {tol:g} ({max(errs):.2g})", str(errs))
     # F.scaled_dot_product_attention reaches it (forward and backward).
     q, k, v = operands(2, 3, 16, 16, 8, torch.float32, "contiguous")
     before = ht.call_counts(OP)[0], ht.call_counts(OP + "_backward")[0]
