@@ -330,18 +330,27 @@ struct PendingBlock {
   // included, and beta = 0 never reads C: as is when alpha = 1, beta = 0),
   // the GEMM's epilogue on those columns (it takes any block of C), then
   // rounded and stored.
+  //
+  // Only C's rows are read from acc and computed on (masked): a block
+  // of m <= 16 rows leaves rows 16-31 as the previous block left them (or
+  // as the stack was), and arithmetic on those would raise floating-point
+  // flags of values that are not C's (alpha = 2 on a previous 2e38: an
+  // overflow the product never had; numpy reports any flag as an error).
   void advance(int upto) {
     if (done >= upto) return;
     const __mmask32 mask = rows();
+    const __mmask16 mlo = static_cast<__mmask16>(mask), mhi = static_cast<__mmask16>(mask >> 16);
     if (alpha != 1.0f || beta != 0.0f) {
       const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
       for (int j = done; j < upto; ++j) {
         float *col = acc + 32 * j;
-        __m512 lo = _mm512_mul_ps(va, _mm512_load_ps(col)), hi = _mm512_mul_ps(va, _mm512_load_ps(col + 16));
+        // Masked arithmetic: lanes past C's rows compute nothing, so raise nothing.
+        __m512 lo = _mm512_maskz_mul_ps(mlo, va, _mm512_maskz_load_ps(mlo, col));
+        __m512 hi = _mm512_maskz_mul_ps(mhi, va, _mm512_maskz_load_ps(mhi, col + 16));
         if (beta != 0.0f) {
           __m512 clo, chi;
           load_c(c + j * ldc, mask, clo, chi);
-          lo = _mm512_fmadd_ps(vb, clo, lo), hi = _mm512_fmadd_ps(vb, chi, hi);
+          lo = _mm512_maskz_fmadd_ps(mlo, vb, clo, lo), hi = _mm512_maskz_fmadd_ps(mhi, vb, chi, hi);
         }
         _mm512_store_ps(col, lo);
         _mm512_store_ps(col + 16, hi);
@@ -349,7 +358,8 @@ struct PendingBlock {
     }
     if (fused.ep) fused.ep.apply(fused.ep.ctx, acc + 32 * done, kMr, fused.i0, m, fused.j0 + done, upto - done);
     for (; done < upto; ++done)
-      store_c(c + done * ldc, mask, _mm512_load_ps(acc + 32 * done), _mm512_load_ps(acc + 32 * done + 16));
+      store_c(c + done * ldc, mask, _mm512_maskz_load_ps(mlo, acc + 32 * done),
+              _mm512_maskz_load_ps(mhi, acc + 32 * done + 16));
   }
   void finish() { advance(n); }
 };
