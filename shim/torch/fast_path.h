@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <new>
 #include <string>
 
 #include "common/dtype.h"
@@ -91,7 +92,16 @@ template <class Body>
 void run_taken(Op op, const at::Tensor &shape_of, const std::string &details, const Body &body) {
   const bool timed = timing();
   const double t0 = timed ? now_seconds() : 0;
-  const int threads = body();
+  int threads = 1;
+  try {
+    threads = body();
+  } catch (const std::bad_alloc &) {
+    // A work buffer HCOps could not have: PyTorch's own out-of-memory error
+    // (torch.OutOfMemoryError, a RuntimeError), and the process goes on.
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "hcops: out of memory in ", op_name(op), " (",
+                     dtype_name(shape_of.scalar_type()), " ", shape_name(shape_of.sizes()),
+                     "): a work buffer could not be allocated");
+  }
   report_taken(op, dtype_name(shape_of.scalar_type()), shape_name(shape_of.sizes()), threads,
                timed ? now_seconds() - t0 : 0, details);
 }

@@ -86,7 +86,7 @@ at::Tensor dense(const at::Tensor &t) {
   if (t.dim() < 2 || !t.transpose(-2, -1).is_contiguous()) return t.contiguous();
   at::Tensor out = at::empty_like(t, at::MemoryFormat::Contiguous);
   const int64_t rows = t.size(-2), cols = t.size(-1), tiles = (rows + ops::kTransposeTile - 1) / ops::kTransposeTile;
-  const int64_t batches = rows * cols ? t.numel() / (rows * cols) : 0;
+  const int64_t batches = rows * cols != 0 ? t.numel() / (rows * cols) : 0;
   with_fast_type(t.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     const T *src = data_as<T>(t);

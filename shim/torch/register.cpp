@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "shim/torch/report.h"
 #include "shim/torch/selection.h"
@@ -53,11 +54,18 @@ std::vector<int64_t> call_counts(const std::string &op) {
   return {taken_calls(o), fallback_calls(o)};
 }
 
+// For tests of what HCOps does without memory (common/fault.h): the
+// allocation of HCOps' own buffers after the next n fails; n < 0: none.
+void fail_allocation_after(int64_t n) { fault::fail_allocation_after(long(n)); }
+int64_t allocations_failed() { return fault::allocations_failed(); }
+
 void register_switches(torch::Library &m) {
   m.def("set_enabled(bool enabled) -> ()", &set_enabled);
   m.def("is_enabled() -> bool", &is_enabled);
   m.def("loaded_ops() -> str[]", &loaded_ops);
   m.def("call_counts(str op) -> int[]", &call_counts);
+  m.def("fail_allocation_after(int n) -> ()", &fail_allocation_after);
+  m.def("allocations_failed() -> int", &allocations_failed);
 }
 
 // The first line of a c10::Error's message (the rest is a C++ backtrace).

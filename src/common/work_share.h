@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 
 #include "common/contention.h"
 #include "common/wait.h"
@@ -21,8 +22,11 @@ namespace hcops {
 
 // body(i) for every i in [0, count), on up to `wanted` threads, fewer while
 // other work takes cores (common/contention.h's settled_team); inline, one thread, inside
-// a parallel region. body must not throw. Returns the number of threads
-// that took part.
+// a parallel region. Returns the number of threads that took part. An
+// exception from body (std::bad_alloc from a work buffer, a framework's
+// error) must not leave the OpenMP region, where it would terminate the
+// process: the first one is kept, the pieces not yet started are skipped,
+// and it is thrown again after the region.
 template <class Body>
 int share_dynamically(long count, int wanted, const Body &body) {
   if (count <= 0) return 1;
@@ -37,6 +41,8 @@ int share_dynamically(long count, int wanted, const Body &body) {
     return 1;
   }
   std::atomic<long> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;  // the first exception, written by the thread that set `failed`
   WaitCounter arrived;
   RegionTimer timer(threads, std::max(wanted, 1));
   int team = 1;
@@ -46,11 +52,18 @@ int share_dynamically(long count, int wanted, const Body &body) {
     if (omp_get_thread_num() == 0) team = n;
     {
       ThreadTimer cpu(&timer);
-      for (long i; (i = next.fetch_add(1, std::memory_order_relaxed)) < count;) body(i);
+      for (long i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1, std::memory_order_relaxed)) < count;) {
+        try {
+          body(i);
+        } catch (...) {
+          if (!failed.exchange(true, std::memory_order_acq_rel)) error = std::current_exception();
+        }
+      }
     }
     arrived.add(1);
     arrived.wait_at_least(n);
   }
+  if (error) std::rethrow_exception(error);
   if (team == threads) timer.finish();
   return team;
 }

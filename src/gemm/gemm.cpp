@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "common/contention.h"
+#include "common/fault.h"
 #include "common/log.h"
 #include "gemm/team.h"
 #include "common/topology.h"
@@ -426,7 +427,7 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
     // huge C be allocated, then kill the process when touched).
     constexpr long kWideBytes = 64L << 20;
     const long nb = std::clamp<long>(kWideBytes / long(sizeof(Acc<Ty>) * g.m), 1, g.n);
-    std::unique_ptr<Acc<Ty>[]> tmp(new (std::nothrow) Acc<Ty>[g.m * nb]);
+    std::unique_ptr<Acc<Ty>[]> tmp(fault::allocation_fails() ? nullptr : new (std::nothrow) Acc<Ty>[g.m * nb]);
     if (!tmp) return false;
     const bool read_c = g.beta != Acc<Ty>(0);  // beta = 0 never reads C
     const int threads = max_threads();

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/fault.h"
 #include "common/fp_env.h"
 #include "common/log.h"
 #include "common/nodemask.h"
@@ -39,7 +40,8 @@ void *NumaBuffer::ensure(std::size_t bytes, int node) {
   ptr_ = nullptr;
   size_ = (bytes + 4095) & ~std::size_t(4095);
   node_ = node;
-  void *p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *p = fault::allocation_fails() ? MAP_FAILED
+                                       : mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     size_ = 0;
     return nullptr;

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <type_traits>
 #include <vector>
 
 #include "common/cpu_features.h"
+#include "common/fault.h"
 #include "gemm/fp32_math.h"
 #include "gemm/gemm.h"
 #include "kernels/registry.h"
@@ -78,9 +80,14 @@ Buffers &buffers() {
   return b;
 }
 
+// A thread's buffer, grown to n elements; std::bad_alloc when it cannot be
+// (the shim turns that into PyTorch's out-of-memory error).
 template <typename T>
 T *sized(std::vector<T> &v, int64_t n) {
-  if (v.size() < size_t(n)) v.resize(size_t(n));
+  if (v.size() < size_t(n)) {
+    if (fault::allocation_fails()) throw std::bad_alloc();
+    v.resize(size_t(n));
+  }
   return v.data();
 }
 

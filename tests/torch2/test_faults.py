@@ -1,0 +1,172 @@
+"""What HCOps' 2.x kernels do when things go wrong (issue 49).
+
+- Memory: each allocation of HCOps' own buffers (the GEMM's packing buffers,
+  attention's work buffers) is made to fail in turn (the hcops library's
+  fail_allocation_after, src/common/fault.h), each in a fresh process so
+  that the buffers must grow. Each call then either computes
+  the right result (the GEMM without its packing buffers: slower, the same
+  values) or raises PyTorch's out-of-memory error (torch.OutOfMemoryError,
+  a RuntimeError) naming HCOps; never a crash or a wrong value. The next
+  call, with memory, equals stock's. Every operator must have had at least
+  one allocation refused.
+- SIGINT in the middle of a training step (a small transformer block,
+  forward and backward through HCOps' GEMMs, LayerNorm, GeLU and attention,
+  looping): KeyboardInterrupt reaches Python, and the interpreter then runs
+  another step whose loss and gradients equal stock's.
+A torch version HCOps was not built for is tests/torch2/test_hcops_run_venv.py's
+(one warning line, stock PyTorch runs). Prints "N passed, M failed".
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+TIME_LIMIT = 300
+
+
+def operators(torch, F):
+    """name -> (a call with operands larger than any before it in a fresh
+    process, so its buffers grow, returning tensors to compare)."""
+    def attention(backward):
+        def call():
+            q, k, v = (torch.randn(2, 4, 700, 32, generator=torch.Generator().manual_seed(s)).requires_grad_()
+                       for s in (1, 2, 3))
+            o = F.scaled_dot_product_attention(q, k, v)
+            if not backward:
+                return [o.detach()]
+            o.backward(torch.ones_like(o))
+            return [q.grad, k.grad, v.grad]
+        return call
+
+    def gemm(dtype):
+        def call():
+            g = torch.Generator().manual_seed(4)
+            a, b = torch.randn(900, 700, generator=g).to(dtype), torch.randn(700, 800, generator=g).to(dtype)
+            bias = torch.randn(800, generator=g).to(dtype)
+            return [torch.mm(a, b), torch.addmm(bias, a, b)]
+        return call
+    return {"attention forward": attention(False), "attention backward": attention(True),
+            "f32 GEMM": gemm(torch.float32), "bf16 GEMM": gemm(torch.bfloat16)}
+
+
+def memory_child(which, n):
+    """In a fresh process (HCOps' buffers not yet grown): allocation n made
+    to fail during one call. Prints the check and "refused K" (0: the call
+    needed fewer than n + 1 allocations); exits 0 when it passed."""
+    import torch
+    import torch.nn.functional as F
+    import hcops.torch as ht
+    torch.set_num_threads(2)
+    call = operators(torch, F)[which]
+    with ht.enabled(False):
+        want = call()
+    tol = 1e-4 if want[0].dtype == torch.float32 else 2.0 ** -5
+
+    def right(got):
+        return all(torch.allclose(g.float(), w.float(), rtol=tol, atol=tol * float(w.abs().max()))
+                   for g, w in zip(got, want))
+    outcome, ok = "computed right", True
+    torch.ops.hcops.fail_allocation_after(n)
+    try:
+        if not right(call()):
+            outcome, ok = "a wrong result", False
+    except RuntimeError as e:
+        msg = str(e).splitlines()[0]
+        ok = isinstance(e, torch.OutOfMemoryError) and msg.startswith("hcops: out of memory")
+        outcome = f"{type(e).__name__}: {msg}"
+    finally:
+        torch.ops.hcops.fail_allocation_after(-1)
+    refused = torch.ops.hcops.allocations_failed()
+    after = right(call())  # with memory again
+    ok = ok and after
+    if refused:
+        print(f"{'ok  ' if ok else 'FAIL'} {which}: allocation {n} refused: {outcome}; "
+              f"{'then' if after else 'then NOT'} stock's values", flush=True)
+    print(f"refused {refused}", flush=True)
+    return 0 if ok else 1
+
+
+def sigint_child():
+    """Steps until interrupted, then one more against stock."""
+    import torch
+    import torch.nn.functional as F
+    import hcops.torch as ht
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    block = torch.nn.ModuleDict({"qkv": torch.nn.Linear(64, 192), "norm": torch.nn.LayerNorm(64),
+                                 "fc": torch.nn.Linear(64, 256), "out": torch.nn.Linear(256, 64)})
+    x = torch.randn(8, 128, 64)
+
+    def step():
+        block.zero_grad(set_to_none=True)
+        h = block["norm"](x)
+        q, k, v = block["qkv"](h).view(8, 128, 3, 4, 16).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(8, 128, 64)
+        loss = block["out"](F.gelu(block["fc"](x + a))).square().mean()
+        loss.backward()
+        return [loss.detach()] + [p.grad.clone() for p in block.parameters()]
+    print("stepping", flush=True)
+    steps = 0
+    try:
+        while True:
+            step()
+            steps += 1
+    except KeyboardInterrupt:
+        pass
+    got = step()
+    with ht.enabled(False):
+        want = step()
+    same = all(torch.allclose(g, w, rtol=1e-4, atol=1e-6 * float(w.abs().max())) for g, w in zip(got, want))
+    print(f"{'ok  ' if same and steps else 'FAIL'} SIGINT after {steps} steps: KeyboardInterrupt, then a step "
+          f"equal to stock's", flush=True)
+    return 0 if same and steps else 1
+
+
+def main():
+    if len(sys.argv) > 3 and sys.argv[1] == "--memory":
+        return memory_child(sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--sigint":
+        return sigint_child()
+    if not os.path.isfile(os.environ.get("HCOPS_TORCH_LIB", "")):
+        print("SKIP: no libhcops_torch2.so (HCOPS_TORCH_LIB)")
+        return 77
+    passed = failed = 0
+    for which in ("attention forward", "attention backward", "f32 GEMM", "bf16 GEMM"):
+        refused = 0
+        for n in range(32):  # each allocation of the call in turn, until the call needs fewer
+            try:
+                p = subprocess.run([sys.executable, __file__, "--memory", which, str(n)], timeout=TIME_LIMIT,
+                                   stdout=subprocess.PIPE, text=True)
+                out, rc = p.stdout, p.returncode
+            except subprocess.TimeoutExpired:
+                out, rc = f"FAIL {which}: allocation {n}: did not finish in {TIME_LIMIT} s\n", 1
+            print("".join(line + "\n" for line in out.splitlines() if not line.startswith("refused")), end="")
+            passed, failed = passed + (rc == 0), failed + (rc != 0)
+            if rc != 0 or "refused 0" in out:
+                break
+            refused += 1
+        ok = refused > 0
+        print(f"{'ok  ' if ok else 'FAIL'} {which}: {refused} allocations refused in turn", flush=True)
+        passed, failed = passed + ok, failed + (not ok)
+    child = subprocess.Popen([sys.executable, __file__, "--sigint"], stdout=subprocess.PIPE, text=True)
+    try:
+        first = child.stdout.readline()  # "stepping": torch and HCOps loaded, the loop starts
+        time.sleep(3)
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=TIME_LIMIT)
+        print(first + out, end="")
+        rc = child.returncode
+    except subprocess.TimeoutExpired:
+        child.kill()
+        print("FAIL SIGINT: the interpreter did not come back")
+        rc = 1
+    passed, failed = passed + (rc == 0), failed + (rc != 0)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
