@@ -1,4 +1,4 @@
-"""The torch.distributed backend "hcops" (issue 29): collectives and
+"""The torch.distributed backend "hcops": collectives and
 point-to-point on MPI, driven by libhcops_mpi's progress threads on dedicated
 cores while the compute threads keep the others (doc/mpi.md). Built for
 PyTorch 2.x (configure --with-torch-python) and for Debian's 1.13: the

@@ -14,23 +14,11 @@ namespace hcops::torch_ops {
 
 namespace {
 
-constexpr const char *names[] = {"gelu",
-                                 "gelu_backward",
-                                 "silu",
-                                 "silu_backward",
-                                 "_softmax",
-                                 "_softmax_backward_data",
-                                 "_log_softmax",
-                                 "_log_softmax_backward_data",
-                                 "native_layer_norm",
-                                 "native_layer_norm_backward",
-                                 "adam_step_",
-                                 "mm",
-                                 "addmm",
-                                 "bmm",
-                                 "baddbmm",
-                                 "_scaled_dot_product_flash_attention_for_cpu",
-                                 "_scaled_dot_product_flash_attention_for_cpu_backward"};
+constexpr const char *names[] = {
+#define HCOPS_TORCH_OP_NAME(e, name) name,
+    HCOPS_TORCH_OPS(HCOPS_TORCH_OP_NAME)
+#undef HCOPS_TORCH_OP_NAME
+};
 static_assert(sizeof(names) / sizeof(names[0]) == size_t(Op::count), "a name for every op");
 
 std::atomic<int64_t> taken[size_t(Op::count)];

@@ -13,26 +13,32 @@
 
 namespace hcops::torch_ops {
 
-// The ATen operators replaced; out= and in-place overloads count as their
-// functional operator.
+// The ATen operators replaced, as X(enumerator, ATen name); out= and in-place
+// overloads count as their functional operator. The one list of them: the
+// enum below and report.cpp's names expand it.
+#define HCOPS_TORCH_OPS(X)                                                    \
+  X(gelu, "gelu")                                                             \
+  X(gelu_backward, "gelu_backward")                                           \
+  X(silu, "silu")                                                             \
+  X(silu_backward, "silu_backward")                                           \
+  X(softmax, "_softmax")                                                      \
+  X(softmax_backward, "_softmax_backward_data")                               \
+  X(log_softmax, "_log_softmax")                                              \
+  X(log_softmax_backward, "_log_softmax_backward_data")                       \
+  X(layer_norm, "native_layer_norm")                                          \
+  X(layer_norm_backward, "native_layer_norm_backward")                        \
+  X(adam_step, "adam_step_") /* hcops::adam_step_, the fused optimizer step */ \
+  X(mm, "mm")                                                                 \
+  X(addmm, "addmm")                                                           \
+  X(bmm, "bmm")                                                               \
+  X(baddbmm, "baddbmm")                                                       \
+  X(sdpa, "_scaled_dot_product_flash_attention_for_cpu")                      \
+  X(sdpa_backward, "_scaled_dot_product_flash_attention_for_cpu_backward")
+
 enum class Op : uint8_t {
-  gelu,
-  gelu_backward,
-  silu,
-  silu_backward,
-  softmax,
-  softmax_backward,
-  log_softmax,
-  log_softmax_backward,
-  layer_norm,
-  layer_norm_backward,
-  adam_step,  // hcops::adam_step_, the fused optimizer step (adam.cpp)
-  mm,
-  addmm,
-  bmm,
-  baddbmm,
-  sdpa,           // _scaled_dot_product_flash_attention_for_cpu
-  sdpa_backward,  // ... _backward
+#define HCOPS_TORCH_OP_ENUM(e, name) e,
+  HCOPS_TORCH_OPS(HCOPS_TORCH_OP_ENUM)
+#undef HCOPS_TORCH_OP_ENUM
   count
 };
 

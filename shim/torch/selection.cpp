@@ -13,8 +13,15 @@ std::atomic<bool> enabled{true};
 
 namespace {
 
-constexpr const char *names[] = {"gelu", "silu", "softmax", "log_softmax", "layer_norm", "adam", "adamw", "gemm", "attention"};
-static_assert(sizeof(names) / sizeof(names[0]) == size_t(OpGroup::count), "a name for every group");
+constexpr const char *names[] = {
+#define HCOPS_TORCH_GROUP_NAME(g) #g,
+    HCOPS_TORCH_OP_GROUPS(HCOPS_TORCH_GROUP_NAME)
+#undef HCOPS_TORCH_GROUP_NAME
+};
+// "gelu, silu, ..., attention": HCOPS_OPS's error message.
+#define HCOPS_TORCH_GROUP_LISTED(g) ", " #g
+constexpr const char *listed = HCOPS_TORCH_OP_GROUPS(HCOPS_TORCH_GROUP_LISTED) + 2;
+#undef HCOPS_TORCH_GROUP_LISTED
 constexpr uint32_t all_groups = (1u << uint32_t(OpGroup::count)) - 1;
 
 std::string trimmed(const std::string &s) {
@@ -44,8 +51,7 @@ uint32_t parse_selection(const char *value, std::string *error) {
     if (i == size_t(OpGroup::count)) {
       *error = "HCOPS_OPS=" + quoted(value) + ": " +
                (name.empty() ? std::string("an empty name") : quoted(name.c_str())) +
-               " is not an operator (all, none, or a comma list of gelu, silu, softmax, log_softmax, layer_norm, "
-               "adam, adamw); using all";
+               " is not an operator (all, none, or a comma list of " + listed + "); using all";
       return all_groups;
     }
     set |= 1u << i;

@@ -1,4 +1,4 @@
-// The torch.distributed backend "hcops" (issue 29): a c10d backend whose
+// The torch.distributed backend "hcops": a c10d backend whose
 // operations run on MPI and progress on libhcops_mpi's dedicated cores
 // (hcops_mpi.h). One communicator of its own per process group; operations
 // start on the calling thread in the caller's order; a progress thread
