@@ -131,12 +131,17 @@ Triple backward(const at::Tensor &grad_out, const at::Tensor &query, const at::T
   if (!why && (logsumexp.scalar_type() != at::kFloat || logsumexp.dim() != 3 || logsumexp.size(0) != query.size(0) ||
                logsumexp.size(1) != query.size(1) || logsumexp.size(2) != query.size(2)))
     why = "logsumexp";
+  // And the forward's output, for D = rowsum(dO O): the query's type and shape.
+  if (!why && (out.scalar_type() != query.scalar_type() || !out.sizes().equals(query.sizes()) ||
+               out.layout() != at::kStrided))
+    why = "out";
   if (why) {
     fall_back(Op::sdpa_backward, query, why);
     return at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out, logsumexp,
                                                                          dropout_p, is_causal, attn_mask, scale);
   }
-  const at::Tensor q = rows_dense(query), k = rows_dense(key), v = rows_dense(value), dout = rows_dense(grad_out);
+  const at::Tensor q = rows_dense(query), k = rows_dense(key), v = rows_dense(value), dout = rows_dense(grad_out),
+                   o = rows_dense(out);
   const int64_t B = q.size(0), H = q.size(1), L = q.size(2), S = k.size(2), E = q.size(3);
   // (B, L|S, H, E) memory, as PyTorch's kernel returns the gradients.
   auto grad = [&](int64_t rows) { return at::empty({B, rows, H, E}, q.options()).transpose(1, 2); };
@@ -160,7 +165,9 @@ Triple backward(const at::Tensor &grad_out, const at::Tensor &query, const at::T
                                  data_as<T>(dv) + at_bh(dv),
                                  dq.stride(2),
                                  dk.stride(2),
-                                 dv.stride(2)};
+                                 dv.stride(2),
+                                 data_as<T>(o) + at_bh(o),
+                                 o.stride(2)};
     ops::attention_backward(s, L, S, E, sc, is_causal);
   });
   return {dq, dk, dv};

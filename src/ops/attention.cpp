@@ -71,9 +71,10 @@ struct Buffers {
   std::vector<float> s, p, dp, ds;  // query_block(S) x S
   std::vector<bf16> p16, ds16;      // p and ds rounded, for bf16 slices
   std::vector<float> dk, dv;        // S x E accumulators
+  std::vector<float> d, sums;       // D and the rows' sums of P, of a query block
   // A bf16 slice widened to f32 (without native bf16 products): q, k, v,
-  // dO and the results, (L or S) x E each.
-  std::vector<float> wq, wk, wv, wdo, wo, wdq, wdk, wdv;
+  // dO, the forward's output and the results, (L or S) x E each.
+  std::vector<float> wq, wk, wv, wdo, wout, wo, wdq, wdk, wdv;
 };
 Buffers &buffers() {
   thread_local Buffers b;
@@ -146,17 +147,37 @@ void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float 
   }
 }
 
-// dS = P (dP - rowsum(dP P)) as the operand of dQ and dK: f32, or rounded
-// to bf16 by the softmax backward's store.
-const float *score_grads(Buffers &buf, const float *dp, const float *p, int64_t qb, int64_t S, float) {
+// dS = P (dP - D), D = rowsum(dO O) given, as the operand of dQ and dK:
+// f32, or rounded to bf16 by the softmax backward's store.
+const float *score_grads(Buffers &buf, const float *dp, const float *p, const float *d, int64_t qb, int64_t S,
+                         float) {
   float *ds = sized(buf.ds, qb * S);
-  softmax_backward(dp, p, ds, qb, S, false);
+  softmax_backward(dp, p, d, ds, qb, S);
   return ds;
 }
-const bf16 *score_grads(Buffers &buf, const float *dp, const float *p, int64_t qb, int64_t S, bf16) {
+const bf16 *score_grads(Buffers &buf, const float *dp, const float *p, const float *d, int64_t qb, int64_t S,
+                        bf16) {
   bf16 *ds = sized(buf.ds16, qb * S);
-  softmax_backward(dp, p, ds, qb, S);
+  softmax_backward(dp, p, d, ds, qb, S);
   return ds;
+}
+
+// D = rowsum(dP P) of rows [i0, i0 + qb), which is rowsum(dO O): from P
+// and dP in f32 where the logsumexp was the row's own (P renormalised: the
+// accurate one; a bf16 O is rounded, and dP - D cancels), from dO and the
+// forward's output where it was not (PyTorch's kernel takes D from O, and a
+// blockwise caller's logsumexp with the whole output means that).
+template <typename T>
+void row_sums_of_dp_p(const AttentionGradSlice<T> &a, int64_t i0, int64_t qb, int64_t S, int64_t E, const float *dp,
+                      const float *p, const float *sums, float *d) {
+  row_dots(dp, p, d, qb, S);
+  for (int64_t r = 0; r < qb; ++r) {
+    if (lse_is_rows(sums[r])) continue;
+    const T *g = a.dout + (i0 + r) * a.ld_dout, *o = a.out + (i0 + r) * a.ld_out;
+    float sum = 0;
+    for (int64_t e = 0; e < E; ++e) sum += float(g[e]) * float(o[e]);
+    d[r] = sum;
+  }
 }
 
 // The S x E f32 sums into the slice's rows of T.
@@ -177,19 +198,21 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
   float *s = sized(buf.s, qb_max * S), *p = sized(buf.p, qb_max * S), *dp = sized(buf.dp, qb_max * S);
   bf16 *p16 = kBf16 ? sized(buf.p16, qb_max * S) : nullptr;
   float *dk = sized(buf.dk, S * E), *dv = sized(buf.dv, S * E);  // accumulated over the query blocks
+  float *d = sized(buf.d, qb_max), *sums = sized(buf.sums, qb_max);
   const ScoreScale sc(scale);
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
     const float beta = i0 == 0 ? 0.0f : 1.0f;
     const T *dout = a.dout + i0 * a.ld_dout, *q = a.q + i0 * a.ld_q;
     scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s);
-    softmax_from_lse(s, sc.softmax, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, qb, S);  // P, from the logsumexp
+    softmax_from_lse(s, sc.softmax, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, sums, qb, S);  // P, from the logsumexp
     const T *pt = nullptr;
     if constexpr (kBf16) pt = p16;
     else pt = p;
     rm_gemm<In>(true, false, S, E, qb, 1.0f, pt, S, dout, a.ld_dout, beta, dv, E);        // dV += P^T dO
     rm_gemm<In>(false, true, qb, S, E, 1.0f, dout, a.ld_dout, a.v, a.ld_v, 0.0f, dp, S);  // dP = dO V^T
-    const T *dst = score_grads(buf, dp, p, qb, S, T());                                   // dS
+    row_sums_of_dp_p(a, i0, qb, S, E, dp, p, sums, d);
+    const T *dst = score_grads(buf, dp, p, d, qb, S, T());                                // dS
     rm_gemm<Out>(false, false, qb, E, S, scale, dst, S, a.k, a.ld_k, 0.0f, a.dq + i0 * a.ld_dq, a.ld_dq);  // dQ
     rm_gemm<In>(true, false, S, E, qb, scale, dst, S, q, a.ld_q, beta, dk, E);  // dK += scale dS^T Q
   }
@@ -222,7 +245,8 @@ void backward_widened(const AttentionGradSlice<bf16> &a, int64_t L, int64_t S, i
                                     widened(a.k, a.ld_k, S, E, buf.wk),
                                     widened(a.v, a.ld_v, S, E, buf.wv),
                                     widened(a.dout, a.ld_dout, L, E, buf.wdo),
-                                    E, E, E, E, a.lse, a.ld_lse, dq, dk, dv, E, E, E};
+                                    E, E, E, E, a.lse, a.ld_lse, dq, dk, dv, E, E, E,
+                                    widened(a.out, a.ld_out, L, E, buf.wout), E};
   backward(w, L, S, E, scale, causal);
   store_rows(dq, L, E, a.dq, a.ld_dq);
   store_rows(dk, S, E, a.dk, a.ld_dk);

@@ -64,6 +64,11 @@ struct AttentionGradSlice {
   int64_t ld_lse;
   T *dq, *dk, *dv;  // L x E, S x E, S x E; row strides below
   int64_t ld_dq, ld_dk, ld_dv;
+  // The forward's output (L x E): D = rowsum(dout * out), as PyTorch's
+  // kernel computes it, so that a logsumexp which is not the rows' own (a
+  // blockwise caller's, with the whole output) means what it means there.
+  const T *out = nullptr;
+  int64_t ld_out = 0;
 };
 
 // Whether bf16 slices run bf16 products (else they are widened to f32):

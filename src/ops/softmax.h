@@ -4,6 +4,7 @@
 // layer splits the rows across its own threads.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "common/dtype.h"
@@ -25,20 +26,28 @@ void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float 
                      float scale = 1.0f);
 // The softmax of each row of fl(scale x) again from its logsumexp
 // (attention's backward): p = exp(fl(scale x) - lse[i * ld_lse]), divided
-// by the row's sum (the rounding of lse scales a whole row; the division
-// takes it out); with p16 (else null), also rounded to bf16. lse is that
-// row's (from the forward above, or PyTorch's own kernel), so the exponents
-// are at most 0 to rounding.
+// by the row's sum when lse_is_rows(that sum) (lse's rounding scales a
+// whole row; the division takes it out), else as computed (an lse that is
+// not the row's own); with p16 (else null), also rounded to bf16; with
+// sums (else null), each row's sum before the division.
 void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
-                      int64_t rows, int64_t cols);
+                      float *sums, int64_t rows, int64_t cols);
+// Whether a row from softmax_from_lse with this sum came from its own
+// logsumexp: 1 within 2^-10 (|lse| up to 2^13 rounds by less). False for NaN.
+inline bool lse_is_rows(float row_sum) { return std::fabs(row_sum - 1.0f) <= 0x1p-10f; }
+// out[i] = sum_j a[i, j] b[i, j] of rows of cols floats, in f32.
+void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t cols);
 
 // From the forward's output y, as PyTorch's _softmax_backward_data and
 // _log_softmax_backward_data: softmax dx = y * (dy - sum(dy * y));
 // log_softmax dx = dy - exp(y) * sum(dy).
 void softmax_backward(const float *dy, const float *y, float *dx, int64_t rows, int64_t cols, bool log);
 void softmax_backward(const bf16 *dy, const bf16 *y, bf16 *dx, int64_t rows, int64_t cols, bool log);
-// Softmax's backward from f32 dy and y into bf16 dx, rounded once in the
-// store (bf16 attention's dS, the operand of dQ and dK).
-void softmax_backward(const float *dy, const float *y, bf16 *dx, int64_t rows, int64_t cols);
+// Softmax's backward with each row's sum(dy * y) given: dx = y * (dy -
+// sums[i]) (attention's dS = P (dP - D), D = rowsum(dO * O) from the
+// forward's output, as PyTorch's kernel takes it); f32 dx, or bf16 rounded
+// once in the store (bf16 attention's dS, the operand of dQ and dK).
+void softmax_backward(const float *dy, const float *y, const float *sums, float *dx, int64_t rows, int64_t cols);
+void softmax_backward(const float *dy, const float *y, const float *sums, bf16 *dx, int64_t rows, int64_t cols);
 
 }  // namespace hcops::ops

@@ -11,11 +11,11 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
 #include "common/dtype.h"
 #include "ops/row_loops.h"
+#include "ops/softmax.h"
 #include "ops/vmath.h"
 
 namespace hcops::ops::rows {
@@ -119,17 +119,29 @@ void softmax_forward_lse(const float *x, Ty *y, int64_t rows, int64_t cols, floa
 // The softmax again from the forward's logsumexp, in one pass: p = exp(fl(scale
 // x) - lse) (attention's backward, as PyTorch's CPU kernel recomputes it);
 // with p16, the same values rounded to bf16 as well (the products' operand).
-// Each row is divided by its own sum once computed: the logsumexp only
-// shifts the exponent. A recomputed row is the forward's times exp(the
-// logsumexp's rounding error) (2e-6 for |lse| ~ 40), the same factor for the
-// whole row; attention's backward turned that into an absolute error of
-// |sum(dP P)| x 2e-6 in dS (1e-4 relative in dQ and dK on PyTorch's OpInfo
-// samples, whose scores reach 80, 15x PyTorch's error against f64). A row
-// whose sum is 0, Inf or NaN (a NaN or infinite logsumexp) is left as
-// computed.
+// out[i] = sum_j a[i, j] b[i, j], in f32.
+template <class F>
+void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float *ai = a + i * cols, *bi = b + i * cols;
+    out[i] = cols > 0 ? sum<F>(cols, [&](int64_t j, auto part) { return F::mul(load<F>(ai + j, part), load<F>(bi + j, part)); })
+                      : 0.0f;
+  }
+}
+
+// Each row is divided by its own sum once computed, when that sum is 1 to
+// the rounding of a logsumexp (within 2^-10: |lse| up to 2^13 rounds by
+// less): a recomputed row is the forward's times exp(the logsumexp's
+// rounding error) (2e-6 for |lse| ~ 40), the same factor for the whole row;
+// attention's backward turned that into an absolute error of |sum(dP P)| x
+// 2e-6 in dS (1e-4 relative in dQ and dK on PyTorch's OpInfo samples, whose
+// scores reach 80, 15x PyTorch's error against f64). Any other sum (a
+// logsumexp that is not the row's own, as a blockwise caller passes one for
+// part of the keys; NaN, Inf) leaves the row exp(x - lse) as computed, as
+// PyTorch's kernel takes it.
 template <class F>
 void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
-                      int64_t rows, int64_t cols) {
+                      float *sums, int64_t rows, int64_t cols) {
   const typename F::V vscale = F::set1(scale);
   for (int64_t i = 0; i < rows; ++i) {
     const float *xi = x + i * cols;
@@ -142,7 +154,8 @@ void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_
       store<F>(pi + j, v, part);
       return keep<F>(v, part, 0.0f);
     });
-    const bool normalize = total > 0.0f && total < std::numeric_limits<float>::infinity();
+    if (sums) sums[i] = total;
+    const bool normalize = ops::lse_is_rows(total);
     const typename F::V inv = F::set1(normalize ? 1.0f / total : 1.0f);
     if (p16) {
       bf16 *qi = p16 + i * cols;
@@ -157,10 +170,21 @@ void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_
   }
 }
 
-template <class F>
-void softmax_backward_bf16_out(const float *dy, const float *y, bf16 *dx, int64_t rows, int64_t cols) {
+// dx = y * (dy - sums[i]) row by row, each row's sum(dy * y) given (for
+// attention, rowsum(dO * O) from the forward's output); f32 dx, or rounded
+// to bf16 in the store.
+template <class F, class Tdx>
+void softmax_backward_given(const float *dy, const float *y, const float *sums, Tdx *dx, int64_t rows,
+                            int64_t cols) {
   if (cols <= 0) return;
-  for (int64_t i = 0; i < rows; ++i) softmax_backward_row<F>(dy + i * cols, y + i * cols, dx + i * cols, cols);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float *dyi = dy + i * cols, *yi = y + i * cols;
+    Tdx *dxi = dx + i * cols;
+    const auto s = F::set1(sums[i]);
+    each<F>(cols, [&](int64_t j, auto part) {
+      store<F>(dxi + j, F::mul(load<F>(yi + j, part), F::sub(load<F>(dyi + j, part), s)), part);
+    });
+  }
 }
 
 template <class F, class T>

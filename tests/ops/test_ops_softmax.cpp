@@ -292,13 +292,27 @@ void test_attention_rows(void **) {
 
       Guarded<float> p(total);
       Guarded<bf16> p16(total);
-      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p.data(), p16.data(), rows, cols);
+      std::vector<float> sums_p(static_cast<size_t>(rows), -1.0f);
+      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p.data(), p16.data(), sums_p.data(), rows, cols);
       c.require(p.guard_intact() && p16.guard_intact(), "softmax from lse: store past the last row");
       c.require(std::memcmp(p16.data(), rounded(std::vector<float>(p.data(), p.data() + total)).data(),
                             total * sizeof(bf16)) == 0,
                 "softmax from lse: the bf16 copy is not p rounded");
+      // A logsumexp 5 above the rows' own (a blockwise caller's): the rows
+      // are exp(x - lse) as computed, e^-5 of the softmax, not renormalised.
+      {
+        std::vector<float> lse5 = lse, p5(total), sums5(static_cast<size_t>(rows));
+        for (float &l : lse5) l += 5.0f;
+        hcops::ops::softmax_from_lse(x.data(), 1.0f, lse5.data(), ld_lse, p5.data(), nullptr, sums5.data(), rows, cols);
+        for (int64_t i = 3; i < rows; ++i) {
+          c.require(!hcops::ops::lse_is_rows(sums5[size_t(i)]), "from lse: a foreign lse taken for the row's own");
+          for (int64_t j = 0; j < cols; ++j)
+            c.value(p5[size_t(i * cols + j)], p.data()[i * cols + j] * std::exp(-5.0), 1e-5 * p.data()[i * cols + j] + kTiny,
+                    p.data()[i * cols + j], false, "from a foreign lse: row %ld col %ld", long(i), long(j));
+        }
+      }
       Guarded<float> p_only(total);
-      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p_only.data(), nullptr, rows, cols);
+      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p_only.data(), nullptr, nullptr, rows, cols);
       c.require(std::memcmp(p_only.data(), p.data(), total * sizeof(float)) == 0, "softmax from lse: p differs without p16");
       std::vector<double> xd = widen(x.data(), total), r(total);
       for (int64_t i = 0; i < rows; ++i) {
@@ -317,6 +331,7 @@ void test_attention_rows(void **) {
         for (int64_t j = 0; j < cols; ++j) row_sum += p.data()[o + j];
         c.value(row_sum, 1.0, (reduction_k(cols) + 8) * u, 1.0, false, "from lse: %s row %ld of %ld sums to", sc.label,
                 long(i), long(cols));
+        c.require(hcops::ops::lse_is_rows(sums_p[size_t(i)]), "from lse: the row's own lse not recognised by its sum");
         for (int64_t j = 0; j < cols; ++j) {
           // A masked (-Inf) score's probability is exactly 0 (bound kTiny).
           const double t = std::isinf(xd[size_t(o + j)]) ? 0 : std::fabs(xd[size_t(o + j)] - l);
@@ -326,13 +341,25 @@ void test_attention_rows(void **) {
         }
       }
 
-      std::vector<float> dy = random_rows<float>(rows, cols, 1, 0, unsigned(cols + 99)), dx(total);
+      // The backward with each row's sum given (attention's D): dx = y (dy -
+      // sums[i]) exactly as f32 computes it, and its bf16 store that rounded.
+      std::vector<float> dy = random_rows<float>(rows, cols, 1, 0, unsigned(cols + 99)), dx(total),
+                         sums(static_cast<size_t>(rows));
+      for (int64_t i = 0; i < rows; ++i) sums[size_t(i)] = float(i) * 0.375f - 1.0f;
       Guarded<bf16> dx16(total);
-      hcops::ops::softmax_backward(dy.data(), y.data(), dx.data(), rows, cols, false);
-      hcops::ops::softmax_backward(dy.data(), y.data(), dx16.data(), rows, cols);
+      hcops::ops::softmax_backward(dy.data(), y.data(), sums.data(), dx.data(), rows, cols);
+      hcops::ops::softmax_backward(dy.data(), y.data(), sums.data(), dx16.data(), rows, cols);
       c.require(dx16.guard_intact(), "bf16 backward: store past the last row");
       c.require(std::memcmp(dx16.data(), rounded(dx).data(), total * sizeof(bf16)) == 0,
                 "bf16 backward is not the f32 one rounded");
+      bool exact = true;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const size_t o = size_t(i * cols + j);
+          const float want = y[o] * (dy[o] - sums[size_t(i)]);
+          exact = exact && (std::memcmp(&want, &dx[o], sizeof want) == 0 || (std::isnan(want) && std::isnan(dx[o])));
+        }
+      c.require(exact, "backward with given sums: not y (dy - sum) as f32 computes it");
 
       // Scaled as read: the same bits as scaling the scores first, f32 and
       // bf16 probabilities, logsumexp, and the softmax from it.
@@ -351,8 +378,8 @@ void test_attention_rows(void **) {
         c.require(std::memcmp(ls16.data(), lw.data(), ls16.size() * sizeof(float)) == 0, "scaled bf16 lse differs");
         std::vector<float> ps(total), pw(total);
         std::vector<bf16> ps16(total), pw16(total);
-        hcops::ops::softmax_from_lse(x.data(), scale, lw.data(), ld_lse, ps.data(), ps16.data(), rows, cols);
-        hcops::ops::softmax_from_lse(xs.data(), 1.0f, lw.data(), ld_lse, pw.data(), pw16.data(), rows, cols);
+        hcops::ops::softmax_from_lse(x.data(), scale, lw.data(), ld_lse, ps.data(), ps16.data(), nullptr, rows, cols);
+        hcops::ops::softmax_from_lse(xs.data(), 1.0f, lw.data(), ld_lse, pw.data(), pw16.data(), nullptr, rows, cols);
         c.require(std::memcmp(ps.data(), pw.data(), total * sizeof(float)) == 0 &&
                       std::memcmp(ps16.data(), pw16.data(), total * sizeof(bf16)) == 0,
                   "scaled softmax from lse differs");

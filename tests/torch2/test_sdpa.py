@@ -144,6 +144,21 @@ def child():
         errs = [rel(a, b) for a, b in zip(got[2:], exact[2:])]
         check(ht.call_counts(OP + "_backward")[0] == before + 1 and max(errs) <= tol,
               f"{str(dt)[6:]}: large scores, gradients against f64 within {tol:g} ({max(errs):.2g})", str(errs))
+    # A logsumexp that is not the rows' own (a blockwise caller's, for part
+    # of the keys): P = exp(S - lse) as given, as PyTorch's kernel takes it,
+    # not renormalised; far enough off that the rows' sums underflow: no NaN.
+    for shift in (5.0, 95.0):
+        q, k, v = operands(1, 2, 24, 40, 16, torch.float32, "contiguous")
+        g = torch.randn(1, 2, 24, 16)
+        with torch.no_grad(), ht.enabled(False):
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+        outs = []
+        for on in (True, False):
+            with torch.no_grad(), ht.enabled(on):
+                outs.append(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+                    g, q, k, v, o, lse + shift, 0.0, False))
+        errs = [rel(a, b) for a, b in zip(*outs)]
+        check(max(errs) <= 2e-6, f"a logsumexp {shift:g} above the rows' own: PyTorch's gradients", str(errs))
     # F.scaled_dot_product_attention reaches it (forward and backward).
     q, k, v = operands(2, 3, 16, 16, 8, torch.float32, "contiguous")
     before = ht.call_counts(OP)[0], ht.call_counts(OP + "_backward")[0]
