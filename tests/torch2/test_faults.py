@@ -63,10 +63,15 @@ def memory_child(which, n):
     call = operators(torch, F)[which]
     with ht.enabled(False):
         want = call()
-    tol = 1e-4 if want[0].dtype == torch.float32 else 2.0 ** -5
+    # Per element: f32 1e-4 relative (another summation order), bf16 two
+    # ulps (an f32 sum in another order, rounded); plus 1e-5 / 1e-3 of the
+    # largest |value| for elements that cancel. A dropped bias (|2.8| in
+    # values to 130) is far outside either.
+    f32 = want[0].dtype == torch.float32
+    rtol, atol = (1e-4, 1e-5) if f32 else (2.0 ** -7, 1e-3)
 
     def right(got):
-        return all(torch.allclose(g.float(), w.float(), rtol=tol, atol=tol * float(w.abs().max()))
+        return all(torch.allclose(g.float(), w.float(), rtol=rtol, atol=atol * float(w.abs().max()))
                    for g, w in zip(got, want))
     outcome, ok = "computed right", True
     torch.ops.hcops.fail_allocation_after(n)
@@ -108,12 +113,13 @@ def sigint_child():
         loss = block["out"](F.gelu(block["fc"](x + a))).square().mean()
         loss.backward()
         return [loss.detach()] + [p.grad.clone() for p in block.parameters()]
-    print("stepping", flush=True)
     steps = 0
     try:
         while True:
             step()
             steps += 1
+            if steps == 1:
+                print("stepping", flush=True)  # one step done: the parent may interrupt
     except KeyboardInterrupt:
         pass
     got = step()
@@ -136,7 +142,7 @@ def main():
     passed = failed = 0
     for which in ("attention forward", "attention backward", "f32 GEMM", "bf16 GEMM"):
         refused = 0
-        for n in range(32):  # each allocation of the call in turn, until the call needs fewer
+        for n in range(64):  # each allocation of the call in turn, until the call needs fewer
             try:
                 p = subprocess.run([sys.executable, __file__, "--memory", which, str(n)], timeout=TIME_LIMIT,
                                    stdout=subprocess.PIPE, text=True)
@@ -148,13 +154,13 @@ def main():
             if rc != 0 or "refused 0" in out:
                 break
             refused += 1
-        ok = refused > 0
+        ok = 0 < refused < 64  # 64: the loop's end reached with allocations still to refuse
         print(f"{'ok  ' if ok else 'FAIL'} {which}: {refused} allocations refused in turn", flush=True)
         passed, failed = passed + ok, failed + (not ok)
     child = subprocess.Popen([sys.executable, __file__, "--sigint"], stdout=subprocess.PIPE, text=True)
     try:
-        first = child.stdout.readline()  # "stepping": torch and HCOps loaded, the loop starts
-        time.sleep(3)
+        first = child.stdout.readline()  # "stepping": a step done, the loop goes on
+        time.sleep(1)
         child.send_signal(signal.SIGINT)
         out, _ = child.communicate(timeout=TIME_LIMIT)
         print(first + out, end="")

@@ -13,9 +13,10 @@ apart within 200 steps: training is chaotic). Checked:
   the trajectories part);
 - the losses' means over windows of 50 steps: HCOps' as near stock's as the
   control's, within 3x the control's largest window difference and 1e-5;
-- resident memory flat over the second half of the steps: the
-  least-squares slope of RSS times those steps under 4 MiB for 2,000 steps
-  (a leak of 4 KiB a step), 8 MiB for make check's 300;
+- resident memory flat over the second half of the steps, from 1,000 steps
+  on (make check's 300 show it only: it is still settling there): the
+  least-squares slope of RSS times those steps under 4 MiB (a leak of 4 KiB
+  a step over 2,000 steps);
 - HCOps computed the GEMMs, attention and AdamW steps (its counters).
 SOAK_STOCK=1 runs the second model on PyTorch's kernels too (stock's own
 memory trend); SOAK_PRINT=N prints a line every N steps (100). Prints "N
@@ -58,7 +59,7 @@ def main():
     # around the work buffers of every batch size: +5 MiB by step 800 of
     # 2,000, flat after); its trend is judged over the second half.
     warmup = max(60, steps // 2)
-    rss_bound = (4 if steps >= 1000 else 8) * 2**20
+    rss_bound = 4 * 2**20
     torch.set_num_threads(2)
     torch.manual_seed(0)
     dit.Attention.fused = True  # F.scaled_dot_product_attention
@@ -112,9 +113,13 @@ def main():
     check(mine_dev <= bound, f"{steps} steps, batch sizes {BATCHES}: 50-step mean losses {mine_dev:.3g} from "
           f"stock's, the control's (an ulp each step) {control_dev:.3g} (bound {bound:.3g})")
     growth = slope(rss) * len(rss) if len(rss) > 1 else 0.0
-    check(growth < rss_bound, f"resident memory after step {warmup}: {min(rss) / 2**20:.1f}-{max(rss) / 2**20:.1f} "
-          f"MiB, trend {growth / 2**20:+.2f} MiB over {len(rss)} steps (bound {rss_bound >> 20} MiB)"
-          if rss else "no steps after warm-up")
+    if steps < 1000:  # still settling (above): shown, judged only in the long run
+        print(f"     resident memory after step {warmup}: {min(rss) / 2**20:.1f}-{max(rss) / 2**20:.1f} MiB, trend "
+              f"{growth / 2**20:+.2f} MiB over {len(rss)} steps (judged from 1000 steps on)" if rss else "", flush=True)
+    else:
+        check(growth < rss_bound, f"resident memory after step {warmup}: {min(rss) / 2**20:.1f}-"
+              f"{max(rss) / 2**20:.1f} MiB, trend {growth / 2**20:+.2f} MiB over {len(rss)} steps "
+              f"(bound {rss_bound >> 20} MiB)")
     taken = {op: ht.call_counts(op)[0] - before[op] for op in counted}
     check(all(taken.values()), f"HCOps computed {taken}")
     print(f"{passed} passed, {failed} failed")
