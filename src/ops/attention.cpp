@@ -147,8 +147,8 @@ void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float 
   }
 }
 
-// dS = P (dP - D), D = rowsum(dO O) given, as the operand of dQ and dK:
-// f32, or rounded to bf16 by the softmax backward's store.
+// dS = P (dP - D), D given per row (row_sums_of_dp_p), as the operand of
+// dQ and dK: f32, or rounded to bf16 by the softmax backward's store.
 const float *score_grads(Buffers &buf, const float *dp, const float *p, const float *d, int64_t qb, int64_t S,
                          float) {
   float *ds = sized(buf.ds, qb * S);

@@ -116,10 +116,7 @@ void softmax_forward_lse(const float *x, Ty *y, int64_t rows, int64_t cols, floa
   }
 }
 
-// The softmax again from the forward's logsumexp, in one pass: p = exp(fl(scale
-// x) - lse) (attention's backward, as PyTorch's CPU kernel recomputes it);
-// with p16, the same values rounded to bf16 as well (the products' operand).
-// out[i] = sum_j a[i, j] b[i, j], in f32.
+// out[i] = sum_j a[i, j] b[i, j], in f32 (attention's D = rowsum(dP P)).
 template <class F>
 void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i) {
@@ -129,6 +126,11 @@ void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t 
   }
 }
 
+// The softmax again from the forward's logsumexp: p = exp(fl(scale x) - lse)
+// (attention's backward, as PyTorch's CPU kernel recomputes it), its sum
+// kept on the way; with p16, the same values rounded to bf16 as well (the
+// products' operand), in the second pass.
+//
 // Each row is divided by its own sum once computed, when that sum is 1 to
 // the rounding of a logsumexp (within 2^-10: |lse| up to 2^13 rounds by
 // less): a recomputed row is the forward's times exp(the logsumexp's

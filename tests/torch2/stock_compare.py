@@ -18,18 +18,17 @@ import contextlib
 import math
 
 import torch
+from torch.utils._pytree import tree_map
 
 
 def widened(x):
     """x with every floating-point tensor in f64 (the same values, requires_grad
     kept), through lists, tuples and dicts."""
-    if isinstance(x, torch.Tensor) and x.is_floating_point():
-        return x.detach().double().requires_grad_(x.requires_grad)
-    if isinstance(x, (list, tuple)):
-        return type(x)(widened(y) for y in x)
-    if isinstance(x, dict):
-        return {k: widened(v) for k, v in x.items()}
-    return x
+    def up(t):
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            return t.detach().double().requires_grad_(t.requires_grad)
+        return t
+    return tree_map(up, x)
 
 
 def accurate_gelu(x, approximate="none"):

@@ -51,41 +51,31 @@ def main():
     import hcops.torch as ht
     from torch.testing._internal.common_modules import module_db
     from stock_compare import Judge, accurate_f64, widened
+    from torch.utils._pytree import tree_leaves, tree_map
 
     judge = Judge()
 
     def strided(x):
-        """x's values in a non-contiguous view (every other element of a
-        buffer twice as long in the last dimension); through lists, tuples, dicts."""
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() > 0 and x.numel() > 1:
-            buf = torch.zeros(*x.shape, 2, dtype=x.dtype)
-            view = buf[..., 0]
-            view.copy_(x.detach())
-            return view.requires_grad_(x.requires_grad)
-        if isinstance(x, (list, tuple)):
-            return type(x)(strided(y) for y in x)
-        if isinstance(x, dict):
-            return {k: strided(v) for k, v in x.items()}
-        return x
+        """x's values in non-contiguous views (every other element of a buffer
+        twice as long in the last dimension), through lists, tuples, dicts."""
+        def one(t):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() > 0 and t.numel() > 1:
+                view = torch.zeros(*t.shape, 2, dtype=t.dtype)[..., 0]
+                view.copy_(t.detach())
+                return view.requires_grad_(t.requires_grad)
+            return t
+        return tree_map(one, x)
 
     def tensors(x):
-        if isinstance(x, torch.Tensor):
-            return [x]
-        if isinstance(x, (list, tuple)):
-            return [t for y in x for t in tensors(y)]
-        if isinstance(x, dict):
-            return [t for y in x.values() for t in tensors(y)]
-        return []
+        return [t for t in tree_leaves(x) if isinstance(t, torch.Tensor)]
 
     def fresh(x):
         """A copy of x's tensors as new leaves (the same requires_grad)."""
-        if isinstance(x, torch.Tensor):
-            return x.detach().clone().requires_grad_(x.requires_grad) if x.is_floating_point() else x.clone()
-        if isinstance(x, (list, tuple)):
-            return type(x)(fresh(y) for y in x)
-        if isinstance(x, dict):
-            return {k: fresh(v) for k, v in x.items()}
-        return x
+        def one(t):
+            if not isinstance(t, torch.Tensor):
+                return t
+            return t.detach().clone().requires_grad_(t.requires_grad) if t.is_floating_point() else t.clone()
+        return tree_map(one, x)
 
     def run(module, args, kwargs, on, training, seed_dtype):
         """(outputs, input gradients, parameter gradients, largest |seed|)."""
