@@ -77,10 +77,8 @@ void report(const char *routine, char ta, char tb, dnnl_dim_t M, dnnl_dim_t N, d
   std::snprintf(key, sizeof key, "%s,%c,%c,%ld,%ld,%ld", routine, ta, tb, long(M), long(N), long(K));
   std::snprintf(call, sizeof call, "%s,%g,%ld,%ld,%g,%ld", key, double(alpha), long(lda), long(ldb), double(beta),
                 long(ldc));
-  const char *math = nullptr;
-  if constexpr (std::is_same_v<Ty, hcops::Sgemm>) math = hcops::fp32_math_detail().c_str();
   hcops::report_exec("routine,transa,transb,M,N,K,alpha,lda,ldb,beta,ldc", "routine,transa,transb,M,N,K", call, key,
-                     std::string("hcops:") + rep.family, hcops::gemm_details(rep, alpha == 0, math), rep.threads,
+                     std::string("hcops:") + rep.family, hcops::gemm_details(rep, alpha == 0), rep.threads,
                      2.0 * double(M) * double(N) * double(K), seconds);
 }
 
@@ -105,7 +103,7 @@ dnnl_status_t compute(const char *routine, char ta, char tb, dnnl_dim_t M, dnnl_
   g.b = reinterpret_cast<const A_t *>(A), g.ldb = lda;
   g.c = C, g.ldc = ldc;
   if (hcops::verbose_level() == 0) {
-    hcops::abi_gemm(g);
+    hcops::gemm(g);
     return dnnl_success;
   }
   double t0;
@@ -113,7 +111,7 @@ dnnl_status_t compute(const char *routine, char ta, char tb, dnnl_dim_t M, dnnl_
     hcops::KeepFpEnv keep;
     t0 = hcops::now_seconds();
   }
-  const hcops::GemmReport rep = hcops::abi_gemm(g);
+  const hcops::GemmReport rep = hcops::gemm(g);
   hcops::KeepFpEnv keep;
   report<Ty>(routine, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, rep, hcops::now_seconds() - t0);
   return dnnl_success;

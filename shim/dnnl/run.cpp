@@ -46,6 +46,9 @@ const char *run_gemms(const PrimitivePlan &p, const Geometry &g, const void *a, 
   // Bias and activation on each block of C while it is in cache; a bf16 C
   // is rounded once, after them (kernels/gemm_types.h, Epilogue).
   args.epilogue = ops::output_epilogue(ops);
+  // The primitive's strict fpmath attribute (attributes.cpp forwards any
+  // other), not HCOPS_FP32_MATH, is the contract of an f32 primitive.
+  args.f32_mode = F32Mode::strict;
   return gemm_batched(args, g).family;
 }
 

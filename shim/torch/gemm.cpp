@@ -27,7 +27,6 @@
 #include <string>
 
 #include "gemm/batched.h"
-#include "gemm/fp32_math.h"
 #include "gemm/matmul_geometry.h"
 #include "ops/output_ops.h"
 #include "shim/common/gemm_call.h"
@@ -92,8 +91,7 @@ GemmReport run_typed(const Product &p, const Geometry &g) {
     out_ops.bias_along_rows = g.swapped;
     args.epilogue = ops::output_epilogue(out_ops);
   }
-  if constexpr (std::is_same_v<Ty, Sgemm>) return gemm_batched(args, g, gemm_fp32);
-  else return gemm_batched(args, g, gemm<Ty>);
+  return gemm_batched(args, g);
 }
 
 // Whether the engine can write C as it is laid out: one unit stride, rows
@@ -131,7 +129,7 @@ bool run(Product p) {
   if (timed) {
     std::string details = "api=aten batches=" + std::to_string(g.batches());
     if (bias) details += " bias=epilogue";
-    details += p.c.scalar_type() == at::kFloat ? " " + fp32_math_detail() : std::string(" dtype=bf16");
+    if (p.c.scalar_type() != at::kFloat) details += " dtype=bf16";
     // The engine's column-major call, as the BLAS lines give it (the trace
     // format of shared/workloads); the flops of every batch.
     report_gemm(p.routine, char(g.ta), char(g.tb), g.m, g.n, g.k, p.alpha, g.lda, g.ldb, p.beta, g.ldc, rep,

@@ -26,11 +26,10 @@ constexpr double kSmallProductMacs = double(1 << 24);
 
 // `base`: the GemmArgs of batch 0 (m, n, k, ld*, alpha, beta, epilogue and
 // a, b, c at that batch's element (0, 0)); `g` supplies the batch loop.
-// `run`: gemm<Ty> itself, or a mode of it (gemm_fp32). The report of the
-// first product that ran kernels (threads: those that took part).
+// The report of the first product that ran kernels (threads: those that
+// took part).
 template <typename Ty>
-GemmReport gemm_batched(const GemmArgs<Ty> &base, const Geometry &g,
-                        GemmReport (*run)(const GemmArgs<Ty> &) = &gemm<Ty>) {
+GemmReport gemm_batched(const GemmArgs<Ty> &base, const Geometry &g) {
   const long batches = g.batches();
   auto one = [&](long bi) {
     GemmArgs<Ty> args = base;
@@ -45,7 +44,7 @@ GemmReport gemm_batched(const GemmArgs<Ty> &base, const Geometry &g,
     args.a += oa;
     args.b += ob;
     args.c += oc;
-    return run(args);
+    return gemm(args);
   };
   GemmReport report;
   const int threads = allowed_threads();  // share_dynamically fits it to the cores

@@ -102,7 +102,7 @@ std::string engine_info(long m, long n, long k) {
   HCOPS_GEMM_DATATYPES(HCOPS_KERNEL_LINE)
 #undef HCOPS_KERNEL_LINE
   const Fp32MathMode &math = fp32_math();
-  s += format("fp32 math (HCOPS_FP32_MATH, sgemm_ and cblas_sgemm): asked %s, in effect %s%s%s%s\n",
+  s += format("fp32 math (HCOPS_FP32_MATH, every f32 GEMM but oneDNN primitives): asked %s, in effect %s%s%s%s\n",
               fp32_math_name(math.asked), fp32_math_name(math.used), math.why.empty() ? "" : " (", math.why.c_str(),
               math.why.empty() ? "" : ")");
   s += "kernel families (first fit, in this order; HCOPS_ISA=<name> skips those before it):\n";

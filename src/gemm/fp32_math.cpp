@@ -35,11 +35,6 @@ Fp32MathMode resolve() {
   return m;
 }
 
-template <typename To>
-GemmArgs<To> as(const GemmArgs<Sgemm> &g) {
-  return {g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc, g.epilogue};
-}
-
 }  // namespace
 
 const char *fp32_math_name(Fp32Math m) {
@@ -64,15 +59,6 @@ const std::string &fp32_math_detail() {
     return s;
   }();
   return detail;
-}
-
-GemmReport gemm_fp32(const GemmArgs<Sgemm> &g) {
-  switch (fp32_math().used) {
-    case Fp32Math::strict: break;
-    case Fp32Math::bf16: return gemm(as<SgemmBf16>(g));
-    case Fp32Math::bf16x3: return gemm(as<SgemmBf16x3>(g));
-  }
-  return gemm(g);
 }
 
 }  // namespace hcops

@@ -1,6 +1,6 @@
-// HCOPS_FP32_MATH: the compute mode of f32 GEMM called through sgemm_ and
-// cblas_sgemm, in the manner of MKL_BLAS_COMPUTE_MODE and oneDNN's fpmath
-// mode. `strict` (the default) computes in f32; `bf16` rounds the inputs to
+// HCOPS_FP32_MATH: the compute mode of every f32 GEMM of the engine
+// (gemm<Sgemm>, whichever layer calls it), in the manner of
+// MKL_BLAS_COMPUTE_MODE and oneDNN's fpmath mode. `strict` (the default) computes in f32; `bf16` rounds the inputs to
 // bf16 while packing (SgemmBf16); `bf16x3` splits each input into two bf16
 // parts and sums three products (SgemmBf16x3), close to f32. A mode is a
 // permission, not an order: it applies only where a kernel family at least
@@ -34,10 +34,5 @@ const Fp32MathMode &fp32_math();
 // "math=bf16x3", or "math=strict(bf16 asked: <why>)": the verbose lines'
 // detail; no commas (it is one CSV field with the rest of the details).
 const std::string &fp32_math_detail();
-
-// An f32 GEMM in the mode in effect: gemm<Sgemm> itself when strict (bit for
-// bit what it always was), else gemm<SgemmBf16> or gemm<SgemmBf16x3> on the
-// same arguments.
-GemmReport gemm_fp32(const GemmArgs<Sgemm> &g);
 
 }  // namespace hcops

@@ -16,6 +16,7 @@
 #include "common/wait.h"
 #include "common/work_share.h"
 #include "gemm/blocking.h"
+#include "gemm/fp32_math.h"
 #include "gemm/gemm_with.h"
 #include "gemm/pack_policy.h"
 #include "gemm/partition.h"
@@ -458,8 +459,12 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
 
 void testing::set_unit_hook(testing::UnitHook hook) { g_unit_hook.store(hook, std::memory_order_relaxed); }
 
+namespace {
+
+// gemm() on the datatypes as typed: the family chosen for Ty, else the
+// unpacked loops.
 template <typename Ty>
-GemmReport gemm(const GemmArgs<Ty> &g) {
+GemmReport gemm_as_typed(const GemmArgs<Ty> &g) {
   const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
   GemmReport wide;
   if (chosen.kernel && gemm_through_wide_c(g, *chosen.kernel, wide)) return wide;
@@ -474,6 +479,34 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
     rep.b = "unpacked";
   }
   return rep;
+}
+
+// The same f32 arguments for a reduced-precision mode's kernels (A and B
+// rounded or split while packing; C, alpha, beta f32).
+template <typename To>
+GemmArgs<To> as_mode(const GemmArgs<Sgemm> &g) {
+  return {g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc, g.epilogue};
+}
+
+// One place decides f32's mode for every layer (gemm/fp32_math.h).
+GemmReport gemm_in_fp32_mode(const GemmArgs<Sgemm> &g) {
+  if (g.f32_mode == F32Mode::strict) return gemm_as_typed(g);
+  GemmReport rep;
+  switch (fp32_math().used) {
+    case Fp32Math::strict: rep = gemm_as_typed(g); break;
+    case Fp32Math::bf16: rep = gemm_as_typed(as_mode<SgemmBf16>(g)); break;
+    case Fp32Math::bf16x3: rep = gemm_as_typed(as_mode<SgemmBf16x3>(g)); break;
+  }
+  rep.math = fp32_math_detail().c_str();
+  return rep;
+}
+
+}  // namespace
+
+template <typename Ty>
+GemmReport gemm(const GemmArgs<Ty> &g) {
+  if constexpr (std::is_same_v<Ty, Sgemm>) return gemm_in_fp32_mode(g);
+  else return gemm_as_typed(g);
 }
 
 template <typename Ty>

@@ -8,6 +8,11 @@
 
 namespace hcops {
 
+// Who decides an f32 GEMM's compute mode: the engine (HCOPS_FP32_MATH,
+// gemm/fp32_math.h), or the caller's own contract, strict f32 (a oneDNN
+// primitive whose fpmath attribute is strict). Other datatypes: unused.
+enum class F32Mode : unsigned char { engine, strict };
+
 template <typename Ty>
 struct GemmArgs {
   Trans ta, tb;
@@ -21,6 +26,7 @@ struct GemmArgs {
   typename Ty::c_type *c;
   long ldc;
   Epilogue<typename Ty::acc_type> epilogue{};  // none by default
+  F32Mode f32_mode = F32Mode::engine;
 };
 
 // What gemm() did, for the ABI layer's verbose line.
@@ -33,8 +39,14 @@ struct GemmReport {
   int domains = 1;              // compute domains the product was split over
   char split = 'n';             // across domains along 'n' or 'm'
   int grid_m = 1, grid_n = 1;   // thread grid inside the first domain
+  const char *math = nullptr;   // f32: the HCOPS_FP32_MATH mode it ran in, "math=strict"
+                                // (fp32_math_detail()); null for the other datatypes
 };
 
+// f32 (Sgemm) runs in the engine's HCOPS_FP32_MATH mode (gemm/fp32_math.h),
+// whichever layer calls (BLAS, CBLAS, dnnl_sgemm, the PyTorch dispatcher,
+// attention), unless args.f32_mode fixes strict. The other datatypes run as
+// typed.
 template <typename Ty>
 GemmReport gemm(const GemmArgs<Ty> &args);
 

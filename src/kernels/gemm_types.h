@@ -54,7 +54,7 @@ using SgemmBf16x3 = GemmTypes<float, float, float, float, bf16, bf16, 3>;
 // f32 copy (gemm.cpp) so that the epilogue sees the f32 sum and the result
 // is rounded once (without memory for that copy, C is rounded by the
 // kernels, then again after the epilogue). Every path applies it, alpha = 0
-// and k = 0 included; gemm_fp32 (HCOPS_FP32_MATH) hands it on.
+// and k = 0 included; gemm<Sgemm> (HCOPS_FP32_MATH) hands it on.
 template <typename Acc>
 struct Epilogue {
   void (*apply)(const void *ctx, Acc *c, long ldc, long i0, long m, long j0, long n) = nullptr;

@@ -12,7 +12,6 @@
 
 #include "common/cpu_features.h"
 #include "common/fault.h"
-#include "gemm/fp32_math.h"
 #include "gemm/gemm.h"
 #include "kernels/registry.h"
 #include "ops/eltwise.h"
@@ -46,8 +45,7 @@ void rm_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
              int64_t lda, const typename Ty::b_type *b, int64_t ldb, float beta, typename Ty::c_type *c, int64_t ldc) {
   GemmArgs<Ty> g{tb ? Trans::T : Trans::N, ta ? Trans::T : Trans::N, n, m, k, alpha, b, ldb, a, lda, beta, c,
                  ldc};
-  if constexpr (std::is_same_v<Ty, Sgemm>) gemm_fp32(g);
-  else gemm(g);
+  gemm(g);
 }
 
 // Whether bf16 slices multiply bf16 operands: where the family that serves

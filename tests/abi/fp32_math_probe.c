@@ -1,4 +1,5 @@
-/* f32 GEMM through sgemm_ and cblas_sgemm for test_fp32_math.sh, checked
+/* f32 GEMM through sgemm_ and cblas_sgemm (and dnnl_sgemm, where HCOps has
+ * its oneDNN layer: PROBE_DNNL) for test_fp32_math.sh, checked
  * against f64 for the HCOPS_FP32_MATH mode named by argv[1]:
  *   strict  every element within (k + 4) 2^-23 S, S = |alpha| sum|a||b| + |beta c|
  *   bf16    within (2^-7 + 2^-15 + (k + 4) 2^-23) S of the exact product, and
@@ -21,6 +22,12 @@
 void sgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k, const float *alpha,
             const float *a, const int *lda, const float *b, const int *ldb, const float *beta, float *c,
             const int *ldc);
+
+#ifdef PROBE_DNNL
+/* oneDNN's C declaration (row-major; dnnl_dim_t is int64_t, 0 is success). */
+int dnnl_sgemm(char transa, char transb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+#endif
 
 enum { STRICT, BF16, BF16X3 };
 
@@ -77,6 +84,14 @@ static void check(const char *what, int row, char ta, char tb, int m, int n, int
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--routines")) { /* what it calls, for the script */
+#ifdef PROBE_DNNL
+    puts("sgemm_ cblas_sgemm dnnl_sgemm");
+#else
+    puts("sgemm_ cblas_sgemm");
+#endif
+    return 0;
+  }
   if (argc != 3 || (strcmp(argv[1], "strict") && strcmp(argv[1], "bf16") && strcmp(argv[1], "bf16x3"))) {
     fprintf(stderr, "usage: %s strict|bf16|bf16x3 <output file>\n", argv[0]);
     return 2;
@@ -114,6 +129,24 @@ int main(int argc, char **argv) {
     for (int i = 0; i < m; ++i) fwrite(c + (size_t)i * ldc, sizeof(float), n, out);
     free(a), free(b), free(c), free(c0);
   }
+#ifdef PROBE_DNNL
+  /* dnnl_sgemm, row major, A^T, B^T. */
+  {
+    const int m = 40, n = 33, k = 200, lda = m + 3, ldb = k + 2, ldc = n;
+    float *a = malloc(sizeof(float) * lda * k), *b = malloc(sizeof(float) * ldb * n);
+    float *c = malloc(sizeof(float) * ldc * m), *c0 = malloc(sizeof(float) * ldc * m);
+    for (int i = 0; i < lda * k; ++i) a[i] = unit();
+    for (int i = 0; i < ldb * n; ++i) b[i] = 2 * unit();
+    for (int i = 0; i < ldc * m; ++i) c[i] = c0[i] = unit();
+    if (dnnl_sgemm('T', 'T', m, n, k, 0.75f, a, lda, b, ldb, 2.0f, c, ldc) != 0) {
+      printf("FAIL dnnl_sgemm: not dnnl_success\n");
+      ++failures;
+    }
+    check("dnnl_sgemm RowMajor T T 40x33x200", 1, 'T', 'T', m, n, k, 0.75f, a, lda, b, ldb, 2.0f, c0, c, ldc);
+    for (int i = 0; i < m; ++i) fwrite(c + (size_t)i * ldc, sizeof(float), n, out);
+    free(a), free(b), free(c), free(c0);
+  }
+#endif
   fclose(out);
   printf("mean_error %.6e\n", err_sum / (double)err_count);
   printf("%s: %d element(s) out of bounds\n", argv[1], failures);

@@ -1,6 +1,8 @@
 #!/bin/sh
-# HCOPS_FP32_MATH through sgemm_ and cblas_sgemm (fp32_math_probe), on the
-# generic family and on the default one:
+# HCOPS_FP32_MATH, the engine's f32 mode, through sgemm_, cblas_sgemm and
+# dnnl_sgemm where HCOps has its oneDNN layer (fp32_math_probe), on the
+# generic family and on the default one (the PyTorch dispatcher's GEMMs and
+# attention: tests/torch2/test_fp32_math.py):
 #  - unset and `strict` give the same bits; a bad value warns exactly once
 #    ("hcops: warning: HCOPS_FP32_MATH=...") and gives strict's bits too;
 #  - `bf16` and `bf16x3`, where hcops-info says the mode is in effect (on
@@ -10,7 +12,8 @@
 #    hcops-info says why, and the results are strict's, bit for bit;
 #  - a mode is a permission: on a family that serves no bf16 kernel of its
 #    own (avx512, avx2), strict runs, even though generic (a lower row)
-#    serves one; every verbose sgemm_/cblas_sgemm line names the mode that ran.
+#    serves one; every verbose sgemm_/cblas_sgemm/dnnl_sgemm line names the
+#    mode that ran.
 set -u
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS: $1"; }
@@ -23,7 +26,7 @@ trap 'rm -rf "$tmp"' EXIT
 # in_effect ISA MODE: the mode hcops-info says is in effect.
 in_effect() {
   HCOPS_ISA=$1 HCOPS_FP32_MATH=$2 $info 2>/dev/null |
-    sed -n 's/^fp32 math (HCOPS_FP32_MATH, sgemm_ and cblas_sgemm): asked [a-z0-9]*, in effect \([a-z0-9]*\).*/\1/p'
+    sed -n 's/^fp32 math (HCOPS_FP32_MATH, every f32 GEMM but oneDNN primitives): asked [a-z0-9]*, in effect \([a-z0-9]*\).*/\1/p'
 }
 
 # run ISA MODE EXPECT TAG: the probe with HCOPS_FP32_MATH=MODE (unset when
@@ -46,7 +49,7 @@ run() {
 # WANT, and the info line has fp32_WANT.
 verbose_says() {
   HCOPS_ISA=$1 HCOPS_FP32_MATH=$2 HCOPS_VERBOSE=1 $probe "$3" "$tmp/v.bin" >/dev/null 2>"$tmp/v.err"
-  for routine in sgemm_ cblas_sgemm; do
+  for routine in $routines; do
     n=0
     while IFS= read -r line; do
       case "$line" in "hcops_verbose,exec,$routine,"*" $4") n=$((n + 1)) ;; esac
@@ -57,6 +60,7 @@ verbose_says() {
     ko "$5: no info line with fp32_$4: $(grep '^hcops_verbose,info' "$tmp/v.err")"
 }
 
+routines=$($probe --routines)
 families=$($info --families)
 best=$(echo "$families" | head -n 1)
 isas=generic

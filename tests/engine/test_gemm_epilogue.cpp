@@ -19,7 +19,7 @@
 // calls per element), on products of one and of several k blocks, alpha = 0,
 // k = 0, a bf16 C wider than one of gemm.cpp's f32 column blocks, without
 // packing memory (mmap failing: the unpacked path) and without the bf16 C's
-// f32 copy, through gemm_with on a bf16 C, and through gemm_fp32 in each
+// f32 copy, through gemm_with on a bf16 C, and through gemm<Sgemm> in each
 // HCOPS_FP32_MATH mode and with a short OpenMP team (the script's last runs:
 // `test_gemm_epilogue "" fp32_math|short_team`).
 #include <setjmp.h>
@@ -603,8 +603,8 @@ void test_gemm_with_bf16_c(void **) {
     }
 }
 
-// An f32 GEMM in HCOPS_FP32_MATH's mode (gemm_fp32 hands it to the bf16 or
-// bf16x3 datatypes): the epilogue goes with it. The script runs this alone
+// An f32 GEMM in HCOPS_FP32_MATH's mode (gemm<Sgemm> hands it to the bf16
+// or bf16x3 datatypes, and says so): the epilogue goes with it. The script runs this alone
 // under each mode; the bound is SgemmBf16's against the exact f32 inputs.
 void test_fp32_math(void **) {
   std::printf("HCOPS_FP32_MATH: %s\n", hcops::fp32_math_detail().c_str());
@@ -618,9 +618,12 @@ void test_fp32_math(void **) {
   Counter counter(m, n);
   hcops::GemmArgs<hcops::Sgemm> g{Trans::N, Trans::T, m, n, k, 1.0f, a.data(), m, b.data(), n, 0.0f, c.data(), m};
   g.epilogue = counter.epilogue();
-  hcops::gemm_fp32(g);
+  const hcops::GemmReport rep = hcops::gemm(g);
+  if (rep.math != hcops::fp32_math_detail().c_str())
+    fail_msg("gemm<Sgemm> reports math=%s, the engine's mode is %s", rep.math ? rep.math : "(null)",
+             hcops::fp32_math_detail().c_str());
   const std::string e = counter.check();
-  if (!e.empty()) fail_msg("gemm_fp32: %s", e.c_str());
+  if (!e.empty()) fail_msg("gemm<Sgemm>: %s", e.c_str());
   for (long j = 0; j < n; ++j)
     for (long i = 0; i < m; ++i) {
       double s = 0, mag = 0;
@@ -630,7 +633,7 @@ void test_fp32_math(void **) {
       }
       const double bound = (0x1p-7 + 0x1p-16) * mag + (k + 2 * ((k + 31) / 32) + 6) * kU * 1.02 * mag + kU * (s + 1);
       if (!(std::fabs(c[i + j * m] - (s + 1)) <= bound))
-        fail_msg("gemm_fp32: C(%ld,%ld) = %.9g, want %.9g within %.3g", i, j, c[i + j * m], s + 1, bound);
+        fail_msg("gemm<Sgemm>: C(%ld,%ld) = %.9g, want %.9g within %.3g", i, j, c[i + j * m], s + 1, bound);
     }
 }
 
