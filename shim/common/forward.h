@@ -5,8 +5,8 @@
  * call, by the resolver below from a per-library description.
  *
  * A foreign library is described by:
- *   - a symbol list, shim/<lib>/<name>.def: one HCOPS_FORWARD(idx, name) line
- *     per forwarded symbol, idx dense from 0 (the build checks it);
+ *   - a symbol list, shim/<lib>/<name>.def: one HCOPS_FORWARD(name) line
+ *     per forwarded symbol, its index in the table its line's position;
  *   - a .S that defines HCOPS_FORWARD_TABLE and HCOPS_FORWARD_DEF and includes
  *     forward_trampolines.inc (the trampolines);
  *   - a .c that defines the same two macros, includes forward_table.h (the

@@ -4,10 +4,11 @@
  *   HCOPS_FORWARD_DEF    the symbol list to include: "shim/blas/forwarded.def"
  * and the same two in the .S that includes forward_trampolines.inc.
  *
- * Defines the name table (by index, not by position), the slot array
- * hcops_forward_slots_<table>, and checks at build time that the indexes
- * are unique and dense (0..N-1). The assembly checks the same of its own
- * reading of the list, and reaches the description through the alias
+ * Defines the name table and the slot array hcops_forward_slots_<table>,
+ * both in the order of the list: a symbol's index is its line's position,
+ * as in the trampolines. A name listed twice is an enumerator declared
+ * twice (and, in the assembly, a symbol defined twice): the build fails.
+ * The assembly reaches the description through the alias
  * hcops_forward_lib_<table>_<N> defined here with the C count: two counts
  * that differ leave it undefined and the link fails. */
 #include <pthread.h>
@@ -28,36 +29,18 @@
 #define HCOPS_FWD_NAMES HCOPS_FWD_CAT(hcops_forward_names_, HCOPS_FORWARD_TABLE)
 #define HCOPS_FWD_FIND HCOPS_FWD_CAT(hcops_forward_find_, HCOPS_FORWARD_TABLE)
 
-/* N: one per line of the list. */
+/* Each symbol's index (hcops_forward_<table>_<name>: a name listed twice
+ * is "redeclared"), then N, the count. */
 enum {
-#define HCOPS_FORWARD(idx, name) +1
-  HCOPS_FWD_CAT(hcops_forward_count_, HCOPS_FORWARD_TABLE) = 0
+#define HCOPS_FORWARD(name) HCOPS_FWD_CAT(HCOPS_FWD_CAT(hcops_forward_, HCOPS_FORWARD_TABLE), _##name),
 #include HCOPS_FORWARD_DEF
 #undef HCOPS_FORWARD
+  HCOPS_FWD_CAT(hcops_forward_count_, HCOPS_FORWARD_TABLE)
 };
 #define HCOPS_FWD_COUNT HCOPS_FWD_CAT(hcops_forward_count_, HCOPS_FORWARD_TABLE)
 
-/* Every index below N ... */
-#define HCOPS_FORWARD(idx, name)                            \
-  _Static_assert((idx) < HCOPS_FWD_COUNT, HCOPS_FORWARD_DEF \
-                 ": the index of " #name " is not below the count of lines (an index skipped or too large)");
-#include HCOPS_FORWARD_DEF
-#undef HCOPS_FORWARD
-
-/* ... and none twice (a "duplicate case value" error names both lines), so
- * the N indexes are exactly 0..N-1. */
-__attribute__((unused)) static void HCOPS_FWD_CAT(hcops_forward_unique_, HCOPS_FORWARD_TABLE)(unsigned i) {
-  switch (i) {
-#define HCOPS_FORWARD(idx, name) \
-  case idx:                      \
-    break;
-#include HCOPS_FORWARD_DEF
-#undef HCOPS_FORWARD
-  }
-}
-
 static const char *const HCOPS_FWD_NAMES[HCOPS_FWD_COUNT] = {
-#define HCOPS_FORWARD(idx, name) [idx] = #name,
+#define HCOPS_FORWARD(name) #name,
 #include HCOPS_FORWARD_DEF
 #undef HCOPS_FORWARD
 };

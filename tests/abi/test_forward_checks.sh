@@ -1,10 +1,11 @@
 #!/bin/sh
 # The build-time checks of a forward table (shim/common/forward_table.h for
-# the C side, forward_trampolines.inc for the trampolines): a symbol list whose
-# indexes are used twice or skip a number must not compile on either side,
-# and a C table and trampolines built from lists of different lengths must
-# not link. A correct list builds and links, so a failure below is the check
-# and not a broken setup. Compiles with $CC (cc by default).
+# the C side, forward_trampolines.inc for the trampolines): each symbol's
+# index is its line's position on both sides (the trampoline of the third
+# line reads slot 2); a symbol list with a name twice must not compile on
+# either side, and a C table and trampolines built from lists of different
+# lengths must not link. A correct list builds and links, so a failure below
+# is the check and not a broken setup. Compiles with $CC (cc by default).
 set -u
 top=$(cd "${srcdir:-.}/.." && pwd)
 cc=${CC:-cc}
@@ -30,28 +31,33 @@ link() {
   $cc -shared -fPIC -I"$top" -I"$top/src" -o "$tmp/t.so" "$tmp/t.o" "$tmp/t_tramp.o" \
     "$top/shim/common/forward.c" "$top/shim/common/forward_x86_64.S" "$top/shim/common/forward_aarch64.S" "$tmp/log.c" -ldl -lpthread 2>"$tmp/err"
 }
-list() { # list FILE IDX... : one symbol per index, in the order given
+list() { # list FILE NAME... : one line per name, in the order given
   f=$1; shift; : >"$f"
-  for i in "$@"; do echo "HCOPS_FORWARD($i, sym$i)" >>"$f"; done
+  for n in "$@"; do echo "HCOPS_FORWARD($n)" >>"$f"; done
 }
 
-list "$tmp/good.def" 2 0 1
-if c_side "$tmp/good.def" && asm_side "$tmp/good.def" && link; then ok "a dense list in any order builds and links"
-else ko "a dense list does not build: $(cat "$tmp/err")"; fi
+list "$tmp/good.def" syma symb symc
+if c_side "$tmp/good.def" && asm_side "$tmp/good.def" && link; then ok "a list builds and links"
+else ko "a list does not build: $(cat "$tmp/err")"; fi
+# The third line's trampoline reads slot 2 (bytes 16..23 of the slots):
+# x86-64 addresses it PC-relative (slot + 16 - 4, the rest of the
+# instruction), AArch64 by page and offset (slot + 16).
+objdump -dr "$tmp/t_tramp.o" | awk '/<symc>:/ { on = 1; next } /^$/ { on = 0 } on' >"$tmp/symc.dis"
+if grep -Eq 'hcops_forward_slots_t\+0x(c|10)$' "$tmp/symc.dis" && ! grep -Eq 'hcops_forward_slots_t(\+0x(4|8|14|18))?$' "$tmp/symc.dis"; then
+  ok "the third line's trampoline reads slot 2"
+else
+  ko "the third line's trampoline does not read slot 2: $(cat "$tmp/symc.dis")"
+fi
 
-list "$tmp/dup.def" 0 1 1
+list "$tmp/dup.def" syma symb symb
 c_side "$tmp/dup.def"
-[ $? != 0 ] && grep -q 'duplicate case value' "$tmp/err" && ok "C: an index used twice fails" || ko "C accepts an index used twice: $(cat "$tmp/err")"
+[ $? != 0 ] && grep -Eq 'redeclaration of enumerator|redefinition of enumerator' "$tmp/err" && ok "C: a name twice fails" ||
+  ko "C accepts a name twice: $(cat "$tmp/err")"
 asm_side "$tmp/dup.def"
-[ $? != 0 ] && grep -q 'index 1 is used twice' "$tmp/err" && ok "asm: an index used twice fails" || ko "asm accepts an index used twice: $(cat "$tmp/err")"
+[ $? != 0 ] && grep -q 'symb.* is already defined' "$tmp/err" && ok "asm: a name twice fails" ||
+  ko "asm accepts a name twice: $(cat "$tmp/err")"
 
-list "$tmp/gap.def" 0 1 3
-c_side "$tmp/gap.def"
-[ $? != 0 ] && grep -q 'the index of sym3 is not below the count' "$tmp/err" && ok "C: a skipped index fails" || ko "C accepts a skipped index: $(cat "$tmp/err")"
-asm_side "$tmp/gap.def"
-[ $? != 0 ] && grep -q 'indexes skip a number' "$tmp/err" && ok "asm: a skipped index fails" || ko "asm accepts a skipped index: $(cat "$tmp/err")"
-
-list "$tmp/longer.def" 0 1 2 3
+list "$tmp/longer.def" syma symb symc symd
 if c_side "$tmp/good.def" && asm_side "$tmp/longer.def"; then
   link
   [ $? != 0 ] && grep -q 'hcops_forward_lib_t_4' "$tmp/err" && ok "C and trampolines from lists of different lengths do not link" ||
