@@ -54,6 +54,7 @@ extern "C" {
 #include "gemm/gemm.h"
 #include "gemm/pack_policy.h"
 #include "kernels/registry.h"
+#include "combo.h"
 
 namespace {
 
@@ -61,35 +62,7 @@ using hcops::bf16;
 using hcops::Trans;
 
 const char *forced_family = nullptr;  // argv[1]: the family HCOPS_ISA forces
-constexpr double kU = 0x1p-24;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-template <typename Ty>
-struct Combo;
-template <>
-struct Combo<hcops::Bf16Gemm> {
-  static constexpr const char *name = "Bf16Gemm (bf16 A,B -> f32 C)";
-};
-template <>
-struct Combo<hcops::Bf16Bf16Gemm> {
-  static constexpr const char *name = "Bf16Bf16Gemm (bf16 A,B -> bf16 C)";
-};
-template <>
-struct Combo<hcops::SgemmBf16> {
-  static constexpr const char *name = "SgemmBf16 (f32, inputs rounded to bf16)";
-};
-template <>
-struct Combo<hcops::SgemmBf16x3> {
-  static constexpr const char *name = "SgemmBf16x3 (f32, inputs split in two bf16)";
-};
-
-double as_double(float x) { return x; }
-double as_double(bf16 x) { return float(x); }
-template <typename T>
-T from_double(double x) {
-  return T(float(x));
-}
+using namespace engine_test;
 // What the kernel multiplies when the input is x: bf16 as is, f32 rounded.
 double bf16_rounded(float x) { return float(bf16(x)); }
 double bf16_rounded(bf16 x) { return float(x); }

@@ -53,17 +53,9 @@ extern "C" {
 #include "gemm/gemm_with.h"
 #include "kernels/registry.h"
 #include "ops/output_ops.h"
+#include "combo.h"
+#include "fail_mmap.h"
 
-// The engine's packing memory comes from mmap (gemm/numa_buffer.cpp): while
-// set, mmap fails as on an exhausted machine (malloc falls back to the heap).
-std::atomic<bool> fail_mmap{false};
-extern "C" void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  if (fail_mmap.load()) {
-    errno = ENOMEM;
-    return reinterpret_cast<void *>(-1);  // MAP_FAILED
-  }
-  return reinterpret_cast<void *>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
-}
 
 // The f32 copy of a bf16 C (gemm.cpp) is a nothrow new[]: while set, it
 // fails (the test's own allocations use the throwing forms).
@@ -81,35 +73,7 @@ using hcops::ops::Activation;
 using hcops::ops::OutputOps;
 
 const char *forced_family = nullptr;  // argv[1]: the family HCOPS_ISA forces
-constexpr double kU = 0x1p-24;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-template <typename Ty>
-struct Combo;
-template <>
-struct Combo<hcops::Sgemm> {
-  static constexpr const char *name = "Sgemm";
-};
-template <>
-struct Combo<hcops::Bf16Gemm> {
-  static constexpr const char *name = "Bf16Gemm (bf16 A,B -> f32 C)";
-};
-template <>
-struct Combo<hcops::Bf16Bf16Gemm> {
-  static constexpr const char *name = "Bf16Bf16Gemm (bf16 A,B -> bf16 C)";
-};
-template <>
-struct Combo<hcops::SgemmBf16> {
-  static constexpr const char *name = "SgemmBf16 (f32, inputs rounded to bf16)";
-};
-
-double as_double(float x) { return x; }
-double as_double(bf16 x) { return float(x); }
-template <typename T>
-T from_double(double x) {
-  return T(float(x));
-}
+using namespace engine_test;
 // What the kernel multiplies when the input is x: rounded to its packed
 // type (SgemmBf16: bf16), unless the product ran unpacked (gemm.cpp's
 // fallback multiplies the inputs as given).

@@ -32,18 +32,8 @@ extern "C" {
 #include "gemm/gemm_with.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/registry.h"
+#include "fail_mmap.h"
 
-// The engine's packing memory comes from mmap (gemm/numa_buffer.cpp). While
-// set, mmap fails as on an exhausted machine; the engine is linked into this
-// program, so its calls reach this definition.
-std::atomic<bool> fail_mmap{false};
-extern "C" void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  if (fail_mmap.load()) {
-    errno = ENOMEM;
-    return reinterpret_cast<void *>(-1);  // MAP_FAILED
-  }
-  return reinterpret_cast<void *>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
-}
 
 namespace {
 
