@@ -175,6 +175,9 @@ class Backend : public BackendBase {
 
  private:
   c10::intrusive_ptr<c10d::Work> launch(std::unique_ptr<Pending> p);
+  // launch() with p's Work: `type`, p's name, the tensors the caller gets.
+  c10::intrusive_ptr<c10d::Work> launch_as(std::unique_ptr<Pending> p, c10d::OpType type,
+                                           std::vector<at::Tensor> outputs);
   // Waits for every operation in flight and for the completion threads to
   // end; false when it could not (at interpreter exit, or called from one of
   // those threads: they then end by themselves once the rest is done).

@@ -22,6 +22,16 @@ std::unique_ptr<Pending> pending(const char *name, const at::Tensor &t, int64_t 
   return p;
 }
 
+// p->start of an operation: `call` with the element count, datatype and
+// reduction resolved for it (captured now: the start runs on a progress
+// thread after this frame has returned).
+template <typename Call>
+void start_with(Pending *p, Call call) {
+  p->start = [call, count = p->count, type = p->type, op = p->op](MPI_Comm c, MPI_Request *r) {
+    return call(count, type, op, c, r);
+  };
+}
+
 // The one tensor of a call, checked as gloo checks its CPU tensors.
 at::Tensor &single_cpu(std::vector<at::Tensor> &tensors, const char *what) {
   TORCH_CHECK(tensors.size() == 1, "hcops: ", what, " takes one tensor per process, got ", tensors.size());
@@ -164,15 +174,11 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduce(std::vector<at::Tensor> &tenso
   at::Tensor buf = staged(t, p.get(), true);
   then_average(p.get(), buf, size_, opts.reduceOp);
   void *data = buf.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  MPI_Op op = p->op;
-  p->start = [data, count, type, op](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [data](int count, MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request *r) {
     return LargeAllreduce::start(MPI_IN_PLACE, data, count, type, op, c, r);
-  };
+  });
   p->keep.push_back(buf);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::ALLREDUCE, "allreduce", std::vector<at::Tensor>{t});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::ALLREDUCE, {t});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::broadcast(std::vector<at::Tensor> &tensors,
@@ -183,14 +189,12 @@ c10::intrusive_ptr<c10d::Work> Backend::broadcast(std::vector<at::Tensor> &tenso
   auto p = pending("broadcast", t, t.numel());
   at::Tensor buf = staged(t, p.get(), rank_ == opts.rootRank);
   void *data = buf.data_ptr();
-  const int count = p->count, root = static_cast<int>(opts.rootRank);
-  MPI_Datatype type = p->type;
-  p->start = [data, count, type, root](MPI_Comm c, MPI_Request *r) {
+  const int root = static_cast<int>(opts.rootRank);
+  start_with(p.get(), [data, root](int count, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Ibcast(data, count, type, root, c, r);
-  };
+  });
   p->keep.push_back(buf);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::BROADCAST, "broadcast", std::vector<at::Tensor>{t});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::BROADCAST, {t});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::allgather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -211,14 +215,11 @@ c10::intrusive_ptr<c10d::Work> Backend::allgather(std::vector<std::vector<at::Te
   };
   const void *sdata = src.data_ptr();
   void *rdata = all.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  p->start = [sdata, rdata, count, type](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata](int count, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Iallgather(sdata, count, type, rdata, count, type, c, r);
-  };
+  });
   p->keep = {src, all};
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::ALLGATHER, "allgather", outs);
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::ALLGATHER, outs);
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::allreduce_coalesced(std::vector<at::Tensor> &tensors,
@@ -240,15 +241,11 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduce_coalesced(std::vector<at::Tens
   p->after = copy_parts(buf, outs);
   then_average(p.get(), buf, size_, opts.reduceOp);
   void *data = buf.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  MPI_Op op = p->op;
-  p->start = [data, count, type, op](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [data](int count, MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request *r) {
     return LargeAllreduce::start(MPI_IN_PLACE, data, count, type, op, c, r);
-  };
+  });
   p->keep.push_back(buf);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outs);
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::ALLREDUCE_COALESCED, outs);
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts) {
@@ -260,16 +257,12 @@ c10::intrusive_ptr<c10d::Work> Backend::reduce(std::vector<at::Tensor> &tensors,
   at::Tensor buf = staged(t, p.get(), true);
   if (rank_ == root) then_average(p.get(), buf, size_, opts.reduceOp);
   void *data = buf.data_ptr();
-  const int count = p->count;
   const bool is_root = rank_ == root;
-  MPI_Datatype type = p->type;
-  MPI_Op op = p->op;
-  p->start = [data, count, type, op, root, is_root](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [data, root, is_root](int count, MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Ireduce(is_root ? MPI_IN_PLACE : data, is_root ? data : nullptr, count, type, op, root, c, r);
-  };
+  });
   p->keep.push_back(buf);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::REDUCE, "reduce", std::vector<at::Tensor>{t});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::REDUCE, {t});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::_allgather_base(at::Tensor &output, at::Tensor &input,
@@ -283,15 +276,11 @@ c10::intrusive_ptr<c10d::Work> Backend::_allgather_base(at::Tensor &output, at::
   at::Tensor dst = staged(output, p.get(), false);
   const void *sdata = src.data_ptr();
   void *rdata = dst.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  p->start = [sdata, rdata, count, type](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata](int count, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Iallgather(sdata, count, type, rdata, count, type, c, r);
-  };
+  });
   p->keep = {src, dst};
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::_ALLGATHER_BASE, "allgather_into_tensor",
-                                         std::vector<at::Tensor>{output});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::_ALLGATHER_BASE, {output});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
@@ -307,16 +296,11 @@ c10::intrusive_ptr<c10d::Work> Backend::_reduce_scatter_base(at::Tensor &output,
   then_average(p.get(), dst, size_, opts.reduceOp);
   const void *sdata = src.data_ptr();
   void *rdata = dst.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  MPI_Op op = p->op;
-  p->start = [sdata, rdata, count, type, op](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata](int count, MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Ireduce_scatter_block(sdata, rdata, count, type, op, c, r);
-  };
+  });
   p->keep = {src, dst};
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor",
-                                         std::vector<at::Tensor>{output});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::_REDUCE_SCATTER_BASE, {output});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::alltoall_base(at::Tensor &output, at::Tensor &input,
@@ -353,15 +337,12 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall_base(at::Tensor &output, at::Te
   at::Tensor dst = staged(output, p.get(), false);
   const void *sdata = src.data_ptr();
   void *rdata = dst.data_ptr();
-  MPI_Datatype type = p->type;
-  p->start = [sdata, rdata, type, in_c, out_c](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata, in_c, out_c](int, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Ialltoallv(sdata, in_c.first.data(), in_c.second.data(), type, rdata, out_c.first.data(),
                            out_c.second.data(), type, c, r);
-  };
+  });
   p->keep = {src, dst};
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::ALLTOALL_BASE, "all_to_all_single",
-                                         std::vector<at::Tensor>{output});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::ALLTOALL_BASE, {output});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::gather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -381,15 +362,12 @@ c10::intrusive_ptr<c10d::Work> Backend::gather(std::vector<std::vector<at::Tenso
   }
   const void *sdata = src.data_ptr();
   void *rdata = is_root ? all.data_ptr() : nullptr;
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  p->start = [sdata, rdata, count, type, root](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata, root](int count, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Igather(sdata, count, type, rdata, count, type, root, c, r);
-  };
+  });
   p->keep = {src};
   if (is_root) p->keep.push_back(all);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::GATHER, "gather", outs);
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::GATHER, outs);
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::scatter(std::vector<at::Tensor> &outputs,
@@ -404,15 +382,12 @@ c10::intrusive_ptr<c10d::Work> Backend::scatter(std::vector<at::Tensor> &outputs
   at::Tensor dst = staged(out, p.get(), false);
   const void *sdata = is_root ? src.data_ptr() : nullptr;
   void *rdata = dst.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  p->start = [sdata, rdata, count, type, root](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata, root](int count, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Iscatter(sdata, count, type, rdata, count, type, root, c, r);
-  };
+  });
   p->keep = {dst};
   if (is_root) p->keep.push_back(src);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::SCATTER, "scatter", std::vector<at::Tensor>{out});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::SCATTER, {out});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::reduce_scatter(std::vector<at::Tensor> &outputs,
@@ -428,16 +403,11 @@ c10::intrusive_ptr<c10d::Work> Backend::reduce_scatter(std::vector<at::Tensor> &
   then_average(p.get(), dst, size_, opts.reduceOp);
   const void *sdata = src.data_ptr();
   void *rdata = dst.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  MPI_Op op = p->op;
-  p->start = [sdata, rdata, count, type, op](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata](int count, MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Ireduce_scatter_block(sdata, rdata, count, type, op, c, r);
-  };
+  });
   p->keep = {src, dst};
-  p->work =
-      c10::make_intrusive<MpiWork>(rank_, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", std::vector<at::Tensor>{out});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::REDUCE_SCATTER, {out});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
@@ -471,14 +441,12 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall(std::vector<at::Tensor> &output
   p->after = copy_parts(dst, outs);
   const void *sdata = src.data_ptr();
   void *rdata = dst.data_ptr();
-  MPI_Datatype type = p->type;
-  p->start = [sdata, rdata, type, in_c, out_c](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [sdata, rdata, in_c, out_c](int, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Ialltoallv(sdata, in_c.first.data(), in_c.second.data(), type, rdata, out_c.first.data(),
                            out_c.second.data(), type, c, r);
-  };
+  });
   p->keep = {src, dst};
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::ALLTOALL, "all_to_all", outs);
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::ALLTOALL, outs);
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::send(std::vector<at::Tensor> &tensors, int dst, int tag) {
@@ -488,14 +456,11 @@ c10::intrusive_ptr<c10d::Work> Backend::send(std::vector<at::Tensor> &tensors, i
   p->point_to_point = true;
   at::Tensor src = t.contiguous();
   const void *data = src.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  p->start = [data, count, type, dst, tag](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [data, dst, tag](int count, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Isend(data, count, type, dst, tag, c, r);
-  };
+  });
   p->keep.push_back(src);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::SEND, "send", std::vector<at::Tensor>{t});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::SEND, {t});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::recv(std::vector<at::Tensor> &tensors, int src, int tag) {
@@ -505,21 +470,23 @@ c10::intrusive_ptr<c10d::Work> Backend::recv(std::vector<at::Tensor> &tensors, i
   p->point_to_point = true;
   at::Tensor buf = staged(t, p.get(), false);
   void *data = buf.data_ptr();
-  const int count = p->count;
-  MPI_Datatype type = p->type;
-  p->start = [data, count, type, src, tag](MPI_Comm c, MPI_Request *r) {
+  start_with(p.get(), [data, src, tag](int count, MPI_Datatype type, MPI_Op, MPI_Comm c, MPI_Request *r) {
     return PMPI_Irecv(data, count, type, src, tag, c, r);
-  };
+  });
   p->keep.push_back(buf);
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::RECV, "recv", std::vector<at::Tensor>{t});
-  return launch(std::move(p));
+  return launch_as(std::move(p), c10d::OpType::RECV, {t});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::barrier(const c10d::BarrierOptions &) {
   auto p = std::make_unique<Pending>();
   p->name = "barrier";
   p->start = [](MPI_Comm c, MPI_Request *r) { return PMPI_Ibarrier(c, r); };
-  p->work = c10::make_intrusive<MpiWork>(rank_, c10d::OpType::BARRIER, "barrier", std::vector<at::Tensor>{});
+  return launch_as(std::move(p), c10d::OpType::BARRIER, {});
+}
+
+c10::intrusive_ptr<c10d::Work> Backend::launch_as(std::unique_ptr<Pending> p, c10d::OpType type,
+                                                  std::vector<at::Tensor> outputs) {
+  p->work = c10::make_intrusive<MpiWork>(rank_, type, p->name, std::move(outputs));
   return launch(std::move(p));
 }
 
