@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,83 @@ static int usable(struct hcops_foreign *lib, void *h, const char *object_path) {
   return 1;
 }
 
-/* The loaded objects' paths, copied while the loader lock is held (no
+/* Whether the object `info` describes defines `name` itself, read from its
+ * dynamic symbol table (GNU or SysV hash). Used while the loader lock is
+ * held, inside dl_iterate_phdr: finding the candidates without opening them
+ * matters because dlopen, even RTLD_NOLOAD, runs the constructors of an
+ * object the loader has not initialised yet. A forwarded call made from a
+ * library's constructor (Debian's libtorch_cpu calls oneDNN from its own)
+ * would otherwise run, early and out of the loader's order, the
+ * constructors of every object loaded after it: a program linked with
+ * libhcops_torch had its operators registered before PyTorch's own, which
+ * then replaced them. */
+static const ElfW(Sym) *defined_symbol(const struct dl_phdr_info *info, const char *name) {
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return NULL;
+  ElfW(Addr) symtab = 0, strtab = 0, gnu_hash = 0, sysv_hash = 0;
+  for (; dyn->d_tag != DT_NULL; ++dyn) {
+    /* The loader relocates these entries in place for most objects, not for
+     * the vDSO (nor, on some systems, itself): an address below the base is
+     * still an offset. */
+    ElfW(Addr) a = dyn->d_un.d_ptr;
+    if (a < info->dlpi_addr) a += info->dlpi_addr;
+    switch (dyn->d_tag) {
+      case DT_SYMTAB: symtab = a; break;
+      case DT_STRTAB: strtab = a; break;
+      case DT_GNU_HASH: gnu_hash = a; break;
+      case DT_HASH: sysv_hash = a; break;
+    }
+  }
+  if (!symtab || !strtab) return NULL;
+  const ElfW(Sym) *syms = (const ElfW(Sym) *)symtab;
+  const char *strs = (const char *)strtab;
+  const ElfW(Sym) *found = NULL;
+  if (gnu_hash) {
+    enum { kBits = sizeof(ElfW(Addr)) * 8 };
+    const uint32_t *ht = (const uint32_t *)gnu_hash;
+    const uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2], bloom_shift = ht[3];
+    const ElfW(Addr) *bloom = (const ElfW(Addr) *)(ht + 4);
+    const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size), *chain = buckets + nbuckets;
+    uint32_t h = 5381;
+    for (const unsigned char *c = (const unsigned char *)name; *c; ++c) h = h * 33 + *c;
+    const ElfW(Addr) mask = ((ElfW(Addr))1 << (h % kBits)) | ((ElfW(Addr))1 << ((h >> bloom_shift) % kBits));
+    if (nbuckets == 0 || bloom_size == 0 || (bloom[(h / kBits) % bloom_size] & mask) != mask) return NULL;
+    for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && i != 0; ++i) {
+      const uint32_t hi = chain[i - symoffset];
+      if ((hi | 1) == (h | 1) && strcmp(strs + syms[i].st_name, name) == 0 && syms[i].st_shndx != SHN_UNDEF) {
+        found = &syms[i];
+        break;
+      }
+      if (hi & 1) break;
+    }
+  } else if (sysv_hash) {
+    const uint32_t *ht = (const uint32_t *)sysv_hash;
+    const uint32_t nbucket = ht[0], *bucket = ht + 2, *chain = bucket + nbucket;
+    uint32_t h = 0;
+    for (const unsigned char *c = (const unsigned char *)name; *c; ++c) {
+      h = (h << 4) + *c;
+      const uint32_t g = h & 0xf0000000u;
+      if (g) h ^= g >> 24;
+      h &= ~g;
+    }
+    for (uint32_t i = nbucket ? bucket[h % nbucket] : 0; i != 0; i = chain[i])
+      if (strcmp(strs + syms[i].st_name, name) == 0 && syms[i].st_shndx != SHN_UNDEF) {
+        found = &syms[i];
+        break;
+      }
+  }
+  return found;
+}
+
+/* The paths of the loaded objects that define the probe themselves and are
+ * not HCOps (no self_marker), copied while the loader lock is held (no
  * dlopen inside the callback: it would deadlock), into a buffer sized by a
  * first walk: a process such as python with PyTorch maps hundreds. */
 struct loaded {
+  const char *probe;
   char *buf;
   size_t used, cap;
   int n;
@@ -52,6 +126,7 @@ static int copy_paths(struct dl_phdr_info *info, size_t size, void *data) {
   struct loaded *l = data;
   (void)size;
   if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
+  if (!defined_symbol(info, l->probe) || defined_symbol(info, self_marker)) return 0;
   size_t len = strlen(info->dlpi_name) + 1;
   if (l->used + len > l->cap) return 1; /* loaded since the first walk: its turn comes next time */
   memcpy(l->buf + l->used, info->dlpi_name, len);
@@ -61,7 +136,7 @@ static int copy_paths(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 static void *already_loaded(struct hcops_foreign *lib) {
-  struct loaded l = {0};
+  struct loaded l = {.probe = lib->probe};
   dl_iterate_phdr(measure, &l);
   if (!l.cap || !(l.buf = malloc(l.cap))) return NULL;
   dl_iterate_phdr(copy_paths, &l);
