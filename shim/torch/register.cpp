@@ -10,7 +10,11 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <cstring>
+
 #include "common/fault.h"
+#include "config.h"
+#include "hcops.h"
 #include "common/log.h"
 #include "shim/torch/report.h"
 #include "shim/torch/selection.h"
@@ -75,6 +79,16 @@ std::string first_line(const char *what) {
 }
 
 void register_overrides() {
+  // The engine and the operators are libhcops.so.0's (src/common/api.h), a
+  // C++ interface between libraries of one build: another release's
+  // libhcops.so.0 (preloaded from another install, first on
+  // LD_LIBRARY_PATH) may lay out what they share differently.
+  if (std::strcmp(hcops_version(), PACKAGE_VERSION) != 0) {
+    error("libhcops_torch is HCOps %s but the libhcops.so.0 in this process is %s; its operators are not "
+          "registered, PyTorch's own kernels stay in use",
+          PACKAGE_VERSION, hcops_version());
+    return;
+  }
   Silent silent;
   WarningGuard guard(&silent);
   // A registration PyTorch refuses (a second copy of this library loaded

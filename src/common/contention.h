@@ -19,6 +19,7 @@
 // HCOPS_ADAPT_THREADS=0 keeps the full team.
 #pragma once
 
+#include "common/api.h"
 #include <atomic>
 #include <cstdint>
 
@@ -28,14 +29,14 @@ namespace hcops {
 constexpr int64_t kProbeNs = 500000000;
 
 // CPU time of the calling thread, in nanoseconds.
-int64_t thread_cpu_ns();
+HCOPS_API int64_t thread_cpu_ns();
 
 // The team to start now for a region that could use `wanted` threads.
 int contended_team(int wanted);
 
 // The same without the periodic full team: what the measurements alone
 // say (for the OpenMP runtime's own team, gemm/team.h's fit_runtime_team).
-int settled_team(int wanted);
+HCOPS_API int settled_team(int wanted);
 
 // Why contended_team() gives fewer than `wanted`, or nullptr (for the
 // verbose output and hcops-info).
@@ -52,7 +53,7 @@ long full_team_milli(int team);
 
 // Measures one region of `team` threads (of `wanted`): construct before the
 // region, each thread adds its own CPU time with ThreadTimer, finish() after.
-class RegionTimer {
+class HCOPS_API RegionTimer {
  public:
   RegionTimer(int team, int wanted);
   void add_thread_cpu(int64_t ns) { cpu_ns_.fetch_add(ns, std::memory_order_relaxed); }

@@ -5,13 +5,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/api.h"
+
 namespace hcops {
 
 enum class Dtype : uint8_t { f32, f64, bf16 };
 
 // bfloat16 as stored: the high half of an IEEE binary32. From float it
 // rounds to nearest even (NaN stays NaN, quietened); to float it is exact.
-struct bf16 {
+struct HCOPS_API bf16 {  // default: a template argument of exported gemm<Ty>
   uint16_t bits;
 
   bf16() = default;

@@ -3,12 +3,13 @@
 // warns once and the default is used.
 #pragma once
 
+#include "common/api.h"
 #include <string>
 
 namespace hcops {
 
 // The raw value, or nullptr when unset or empty.
-const char *env_raw(const char *name);
+HCOPS_API const char *env_raw(const char *name);
 
 // An integer in [lo, hi]; unset gives `def`, anything else invalid warns once
 // and gives `def`.

@@ -7,14 +7,15 @@
 // atomic load per allocation.
 #pragma once
 
+#include "common/api.h"
 namespace hcops::fault {
 
 // The allocation after the next n ones fails (n = 0: the next one); n < 0:
 // none (the default).
-void fail_allocation_after(long n);
+HCOPS_API void fail_allocation_after(long n);
 // For one allocation: whether it must fail.
 bool allocation_fails();
 // How many allocations have been made to fail so far.
-long allocations_failed();
+HCOPS_API long allocations_failed();
 
 }  // namespace hcops::fault

@@ -2,6 +2,7 @@
 // HCOPS_VERBOSE asks, errors on stderr prefixed "hcops:", each warning once.
 #pragma once
 
+#include "common/api.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -27,16 +28,16 @@ std::string escaped(const char *value, std::size_t max_bytes = 64);
 
 // escaped() between double quotes, for every message that quotes an
 // environment value or argument: "1\n2", or "<first 64 bytes>"... when cut.
-std::string quoted(const char *value);
+HCOPS_API std::string quoted(const char *value);
 
 // HCOPS_VERBOSE: 0 silent, 1 one line per native GEMM, 2 also a summary at exit.
-int verbose_level();
+HCOPS_API int verbose_level();
 
 // "hcops: <message>\n" on stderr, unconditionally (errors).
-void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+HCOPS_API void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Like error(), but only the first time `key` is seen in this process.
-void warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+HCOPS_API void warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // Like warn_once(), but only when HCOPS_VERBOSE asks: for conditions of the
 // environment (no NUMA policy in a container, no fast memory) that change
@@ -45,7 +46,7 @@ void warn_once(const char *key, const char *fmt, ...) __attribute__((format(prin
 void note_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // A single write(2) of a formatted line, so lines from threads never interleave.
-void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+HCOPS_API void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace hcops
 #endif

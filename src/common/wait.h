@@ -10,6 +10,7 @@
 // kDefaultSpinNs (wait.cpp says why that value).
 #pragma once
 
+#include "common/api.h"
 #include <atomic>
 #include <cstdint>
 
@@ -34,7 +35,7 @@ inline void cpu_relax() {
 // A counter threads add to and wait on. add() is one atomic add, plus a
 // futex wake when some waiter sleeps; wait_at_least() spins for spin_ns(),
 // then sleeps until the counter reaches its target.
-class WaitCounter {
+class HCOPS_API WaitCounter {
  public:
   void reset(int32_t v = 0) { value_.store(v, std::memory_order_relaxed); }
   int32_t load() const { return value_.load(std::memory_order_acquire); }

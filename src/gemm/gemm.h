@@ -4,6 +4,7 @@
 // and report what it says it did.
 #pragma once
 
+#include "common/api.h"
 #include "kernels/gemm_types.h"
 
 namespace hcops {
@@ -48,7 +49,7 @@ struct GemmReport {
 // attention), unless args.f32_mode fixes strict. The other datatypes run as
 // typed.
 template <typename Ty>
-GemmReport gemm(const GemmArgs<Ty> &args);
+HCOPS_API GemmReport gemm(const GemmArgs<Ty> &args);
 
 namespace testing {
 // Called with the team thread's number and the domain part's before each

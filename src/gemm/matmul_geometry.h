@@ -8,6 +8,7 @@
 // with no unit stride, or with overlapping rows or columns, is declined.
 #pragma once
 
+#include "common/api.h"
 #include "gemm/gemm.h"
 
 namespace hcops {
@@ -34,13 +35,13 @@ struct Geometry {
   int nbatch = 0;
   long bdims[kMaxBatchDims] = {};
   long a_bstride[kMaxBatchDims] = {}, b_bstride[kMaxBatchDims] = {}, c_bstride[kMaxBatchDims] = {};
-  long batches() const;
+  HCOPS_API long batches() const;
 };
 
 // Engine geometry for C[b] = A[b] * B[b] (A is M x K, B K x N, C M x N).
 // `bias_rows` / `bias_cols`: a bias runs along C's rows / columns (keeps
 // that dimension out of the batch fold). False when a matrix has no unit
 // stride or overlapping rows/columns.
-bool make_geometry(const Matrix &a, const Matrix &b, const Matrix &c, bool bias_rows, bool bias_cols, Geometry *g);
+HCOPS_API bool make_geometry(const Matrix &a, const Matrix &b, const Matrix &c, bool bias_rows, bool bias_cols, Geometry *g);
 
 }  // namespace hcops

@@ -3,6 +3,7 @@
 // fighting for the cores.
 #pragma once
 
+#include "common/api.h"
 #include "common/topology.h"
 
 namespace hcops {
@@ -12,7 +13,7 @@ namespace hcops {
 // multi-threaded parent (libgomp's pool does not survive fork; a team there
 // hangs), else HCOPS_NUM_THREADS, else omp_get_max_threads() (which follows
 // OMP_NUM_THREADS and torch.set_num_threads).
-int allowed_threads();
+HCOPS_API int allowed_threads();
 
 // allowed_threads(), fewer while other work takes the CPU's cores
 // (common/contention.h): the team a GEMM starts now.
@@ -26,7 +27,7 @@ int max_threads();
 // step, from the fused optimizer step (shim/torch/adam.cpp). A team size
 // the caller sets meanwhile is theirs: it is kept, and fitted from then on.
 // allowed_threads() keeps answering the caller's own team size.
-void fit_runtime_team();
+HCOPS_API void fit_runtime_team();
 
 // Why max_threads() is what it is, for HCOPS_VERBOSE and hcops-info.
 const char *thread_policy();

@@ -5,6 +5,7 @@
 // never frame/3).
 #pragma once
 
+#include "common/api.h"
 #include "common/dtype.h"
 
 namespace hcops {
@@ -21,7 +22,7 @@ enum class Trans : char { N = 'N', T = 'T' };
 // (a_hi b_hi + a_hi b_lo + a_lo b_hi: "bf16x3", kernels/pack_pairs.h).
 template <typename A, typename B, typename C, typename Acc = C, typename PackedA = A, typename PackedB = B,
           int Splits = 1>
-struct GemmTypes {
+struct HCOPS_API GemmTypes {  // default: the exported gemm<Ty> takes its visibility from Ty
   using a_type = A;
   using b_type = B;
   using c_type = C;

@@ -5,10 +5,12 @@
 // elements: the framework layer splits a tensor across its own threads.
 #pragma once
 
+#include "common/api.h"
 #include <cstdint>
 
 #include "common/dtype.h"
 
+HCOPS_API_BEGIN
 namespace hcops::ops {
 
 struct AdamConfig {
@@ -27,3 +29,4 @@ void adam_step(bf16 *param, const bf16 *grad, bf16 *exp_avg, bf16 *exp_avg_sq, b
                const AdamConfig &c);
 
 }  // namespace hcops::ops
+HCOPS_API_END

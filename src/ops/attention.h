@@ -28,10 +28,12 @@
 // (tests/torch2/test_sdpa.py: 2^-6 of the largest value against stock).
 #pragma once
 
+#include "common/api.h"
 #include <cstdint>
 
 #include "common/dtype.h"
 
+HCOPS_API_BEGIN
 namespace hcops::ops {
 
 // Scores per query block, and the query rows of a block for S keys: as many
@@ -83,3 +85,4 @@ void attention_backward(const AttentionGradSlice<bf16> &s, int64_t L, int64_t S,
                         bool causal);
 
 }  // namespace hcops::ops
+HCOPS_API_END

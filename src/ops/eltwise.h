@@ -5,10 +5,12 @@
 // Input and output may be the same array (in place).
 #pragma once
 
+#include "common/api.h"
 #include <cstdint>
 
 #include "common/dtype.h"
 
+HCOPS_API_BEGIN
 namespace hcops::ops {
 
 enum class GeluApprox : uint8_t { none, tanh };
@@ -31,3 +33,4 @@ void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n);
 void to_bf16(const float *x, bf16 *y, int64_t n);
 
 }  // namespace hcops::ops
+HCOPS_API_END

@@ -3,8 +3,10 @@
 // HCOPS_ISA's, that this CPU runs and that has operators (ops/families.def).
 #pragma once
 
+#include "common/api.h"
 #include "ops/ops_table.h"
 
+HCOPS_API_BEGIN
 namespace hcops::ops {
 
 // The chosen family's table, chosen once (thread-safe) from the CPU's
@@ -23,3 +25,4 @@ const OpsTable *ops_table_of(const char *name);
 bool has_operators(const char *name);
 
 }  // namespace hcops::ops
+HCOPS_API_END

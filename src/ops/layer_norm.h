@@ -6,10 +6,12 @@
 // its own threads and reduces the parameter gradients.
 #pragma once
 
+#include "common/api.h"
 #include <cstdint>
 
 #include "common/dtype.h"
 
+HCOPS_API_BEGIN
 namespace hcops::ops {
 
 // The rstd of a finite row whose variance exceeds FLT_MAX (|x| ~ 2e19):
@@ -43,3 +45,4 @@ void layer_norm_backward(const bf16 *dy, const bf16 *x, const float *mean, const
                          bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols);
 
 }  // namespace hcops::ops
+HCOPS_API_END

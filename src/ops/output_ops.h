@@ -6,11 +6,13 @@
 // knows nothing of oneDNN.
 #pragma once
 
+#include "common/api.h"
 #include <cstdint>
 
 #include "common/dtype.h"
 #include "kernels/gemm_types.h"
 
+HCOPS_API_BEGIN
 namespace hcops::ops {
 
 // The activations with a vectorised kernel here (ops/eltwise.h's GeLU and
@@ -44,3 +46,4 @@ void apply_output_ops(const OutputOps &ops, float *c, long ldc, long i0, long m,
 Epilogue<float> output_epilogue(const OutputOps &ops);
 
 }  // namespace hcops::ops
+HCOPS_API_END

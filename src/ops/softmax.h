@@ -4,11 +4,13 @@
 // layer splits the rows across its own threads.
 #pragma once
 
+#include "common/api.h"
 #include <cmath>
 #include <cstdint>
 
 #include "common/dtype.h"
 
+HCOPS_API_BEGIN
 namespace hcops::ops {
 
 // y = softmax(x) (log = false) or log_softmax(x) (log = true), row by row.
@@ -51,3 +53,4 @@ void softmax_backward(const float *dy, const float *y, const float *sums, float 
 void softmax_backward(const float *dy, const float *y, const float *sums, bf16 *dx, int64_t rows, int64_t cols);
 
 }  // namespace hcops::ops
+HCOPS_API_END

@@ -1,10 +1,13 @@
 """Run by test_one_engine.sh with LD_LIBRARY_PATH=<prefix>/lib/hcops (what
 `module load hcops` puts first) and HCOPS_VERBOSE=1: numpy's matmul goes
 through libblas.so.3, a bf16 torch Linear through PyTorch's oneDNN
-(libdnnl.so.2), both lib/hcops's. Prints, one `key value` a line, what the
-script checks: the mapped files that hold HCOps's engine, the object that
-each library name's HCOps entry point lives in, the workspaces each engine
-reports having made, the reference libraries forwarding goes to.
+(libdnnl.so.2), both lib/hcops's; and under hcops-run (or with
+ONE_ENGINE_OPS=1, which imports hcops.torch itself) an f32 and a bf16
+torch.mm through the dispatcher, on libhcops_torch's operators. Prints, one
+`key value` a line, what the script checks: the mapped files that hold
+HCOps's engine, the libhcops_torch loaded, the object that each library
+name's HCOps entry point lives in, the workspaces each engine reports having
+made, the reference libraries forwarding goes to.
 
   one_engine.py PREFIX
 """
@@ -12,17 +15,21 @@ import ctypes
 import os
 import sys
 
-import numpy as np
-
 prefix = sys.argv[1]
 
-a = np.arange(96 * 80, dtype=np.float32).reshape(96, 80) / 1000
-b = np.ones((80, 64), dtype=np.float32)
-c = a @ b
-assert abs(float(c[5, 7]) - float(a[5].sum())) < 1e-3, "numpy's product is wrong"
-# A routine HCOps forwards to the reference BLAS (cblas_sdot).
-v = np.ones(1000, dtype=np.float32)
-assert float(v @ v) == 1000.0, "numpy's dot is wrong"
+try:
+    import numpy as np
+except ImportError:  # a venv without numpy: the dispatcher route only
+    np = None
+    print("numpy none")
+if np is not None:
+    a = np.arange(96 * 80, dtype=np.float32).reshape(96, 80) / 1000
+    b = np.ones((80, 64), dtype=np.float32)
+    c = a @ b
+    assert abs(float(c[5, 7]) - float(a[5].sum())) < 1e-3, "numpy's product is wrong"
+    # A routine HCOps forwards to the reference BLAS (cblas_sdot).
+    v = np.ones(1000, dtype=np.float32)
+    assert float(v @ v) == 1000.0, "numpy's dot is wrong"
 
 try:
     import torch
@@ -41,6 +48,18 @@ if torch is not None:
     ref = x.float() @ lin.weight.float().t() + lin.bias.float()
     assert float((y.float() - ref).abs().max()) < 0.1, "torch's Linear is wrong"
     print("torch", torch.__version__)
+    if os.environ.get("ONE_ENGINE_OPS") == "1":
+        import hcops.torch  # noqa: F401  (hcops-run's start-up hook does this)
+    if hasattr(torch.ops, "hcops") and hasattr(torch.ops.hcops, "call_counts"):
+        # The dispatcher's products on libhcops_torch, f32 and bf16, twice:
+        # the engine behind them is the one numpy's went to.
+        for dt in (torch.float32, torch.bfloat16):
+            p = torch.randn(96, 80).to(dt)
+            q = torch.randn(80, 64).to(dt)
+            for _ in range(2):
+                r = torch.mm(p, q)
+            assert float((r.float() - p.float() @ q.float()).abs().max()) < 0.2, "torch.mm is wrong"
+        print("dispatcher_mm", torch.ops.hcops.call_counts("mm")[0])
 
 # The mappings, to tell which file an address lies in.
 maps = []
@@ -74,14 +93,22 @@ libc = ctypes.CDLL(None)
 libc.fopen.restype = ctypes.c_void_p
 libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
 libc.fclose.argtypes = [ctypes.c_void_p]
-# The libraries numpy and PyTorch loaded, by the names they were linked with.
-for name in ("libblas.so.3", "libdnnl.so.2"):
+for path in sorted({os.path.realpath(p) for _, _, p in maps if "libhcops_torch" in os.path.basename(p)}):
+    print("torch_layer", path)
+
+# The libraries numpy and PyTorch loaded, by the names they were linked
+# with, and the one libhcops_torch needs.
+for name in ("libblas.so.3", "libdnnl.so.2", "libhcops.so.0"):
     try:
         lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     except OSError as e:
         print("not_loaded", name, e)
         continue
-    entry = ctypes.cast(lib.hcops_print_info, ctypes.c_void_p).value
+    try:
+        entry = ctypes.cast(lib.hcops_print_info, ctypes.c_void_p).value
+    except AttributeError:  # the system's own library (hcops-run without the module)
+        print("entry", name, "none")
+        continue
     print("entry", name, file_of(entry))
     # The engine that entry point reports on: its workspaces so far.
     lib.hcops_print_info.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_long]
