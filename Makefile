@@ -138,7 +138,7 @@ check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	@[ '$(AARCH64_PYTHON)' != yes ] || { \
 	  sh build-aux/aarch64-root.sh '$(AARCH64_ROOT)' && \
 	  echo "check-aarch64: the Python suites in Debian's arm64 python3, numpy, scipy and PyTorch ($(AARCH64_ROOT))" && \
-	  AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS="$(CURDIR):$(abspath $(BUILD_AARCH64)):$$(sed -n 's/^HCOPS_SHARED_DIR = //p' $(BUILD_AARCH64)/Makefile)" \
+	  AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS="$(CURDIR):$(abspath $(BUILD_AARCH64))" \
 	    QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64)/tests check TESTS="$(AARCH64_PYTHON_TESTS)" \
 	    PYTHON='$(CURDIR)/build-aux/python3-aarch64.sh' || \
 	    { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }; }

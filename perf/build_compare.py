@@ -13,7 +13,7 @@ code paths alone should read 0.98-1.02 on a quiet machine.
                                 [--precisions f32,bf16] [--repeats 2] [--csv F]
 
 A.so, B.so: two libhcops.so (e.g. a worktree's build/shim/.libs/libhcops.so).
-TRACE: default the four DiT traces of shared/workloads ($HCOPS_WORKLOADS).
+TRACE: default the four DiT traces of perf/workloads ($HCOPS_WORKLOADS).
 """
 import argparse
 import os

@@ -18,7 +18,7 @@ so it is measured once, on the largest thread count.
 
   $PYTHON perf/fp32_math.py [TRACE...] [--quick] [--rounds 3] [--threads 1,2] [--csv F]
 
-TRACE: default the four DiT traces of shared/workloads ($HCOPS_WORKLOADS).
+TRACE: default the four DiT traces of perf/workloads ($HCOPS_WORKLOADS).
 Default CSV: perf-results/fp32-math.csv. --quick: 12 small calls of each trace,
 1 round, 1 pass: a check that it runs.
 """
@@ -73,7 +73,7 @@ def main():
     threads_list = [int(t) for t in args.threads.split(",")]
     paths = args.traces or traces.default_traces()
     if not paths:
-        error("no trace given and none found in shared/workloads (set HCOPS_WORKLOADS)")
+        error("no trace given and none found in perf/workloads (set HCOPS_WORKLOADS)")
         return 2
     require(LIBHCOPS, args.replay, ERROR, *paths)
     print(f"{len(paths)} trace(s) x threads {args.threads} x modes {', '.join(MODES)}, {rounds_n} round(s); "

@@ -22,7 +22,7 @@ fastest peer's.
   $PYTHON perf/gemm_replay.py [TRACE...] [--precisions f32,bf16] [--quick] [--rounds 3] [--threads 1,2]
                               [--csv F] [--png F]
 
-TRACE: default the four DiT traces of shared/workloads ($HCOPS_WORKLOADS).
+TRACE: default the four DiT traces of perf/workloads ($HCOPS_WORKLOADS).
 Defaults: perf-results/gemm-replay.csv and .png under the current directory.
 --quick: 12 small calls of each trace, 1 round, 1 pass: a check that it runs.
 """
@@ -167,7 +167,7 @@ def main():
     threads_list = [int(t) for t in args.threads.split(",")]
     paths = args.traces or traces.default_traces()
     if not paths:
-        error("no trace given and none found in shared/workloads (set HCOPS_WORKLOADS)")
+        error("no trace given and none found in perf/workloads (set HCOPS_WORKLOADS)")
         return 2
     require(args.replay, args.peak, *paths)
     if "bf16" in precisions and {"dnnl", "dnnl-matmul"} & set(libs["bf16"]):

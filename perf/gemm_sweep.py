@@ -32,7 +32,7 @@ from benchlib.rounds import rotated
 
 SQUARES = [64, 128, 256, 512, 1024, 2048]
 # Forward Linear shapes (m = out features, n = tokens, k = in features) of
-# shared/workloads dit-s2-bs8-step (2048 tokens) and dit-xl2-bs2-depth2-step
+# perf/workloads dit-s2-bs8-step (2048 tokens) and dit-xl2-bs2-depth2-step
 # (512 tokens), and the per-head attention products QK^T and AV.
 DIT = [
     ("S/2 qkv", 1152, 2048, 384), ("S/2 proj", 384, 2048, 384),

@@ -1,4 +1,4 @@
-/* A recorded sgemm_ trace (the CSV of shared/workloads, or HCOPS_VERBOSE exec
+/* A recorded sgemm_ trace (the CSV of perf/workloads, or HCOPS_VERBOSE exec
  * lines' fields 4-13) and the timed replay of it, shared by the replay
  * programs (tools/hcops-replay; perf/'s hcops-dnnl-bf16, hcops-fp32-error), so that
  * every peer reads the same calls, gets the same operand values and is timed

@@ -67,9 +67,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # perf/, for benchlib
 from benchlib.inputs import read_json  # noqa: E402
 from benchlib.report import write_records  # noqa: E402
-# The synthetic machines: $HCOPS_TOPOLOGY_DIR (as the test suite sets it), else shared/ beside the source tree.
+# The synthetic machines: $HCOPS_TOPOLOGY_DIR (as the test suite sets it), else tests/topologies.
 TOPOLOGIES = os.environ.get("HCOPS_TOPOLOGY_DIR") or os.path.normpath(
-    os.path.join(HERE, "..", "..", "..", "shared", "topologies"))
+    os.path.join(HERE, "..", "..", "tests", "topologies"))
 GiB = 1 << 30
 GB = 1e9
 
@@ -622,7 +622,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--inputs", required=True, help="layer_traffic.py's JSON")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="lx2")
-    ap.add_argument("--topology", help="hwloc XML (default: the preset's, in shared/topologies)")
+    ap.add_argument("--topology", help="hwloc XML (default: the preset's, in tests/topologies)")
     ap.add_argument("--batch", type=int, help="per-rank batch to project (default: the measured one)")
     ap.add_argument("--fast-gbs", type=float, help="fast-tier (OPM/HBM) bandwidth of one node, GB/s")
     ap.add_argument("--ddr-gbs", type=float, help="DDR bandwidth of one DDR node, GB/s (shared by its ranks)")

@@ -15,7 +15,7 @@ DTYPE_BYTES = {"f32": 4, "bf16": 2}
 LN_EPS = 1e-6  # DiT's nn.LayerNorm(eps=1e-6); hcops-dnnl-ops uses the same
 
 # DiT-S/2 and DiT-XL/2 at 256x256 images (32x32 latents, patch 2: 256 tokens);
-# batch 8 and 2, the batches of perf/dit and shared/workloads.
+# batch 8 and 2, the batches of perf/dit and perf/workloads.
 Model = collections.namedtuple("Model", "batch tokens hidden mlp heads")
 MODELS = {
     "S": Model(batch=8, tokens=256, hidden=384, mlp=1536, heads=6),

@@ -1,4 +1,4 @@
-"""The recorded DiT traces of shared/workloads (sgemm_ calls of one training
+"""The recorded DiT traces of perf/workloads (sgemm_ calls of one training
 step) that the replay benchmarks run, and the short subsets of --quick."""
 import glob
 import os
@@ -13,11 +13,9 @@ HEADER = "transa,transb,m,n,k,alpha,lda,ldb,beta,ldc\n"
 
 
 def workloads_dir():
-    """$HCOPS_WORKLOADS, else shared/workloads beside the source tree (a clone
-    beside shared/, or a worktree one level further down); None if none exists."""
-    repo = os.path.dirname(PERF)
-    for d in (os.environ.get("HCOPS_WORKLOADS"), os.path.join(repo, "..", "shared", "workloads"),
-              os.path.join(repo, "..", "..", "shared", "workloads")):
+    """$HCOPS_WORKLOADS, else perf/workloads (README.md there); None if
+    neither exists."""
+    for d in (os.environ.get("HCOPS_WORKLOADS"), os.path.join(PERF, "workloads")):
         if d and os.path.isdir(d):
             return os.path.normpath(d)
     return None

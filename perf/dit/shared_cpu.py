@@ -18,7 +18,7 @@ Each configuration runs in a process of its own; stock and HCOps alternate
 within each round (A-B, B-A, ...). Reported: the median step per variant
 and condition, HCOps' speed-up over stock in the same condition (median of
 the per-round ratios), and each variant's slow-down against its own quiet
-step. The replay (hcops-replay, the DiT-S/2 trace of shared/workloads)
+step. The replay (hcops-replay, the DiT-S/2 trace of perf/workloads)
 runs libhcops.so and OpenBLAS, quiet and busy.
 
   HCOPS_RUN=build/tools/hcops-run perf/dit/shared_cpu.py --python build/torch2-venv/bin/python \\

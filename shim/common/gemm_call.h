@@ -1,6 +1,6 @@
 // The native GEMM as the BLAS and CBLAS layers call it: the engine, timed
 // and reported under HCOPS_VERBOSE with the column-major sgemm_ arguments
-// (the trace format of shared/workloads, so a user's run can be replayed).
+// (the trace format of perf/workloads, so a user's run can be replayed).
 // f32 GEMM runs in the engine's HCOPS_FP32_MATH mode (gemm/fp32_math.h),
 // and its line says which (GemmReport::math).
 #pragma once

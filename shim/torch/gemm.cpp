@@ -131,7 +131,7 @@ bool run(Product p) {
     if (bias) details += " bias=epilogue";
     if (p.c.scalar_type() != at::kFloat) details += " dtype=bf16";
     // The engine's column-major call, as the BLAS lines give it (the trace
-    // format of shared/workloads); the flops of every batch.
+    // format of perf/workloads); the flops of every batch.
     report_gemm(p.routine, char(g.ta), char(g.tb), g.m, g.n, g.k, p.alpha, g.lda, g.ldb, p.beta, g.ldc, rep,
                 now_seconds() - t0, details.c_str(), g.batches());
   }

@@ -1,7 +1,7 @@
 // The machine as the GEMM engine sees it: compute domains (the finest NUMA
 // localities that own cores), their cores and memory node, and cache sizes.
 // Loaded once from hwloc, which honours HWLOC_XMLFILE, so the large machines
-// in shared/topologies can be studied on a small one.
+// in tests/topologies can be studied on a small one.
 #pragma once
 
 #include <hwloc.h>

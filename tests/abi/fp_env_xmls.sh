@@ -3,7 +3,7 @@
 # their programs run under. hwloc's XML loader raises FE_DIVBYZERO and
 # FE_INVALID whenever the variable is set, usable or not.
 #   fp_good: unset, this machine's XML (written by lstopo now), and
-#            shared/topologies' machines; the libraries must print nothing;
+#            tests/topologies' machines; the libraries must print nothing;
 #   fp_bad:  a missing file, a directory, a file that is not XML, and (not
 #            as root, who reads anything) an unreadable XML; each library
 #            must say once that it cannot use it, both through libxml2
@@ -19,7 +19,7 @@ fi
 printf 'this is not XML\n' >"$fp_tmp/not-xml.xml"
 mkdir "$fp_tmp/a directory"
 fp_good="unset $fp_tmp/this-machine.xml"
-for f in "${HCOPS_TOPOLOGY_DIR:-../shared/topologies}"/*.xml; do
+for f in "${HCOPS_TOPOLOGY_DIR:-${srcdir:-..}/topologies}"/*.xml; do
   [ -f "$f" ] && fp_good="$fp_good $f"
 done
 # Values with a space are kept in a newline-separated list.

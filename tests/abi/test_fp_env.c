@@ -4,7 +4,7 @@
  * environment compared after the call. The first GEMM loads the topology
  * (hwloc, HWLOC_XMLFILE's XML) and starts the threads; the first forwarded
  * call opens the reference BLAS. Run by test_fp_env.sh with HWLOC_XMLFILE
- * unset, set to this machine's XML and to shared/topologies files.
+ * unset, set to this machine's XML and to tests/topologies files.
  * Prints one line per call and "test_fp_env: N checks, F failed". */
 #include <stdio.h>
 #include <stdlib.h>

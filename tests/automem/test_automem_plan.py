@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """hcops.automem's plan (python/hcops/automem/plan.py) for DiT models, and the
-budget AutoMem takes on the synthetic machines of shared/topologies.
+budget AutoMem takes on the synthetic machines of tests/topologies.
 
 - The budget: a child per topology (HWLOC_XMLFILE, HWLOC_THISSYSTEM=0, the
   built libhcops_mem.so preloaded) prints hcops.automem.fast_tier() and what
@@ -26,7 +26,7 @@ budget AutoMem takes on the synthetic machines of shared/topologies.
   moves at all.
 
 Run with HCOPS_MEM_LIB (the libhcops_mem.so to preload), HCOPS_TOPOLOGY_DIR
-(shared/topologies: without it, as tests/engine/numa_gemm.sh, the topology
+(tests/topologies: without it, as tests/engine/numa_gemm.sh, the topology
 part is skipped and said so); prints ok/FAIL lines; exit 1 on a failure, 77 when torch
 is missing (the torch-free checks still run), 99 without HCOPS_MEM_LIB.
 """
@@ -356,8 +356,8 @@ def main():
     # The budget on each synthetic machine.
     budgets = {}
     if not all(os.path.isfile(os.path.join(topo_dir, xml)) for xml in TOPOLOGIES):
-        print(f"SKIP: no synthetic topologies in HCOPS_TOPOLOGY_DIR={topo_dir!r}: no budget on them, "
-              "the recorded step planned under 16 GiB instead")
+        check(False, f"synthetic topologies in HCOPS_TOPOLOGY_DIR={topo_dir!r} (the checkout's tests/topologies): "
+              "no budget on them, the recorded step planned under 16 GiB instead")
         budgets = {"16 GiB (no topology)": 16 * GiB}
     else:
         for xml, want in TOPOLOGIES.items():

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Runs test_numa_gemm once per machine of shared/topologies, with one thread
+# Runs test_numa_gemm once per machine of tests/topologies, with one thread
 # per compute domain of that machine.
 set -u
-dir=${HCOPS_TOPOLOGY_DIR:?HCOPS_TOPOLOGY_DIR must name shared/topologies}
-[ -d "$dir" ] || { echo "SKIP: no synthetic topologies in $dir"; exit 77; }
+dir=${HCOPS_TOPOLOGY_DIR:?HCOPS_TOPOLOGY_DIR must name tests/topologies}
+[ -d "$dir" ] || { echo "FAIL: no synthetic topologies in $dir (the checkout's tests/topologies)"; exit 1; }
 status=0
 for spec in epyc-nps4-2s.xml:8 lx2-like-2cpu-8die-256core.xml:16 xeon-max-flat-snc4-2s.xml:8; do
   xml=${spec%%:*}

@@ -1,4 +1,4 @@
-// The two-level partition on the large machines of shared/topologies: every
+// The two-level partition on the large machines of tests/topologies: every
 // element of C is owned by exactly one thread, every domain gets work when
 // there is enough, and each part requests memory on its own domain's node.
 #include <setjmp.h>
@@ -28,7 +28,7 @@ struct Expect {
 
 const char *topology_dir() {
   const char *dir = std::getenv("HCOPS_TOPOLOGY_DIR");
-  return dir ? dir : "../../shared/topologies";
+  return dir ? dir : "../../tests/topologies";
 }
 
 hcops::Topology load(const char *name) {
@@ -137,8 +137,8 @@ void test_odd_shapes_cover(void **) {
 
 int main() {
   if (access(topology_dir(), R_OK) != 0) {
-    std::printf("SKIP: no synthetic topologies in %s\n", topology_dir());
-    return 77;
+    std::printf("FAIL: no synthetic topologies in %s (the checkout's tests/topologies)\n", topology_dir());
+    return 1;
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_domains),

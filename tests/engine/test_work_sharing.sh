@@ -24,6 +24,7 @@ if [ -n "$dir" ] && [ -f "$dir/epyc-nps4-2s.xml" ]; then
   echo "== epyc-nps4-2s.xml, 16 threads"
   HWLOC_XMLFILE=$dir/epyc-nps4-2s.xml HCOPS_NUM_THREADS=16 ./test_work_sharing || status=1
 else
-  echo "SKIP (part): no synthetic topologies in '${dir}'"
+  echo "FAIL: no synthetic topologies in '${dir}' (the checkout's tests/topologies)"
+  status=1
 fi
 exit $status

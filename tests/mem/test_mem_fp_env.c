@@ -4,7 +4,7 @@
  * with libnuma's mbind), realloc, free, and every hcops_mem_* call, each from
  * a distinctive environment. Linked with libhcops_mem, as an application
  * using -lhcops_mem. Run by test_fp_env.sh with HWLOC_XMLFILE unset, set to
- * this machine's XML and to shared/topologies files.
+ * this machine's XML and to tests/topologies files.
  * Prints one line per call and "test_mem_fp_env: N checks, F failed". */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 // libhcops_mem's policy language and tiers, below the interposer: what
 // HCOPS_MEM_POLICY and hcops_mem_push() accept, where a malformed string is
 // reported (the user is told "at position N", so N must point at the culprit),
-// and which nodes count as "fast" on the large machines of shared/topologies.
+// and which nodes count as "fast" on the large machines of tests/topologies.
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -176,12 +176,12 @@ void test_malformed_positions(void **) {
 
 const char *topology_dir() {
   const char *dir = std::getenv("HCOPS_TOPOLOGY_DIR");
-  return dir ? dir : "../../shared/topologies";
+  return dir ? dir : "../../tests/topologies";
 }
 
 bool have_topologies() {
   if (access(topology_dir(), R_OK) == 0) return true;
-  std::printf("SKIP: no synthetic topologies at %s (shared/ beside the checkout)\n", topology_dir());
+  std::printf("FAIL: no synthetic topologies at %s (the checkout's tests/topologies)\n", topology_dir());
   return false;
 }
 
@@ -240,17 +240,17 @@ void check_hbm_machine(const char *xml, std::size_t domains) {
 }
 
 void test_tiers_xeon_max(void **) {
-  if (!have_topologies()) skip();
+  if (!have_topologies()) fail();
   check_hbm_machine("xeon-max-flat-snc4-2s.xml", 8);
 }
 
 void test_tiers_lx2(void **) {
-  if (!have_topologies()) skip();
+  if (!have_topologies()) fail();
   check_hbm_machine("lx2-like-2cpu-8die-256core.xml", 16);
 }
 
 void test_tiers_epyc_has_none(void **) {
-  if (!have_topologies()) skip();
+  if (!have_topologies()) fail();
   const hcops::Topology topo = load("epyc-nps4-2s.xml");
   const mem::Tiers t = mem::build_tiers(topo, nullptr);
   assert_int_equal(t.domains.size(), 8);
@@ -265,7 +265,7 @@ void test_tiers_epyc_has_none(void **) {
 // HCOPS_MEM_FAST_NODES replaces hwloc's view: listed nodes local to a domain
 // are its fast tier, the others are still fast for domains with none local.
 void test_tiers_listed_nodes_override(void **) {
-  if (!have_topologies()) skip();
+  if (!have_topologies()) fail();
   const hcops::Topology epyc = load("epyc-nps4-2s.xml");
   mem::Tiers t = mem::build_tiers(epyc, "0");
   assert_string_equal(t.source.c_str(), "HCOPS_MEM_FAST_NODES");
@@ -341,7 +341,7 @@ void test_tiers_subtype_and_bandwidth_mixed(void **) {
 // HCOPS_MEM_FAST_LIMIT would be passed (this one-node machine cannot show a
 // wrong node: only these synthetic ones can).
 void test_resolve_xeon_max(void **) {
-  if (!have_topologies()) skip();
+  if (!have_topologies()) fail();
   const hcops::Topology topo = load("xeon-max-flat-snc4-2s.xml");
   const mem::Tiers t = mem::build_tiers(topo, nullptr);
   const std::size_t MiB = std::size_t(1) << 20;
@@ -385,7 +385,7 @@ void test_resolve_xeon_max(void **) {
 // Without a fast tier, fast is the domain's DDR node, and that is not a
 // fallback.
 void test_resolve_epyc_fast_is_ddr(void **) {
-  if (!have_topologies()) skip();
+  if (!have_topologies()) fail();
   const hcops::Topology topo = load("epyc-nps4-2s.xml");
   const mem::Tiers t = mem::build_tiers(topo, nullptr);
   for (int d = 0; d < static_cast<int>(t.domains.size()); ++d) {

@@ -72,7 +72,8 @@ if [ -f "$xml" ]; then
   expect "$(cat "$TMPDIR/2.out")" "CPUs 8-15 (4 cores; 1 ranks share 8-15)" "OMP_NUM_THREADS=3"
   ls "$TMPDIR" | grep -q '^hcops-run\.' && { echo "FAIL: the meeting directory was left behind"; failed=1; }
 else
-  echo "SKIP: no $xml: topology cases not run"
+  echo "FAIL: no $xml (the checkout's tests/topologies): topology cases not run"
+  failed=1
 fi
 
 [ $failed = 0 ] && echo "test_hcops_run.sh: all cases passed"
