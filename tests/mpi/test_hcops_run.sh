@@ -41,7 +41,7 @@ if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && [ "${a%% (*}" = "${b%% (*}" ]; th
 fi
 
 echo "== --cpus outside the list grammar: one error line, exit 2, nothing run"
-for bad in -1 3-1 0,0 0-2,1 1, ,1 0,,1 "0 " 1x 4294967296 18446744073709551615 "1
+for bad in -1 3-1 0,0 0-2,1 1, ,1 0,,1 "0 " 1x last 0-last 4294967296 18446744073709551615 "1
 2" ""; do
   shown=$(printf '%s' "$bad" | tr '\n' '?')
   "$run" --dry-run --cpus "$bad" true >"$TMPDIR/out" 2>"$TMPDIR/err"
@@ -53,6 +53,14 @@ for bad in -1 3-1 0,0 0-2,1 1, ,1 0,,1 "0 " 1x 4294967296 18446744073709551615 "
   fi
 done
 expect "$(rank 0 1 --cpus 0)" "rank 0/1: CPUs 0 (1 cores"
+# A list of CPUs the topology does not have (this machine's: no XML here).
+"$run" --dry-run --cpus 0-100000 true >"$TMPDIR/out" 2>"$TMPDIR/err"
+rc=$?
+if [ $rc != 2 ] || [ -s "$TMPDIR/out" ] ||
+  ! grep -Eqx 'hcops: hcops-run: --cpus "0-100000": CPU [0-9]+ is not one of the topology.s \([0-9,-]+\)' "$TMPDIR/err"; then
+  echo "FAIL: --cpus 0-100000: exit $rc, output: $(cat "$TMPDIR/out" "$TMPDIR/err")"
+  failed=1
+fi
 
 xml=${HCOPS_TOPOLOGY_DIR:-}/epyc-nps4-2s.xml
 if [ -f "$xml" ]; then
