@@ -33,34 +33,14 @@ import urllib.parse
 import torch
 import torch.distributed as dist
 
-from hcops._built_for import built_for as _built_for
+from hcops import _builds
 
 __all__ = ["NAME", "extension", "route_cpu_backends"]
 
 NAME = "hcops"
 # One build per torch, as hcops.torch's: the one made for the torch running
-# is loaded (_built_for).
+# is loaded (hcops._builds).
 _FILES = ("hcops_c10d_torch2.so", "hcops_c10d_torch1.so")
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _candidates():
-    env = os.environ.get("HCOPS_C10D_LIB")
-    if env:  # one path, or several separated by ':' (one per torch)
-        return [p for p in env.split(":") if p]
-    dirs = []
-    # hcops/torch/_paths.py, written by `make install`, read without importing
-    # hcops.torch (which would load the operators).
-    paths = {}
-    try:
-        with open(os.path.join(_HERE, "torch", "_paths.py")) as f:
-            exec(f.read(), paths)  # noqa: S102 - our own install-time file
-    except OSError:
-        pass
-    if paths.get("LIBDIR"):
-        dirs.append(paths["LIBDIR"])
-    dirs.append(os.path.join(_HERE, "..", "..", "build", "shim", "torch_dist", ".libs"))
-    return [os.path.join(d, f) for d in dirs for f in _FILES]
 
 
 def _load_mpi_wrapper(module_path):
@@ -77,23 +57,12 @@ def _load_mpi_wrapper(module_path):
 
 
 def _load():
-    running = torch.__version__.split("+")[0]
-    seen = []
-    for path in _candidates():
-        built = _built_for(path)
-        if built is None:
-            continue
-        if built != running:
-            seen.append(f"{path} for torch {built}")
-            continue
-        _load_mpi_wrapper(path)
-        spec = importlib.util.spec_from_file_location("hcops._c10d", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    raise ImportError(f"hcops: no hcops_c10d built for torch {running}"
-                      + (f" (found: {', '.join(seen)})" if seen else "")
-                      + "; build one with configure --with-torch-python=<that environment's python>")
+    path = _builds.choose(torch.__version__.split("+")[0], _FILES, "HCOPS_C10D_LIB", "torch_dist", "hcops_c10d")
+    _load_mpi_wrapper(path)
+    spec = importlib.util.spec_from_file_location("hcops._c10d", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 extension = _load()  # the loaded hcops._c10d

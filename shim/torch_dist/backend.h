@@ -5,16 +5,16 @@
 // drives them; the backend's own threads complete each Work and run the
 // futures' callbacks (DDP's, a comm hook's), so that no PyTorch code runs on
 // the progress core (see State). Built for PyTorch 2.x (c10d::Backend) and
-// for Debian's 1.13 (c10d::ProcessGroup, HCOPS_C10D_TORCH1).
+// for Debian's 1.13 (c10d::ProcessGroup, HCOPS_TORCH_MAJOR < 2).
 #pragma once
 
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
 // PyTorch 2.x registers a c10d::Backend behind a ProcessGroup; 1.13
-// (Debian's, HCOPS_C10D_TORCH1) takes a c10d::ProcessGroup itself, with the
+// (Debian's, HCOPS_TORCH_MAJOR < 2) takes a c10d::ProcessGroup itself, with the
 // same operations.
-#ifdef HCOPS_C10D_TORCH1
+#if HCOPS_TORCH_MAJOR < 2
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #else
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -32,7 +32,7 @@
 namespace hcops {
 namespace dist {
 
-#ifdef HCOPS_C10D_TORCH1
+#if HCOPS_TORCH_MAJOR < 2
 using BackendBase = c10d::ProcessGroup;
 #else
 using BackendBase = c10d::Backend;
@@ -130,7 +130,7 @@ class Backend : public BackendBase {
   ~Backend() override;
 
   const std::string getBackendName() const override { return "hcops"; }
-#ifndef HCOPS_C10D_TORCH1
+#if HCOPS_TORCH_MAJOR >= 2
   // destroy_process_group: the operations in flight complete first (1.13
   // drops its reference: the destructor drains).
   void shutdown() override { (void)drain(); }

@@ -19,29 +19,14 @@ import os
 
 import torch
 
-from hcops._built_for import built_for as _built_for
+from hcops import _builds
 
 __all__ = ["library", "enabled", "set_enabled", "is_enabled", "loaded_ops", "call_counts"]
 
 # One build per torch: libhcops_torch.so against Debian's 1.13, libhcops_torch2.so
-# against a 2.x wheel (configure --with-torch-python). Each carries the version
-# it was built for (_built_for); the one made for the torch running is loaded.
+# against a 2.x wheel (configure --with-torch-python); hcops._builds finds the
+# one made for the torch running.
 _NAMES = ("libhcops_torch.so", "libhcops_torch2.so")
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _dirs():
-    found = []
-    try:  # written by `make install` (libdir), absent in the source tree
-        from hcops.torch import _paths
-        found.append(_paths.LIBDIR)
-    except ImportError:
-        _paths = None
-    # python/hcops/torch in the source tree, with the default build/ beside it.
-    found.append(os.path.join(_HERE, "..", "..", "..", "build", "shim", "torch", ".libs"))
-    if _paths is not None and _paths.BUILDDIR:  # an installed package names no build tree
-        found.append(os.path.join(_paths.BUILDDIR, "shim", "torch", ".libs"))
-    return found
 
 
 def _running():
@@ -59,32 +44,7 @@ def _already_loaded():
 def _choose():
     """The library for the torch running: $HCOPS_TORCH_LIB when set (that one or
     none, never a silent substitute), else the first build made for this torch."""
-    running = _running()
-    env = os.environ.get("HCOPS_TORCH_LIB")
-    if env:
-        built = _built_for(env) if os.path.isfile(env) else None
-        if built is None:
-            raise ImportError(f"hcops: HCOPS_TORCH_LIB={env} is not a libhcops_torch library")
-        if built != running:
-            raise ImportError(f"hcops: HCOPS_TORCH_LIB={env} was built for torch {built}, this process runs "
-                              f"torch {running}; PyTorch's own kernels stay in use")
-        return env
-    seen = []
-    for d in _dirs():
-        for name in _NAMES:
-            path = os.path.join(d, name)
-            if not os.path.isfile(path):
-                continue
-            built = _built_for(path)
-            if built == running:
-                return path
-            seen.append(f"{name} for torch {built}")
-    if seen:
-        raise ImportError(f"hcops: no libhcops_torch built for torch {running} (found: {', '.join(seen)}); "
-                          "build one with configure --with-torch-python=<that environment's python>; "
-                          "PyTorch's own kernels stay in use")
-    raise ImportError(f"hcops: libhcops_torch not found (looked in {', '.join(_dirs())}); "
-                      "set HCOPS_TORCH_LIB to its path")
+    return _builds.choose(_running(), _NAMES, "HCOPS_TORCH_LIB", "torch", "libhcops_torch")
 
 
 def _load():
