@@ -12,11 +12,11 @@
 # without a password; failing both it prints the commands for the user to
 # run and stops.
 set -eu
+. "$(dirname "$0")/deps-common.sh"
 
 packages="g++-aarch64-linux-gnu qemu-user-static"
 arm64_packages="libc6-dev:arm64 libgomp1:arm64 libstdc++6:arm64 libopenblas-dev:arm64 libopenblas0-pthread:arm64
 libblas3:arm64 libblas-test:arm64 libhwloc-dev:arm64 libnuma-dev:arm64 libcmocka-dev:arm64 libdnnl2:arm64"
-deb_cache=${HCOPS_DEB_CACHE:-/var/cache/hcops}
 debs="libdnnl-dev:arm64"
 qemu=/usr/bin/qemu-aarch64-static
 binfmt=/proc/sys/fs/binfmt_misc
@@ -27,23 +27,16 @@ for p in $packages $arm64_packages; do
 done
 fetch=
 for p in $debs; do
-  ls "$deb_cache/${p%%:*}_"*"_${p##*:}.deb" >/dev/null 2>&1 || fetch="$fetch $p"
+  deb_cached "$p" || fetch="$fetch $p"
 done
 registered=no
 [ -f "$binfmt/qemu-aarch64" ] && grep -q '^enabled' "$binfmt/qemu-aarch64" && registered=yes
 [ -z "$missing$fetch" ] && [ $registered = yes ] && exit 0
 
-if [ "$(id -u)" = 0 ]; then
-  run=
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  run="sudo -n"
-else
-  echo "hcops: run this as root, then try again:"
-  [ -z "$missing" ] || echo "  dpkg --add-architecture arm64 && apt-get update && apt-get install -y$missing"
-  [ -z "$fetch" ] || echo "  mkdir -p $deb_cache && cd $deb_cache && apt-get download$fetch"
-  [ $registered = yes ] || echo "  sh $0   (registers $qemu with binfmt_misc)"
-  exit 1
-fi
+unregistered=
+[ $registered = yes ] || unregistered="sh $0   (registers $qemu with binfmt_misc)"
+as_root "${missing:+dpkg --add-architecture arm64 && apt-get update && apt-get install -y$missing}" \
+  "${fetch:+mkdir -p $deb_cache && cd $deb_cache && apt-get download$fetch}" "$unregistered"
 if [ -n "$missing" ]; then
   echo "hcops: missing Debian packages for the aarch64 build:$missing"
   export DEBIAN_FRONTEND=noninteractive
@@ -54,13 +47,8 @@ if [ -n "$missing" ]; then
 fi
 if [ -n "$fetch" ]; then
   dpkg --print-foreign-architectures | grep -qx arm64 || { $run dpkg --add-architecture arm64 && $run apt-get update -q; }
-  $run mkdir -p "$deb_cache"
-  # As root, apt's download runs unsandboxed in a folder _apt cannot write; say nothing of it.
   # shellcheck disable=SC2086
-  (cd "$deb_cache" && $run apt-get download -q $fetch 2>&1 | grep -v 'unsandboxed as root' || true)
-  for p in $fetch; do
-    ls "$deb_cache/${p%%:*}_"*"_${p##*:}.deb" >/dev/null 2>&1 || { echo "hcops: could not download $p into $deb_cache"; exit 1; }
-  done
+  fetch_debs $fetch
 fi
 if [ $registered = no ]; then
   # The aarch64 ELF header (e_ident, e_type EXEC or DYN, e_machine 183), as

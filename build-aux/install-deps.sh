@@ -4,6 +4,7 @@
 # apt-get; otherwise it tries sudo without a password; failing both it prints
 # the command for the user to run and stops.
 set -eu
+. "$(dirname "$0")/deps-common.sh"
 
 # libblis4-openmp is only a benchmark peer (its libblas.so.3 alternative ranks
 # below OpenBLAS's, so the system default is unchanged); so is libmemkind0
@@ -39,13 +40,13 @@ libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openm
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
 python3-scipy python3-hypothesis hwloc lmod tcl ocl-icd-opencl-dev python3-dev pybind11-dev iproute2"
 
-# The packages downloaded, not installed (see above); tests/modules looks here.
-deb_cache=${HCOPS_DEB_CACHE:-/var/cache/hcops}
+# The packages downloaded, not installed (see above), into $deb_cache
+# (deps-common.sh); tests/modules looks there.
 debs="environment-modules"
 
 missing= fetch=
 for p in $debs; do
-  ls "$deb_cache/${p}_"*.deb >/dev/null 2>&1 || fetch="$fetch $p"
+  deb_cached "$p" || fetch="$fetch $p"
 done
 # This machine's architecture (or all): after `make check-aarch64`, an arm64
 # instance of a package (multiarch) is not the one the build needs.
@@ -58,26 +59,11 @@ done
 
 [ -z "$missing" ] || echo "hcops: missing Debian packages:$missing"
 [ -z "$fetch" ] || echo "hcops: missing in $deb_cache (downloaded, not installed):$fetch"
-if [ "$(id -u)" = 0 ]; then
-  run=
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  run="sudo -n"
-else
-  echo "hcops: run this as root, then try again:"
-  [ -z "$missing" ] || echo "  apt-get update && apt-get install -y$missing"
-  [ -z "$fetch" ] || echo "  mkdir -p $deb_cache && cd $deb_cache && apt-get download$fetch"
-  exit 1
-fi
+as_root "${missing:+apt-get update && apt-get install -y$missing}" \
+  "${fetch:+mkdir -p $deb_cache && cd $deb_cache && apt-get download$fetch}"
 export DEBIAN_FRONTEND=noninteractive
 $run apt-get update -q
 # shellcheck disable=SC2086
 [ -z "$missing" ] || $run apt-get install -y -q --no-install-recommends $missing
-if [ -n "$fetch" ]; then
-  $run mkdir -p "$deb_cache"
-  # As root, apt's download runs unsandboxed in a folder _apt cannot write; say nothing of it.
-  # shellcheck disable=SC2086
-  (cd "$deb_cache" && $run apt-get download -q $fetch 2>&1 | grep -v 'unsandboxed as root' || true)
-  for p in $fetch; do
-    ls "$deb_cache/${p}_"*.deb >/dev/null 2>&1 || { echo "hcops: could not download $p into $deb_cache"; exit 1; }
-  done
-fi
+# shellcheck disable=SC2086
+[ -z "$fetch" ] || fetch_debs $fetch
