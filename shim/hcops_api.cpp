@@ -6,6 +6,9 @@
 #include "common/fp_env.h"
 #include "config.h"
 #include "gemm/engine_info.h"
+#include "ops/interface.h"
+
+uint64_t hcops::engine_interface_tag() { return interface_tag(PACKAGE_VERSION); }
 
 extern "C" {
 

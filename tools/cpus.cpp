@@ -63,14 +63,28 @@ std::string list_of(const std::vector<int> &cpus) {
 }
 
 // The topology's CPUs, and its cores with the CPUs of `in` they hold. A
-// topology without core objects has one core per CPU; without hwloc, the
-// process's CPUs are those of the machine, one core each.
+// topology without core objects has one core per CPU; without hwloc, each
+// CPU is a core and the machine's are those the kernel lists online.
 void cores_of(const hcops::UsableIds &in, std::vector<int> &node, Cores &cores) {
   hwloc_topology_t hw = hcops::topology().hw;
   if (!hw) {
-    const hcops::UsableIds mine = hcops::affinity_cpus();
-    for (std::size_t c = 0; c < mine.size(); ++c)
-      if (mine[c]) node.push_back(static_cast<int>(c));
+    // The machine's CPUs as the kernel lists them online; failing that,
+    // the process's own.
+    std::vector<int> online;
+    hcops::IdListError err;
+    char text[4096] = "";
+    if (FILE *f = std::fopen("/sys/devices/system/cpu/online", "r")) {
+      if (!std::fgets(text, sizeof text, f)) text[0] = '\0';
+      std::fclose(f);
+    }
+    text[std::strcspn(text, "\n")] = '\0';
+    if (hcops::parse_id_list(text, hcops::UsableIds(1 << 20, true), "CPU", false, online, err)) {
+      node = online;
+    } else {
+      const hcops::UsableIds mine = hcops::affinity_cpus();
+      for (std::size_t c = 0; c < mine.size(); ++c)
+        if (mine[c]) node.push_back(static_cast<int>(c));
+    }
     for (std::size_t c = 0; c < in.size(); ++c)
       if (in[c]) cores.push_back({static_cast<int>(c)});
     return;
@@ -120,7 +134,7 @@ int main(int argc, char **argv) {
     // Numbers only: "last" (the highest CPU the process may use) means
     // nothing for a list of another machine's CPUs.
     if (!hcops::parse_id_list(cpus_arg, hcops::UsableIds(1 << 20, true), "CPU", false, ids, err) ||
-        std::strstr(cpus_arg, "last")) {
+        strcasestr(cpus_arg, "last")) {
       std::fprintf(stderr,
                    "hcops: hcops-run: --cpus \"%s\" is not a CPU list (numbers and ranges a-b, a <= b, e.g. 0-3,8; "
                    "each CPU once)\n",

@@ -64,10 +64,14 @@ def choose(running, names, env_var, subdir, what):
         for path in given:
             built = built_for(path) if os.path.isfile(path) else None
             if built is None:
-                raise ImportError(f"hcops: {env_var}={path} is not a {what} library")
+                if len(given) == 1:
+                    raise ImportError(f"hcops: {env_var}={path} is not a {what} library")
+                continue  # one of several: a build not made here, say
             if built == running:
                 return path
             seen.append((path, built))
+        if not seen:
+            raise ImportError(f"hcops: none of {env_var}={env} is a {what} library")
         if len(seen) == 1:
             raise ImportError(f"hcops: {env_var}={seen[0][0]} was built for torch {seen[0][1]}, this process runs "
                               f"torch {running}; PyTorch's own kernels stay in use")

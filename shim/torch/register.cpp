@@ -10,11 +10,11 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <cstring>
 
 #include "common/fault.h"
 #include "config.h"
 #include "hcops.h"
+#include "ops/interface.h"
 #include "common/log.h"
 #include "shim/torch/report.h"
 #include "shim/torch/selection.h"
@@ -80,12 +80,13 @@ std::string first_line(const char *what) {
 
 void register_overrides() {
   // The engine and the operators are libhcops.so.0's (src/common/api.h), a
-  // C++ interface between libraries of one build: another release's
+  // C++ interface between libraries of one build: another build's
   // libhcops.so.0 (preloaded from another install, first on
-  // LD_LIBRARY_PATH) may lay out what they share differently.
-  if (std::strcmp(hcops_version(), PACKAGE_VERSION) != 0) {
-    error("libhcops_torch is HCOps %s but the libhcops.so.0 in this process is %s; its operators are not "
-          "registered, PyTorch's own kernels stay in use",
+  // LD_LIBRARY_PATH) may lay out what they share differently
+  // (ops/interface.h). hcops.torch then raises ImportError.
+  if (engine_interface_tag() != interface_tag(PACKAGE_VERSION)) {
+    error("libhcops_torch (HCOps %s) and the libhcops.so.0 in this process (HCOps %s) are from different builds; "
+          "its operators are not registered, PyTorch's own kernels stay in use",
           PACKAGE_VERSION, hcops_version());
     return;
   }

@@ -1,5 +1,6 @@
 #include "common/id_list.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <strings.h>
 
@@ -114,12 +115,24 @@ std::string format_ids(const UsableIds &usable) {
 }
 
 UsableIds affinity_cpus() {
+  // A set as large as the kernel's: sched_getaffinity fails (EINVAL) on a
+  // set smaller than its CPU ids, beyond cpu_set_t's 1024 on large machines.
   UsableIds cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  cpus.resize(CPU_SETSIZE);
-  for (int c = 0; c < CPU_SETSIZE; ++c) cpus[c] = CPU_ISSET(c, &set);
+  for (int n = CPU_SETSIZE; n <= (1 << 22); n *= 2) {
+    cpu_set_t *set = CPU_ALLOC(n);
+    if (!set) return cpus;
+    const std::size_t bytes = CPU_ALLOC_SIZE(n);
+    CPU_ZERO_S(bytes, set);
+    if (sched_getaffinity(0, bytes, set) == 0) {
+      cpus.resize(n);
+      for (int c = 0; c < n; ++c) cpus[c] = CPU_ISSET_S(c, bytes, set);
+      CPU_FREE(set);
+      return cpus;
+    }
+    const bool too_small = errno == EINVAL;
+    CPU_FREE(set);
+    if (!too_small) return cpus;
+  }
   return cpus;
 }
 

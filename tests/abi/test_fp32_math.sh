@@ -2,7 +2,7 @@
 # HCOPS_FP32_MATH, the engine's f32 mode, through sgemm_, cblas_sgemm and
 # dnnl_sgemm where HCOps has its oneDNN layer (fp32_math_probe), on the
 # generic family and on the default one (the PyTorch dispatcher's GEMMs and
-# attention: tests/torch2/test_fp32_math.py):
+# attention: tests/torch/test_fp32_math.py):
 #  - unset and `strict` give the same bits; a bad value warns exactly once
 #    ("hcops: warning: HCOPS_FP32_MATH=...") and gives strict's bits too;
 #  - `bf16` and `bf16x3`, where hcops-info says the mode is in effect (on

@@ -26,8 +26,8 @@ budget AutoMem takes on the synthetic machines of tests/topologies.
   moves at all.
 
 Run with HCOPS_MEM_LIB (the libhcops_mem.so to preload), HCOPS_TOPOLOGY_DIR
-(tests/topologies: without it, as tests/engine/numa_gemm.sh, the topology
-part is skipped and said so); prints ok/FAIL lines; exit 1 on a failure, 77 when torch
+(tests/topologies: a checkout without them fails, as tests/engine/numa_gemm.sh
+does); prints ok/FAIL lines; exit 1 on a failure, 77 when torch
 is missing (the torch-free checks still run), 99 without HCOPS_MEM_LIB.
 """
 import json

@@ -77,9 +77,10 @@ def file_of(addr):
     return "?"
 
 
-# Every mapped file that holds the engine (the format of its verbose info
-# line is in the engine's own code): one copy of HCOps, one engine.
-MARKER = b"hcops_verbose,info,isa="
+# Every mapped file that holds the engine: the text of hcops-info's f32 mode
+# line is in the GEMM engine's own code (src/gemm/engine_info.cpp), which a
+# library linking the engine statically would carry too. One copy, one engine.
+MARKER = b"fp32 math (HCOPS_FP32_MATH"
 for path in sorted({os.path.realpath(p) for _, _, p in maps}):
     try:
         if os.path.getsize(path) < 256 << 20:

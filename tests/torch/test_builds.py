@@ -58,6 +58,12 @@ def main():
     msg = refusal(lambda: _builds.choose("3.0.0", names, "HCOPS_TEST_LIB", "torch", "libtest"))
     check("none of HCOPS_TEST_LIB=" in msg and "for torch 1.13.0" in msg and "for torch 2.15.0" in msg,
           "several paths, none for this torch: each named with its version", msg)
+    os.environ["HCOPS_TEST_LIB"] = f"{os.path.join(tmp, 'absent.so')}:{plain}:{two}"
+    check(_builds.choose("2.15.0", names, "HCOPS_TEST_LIB", "torch", "libtest") == two,
+          "several paths: a missing or unmarked one is passed over")
+    os.environ["HCOPS_TEST_LIB"] = f"{os.path.join(tmp, 'absent.so')}:{plain}"
+    msg = refusal(lambda: _builds.choose("2.15.0", names, "HCOPS_TEST_LIB", "torch", "libtest"))
+    check("none of HCOPS_TEST_LIB=" in msg and "is a libtest library" in msg, "several paths, no library", msg)
     os.environ["HCOPS_TEST_LIB"] = plain
     msg = refusal(lambda: _builds.choose("2.15.0", names, "HCOPS_TEST_LIB", "torch", "libtest"))
     check(f"HCOPS_TEST_LIB={plain} is not a libtest library" in msg, "a file without the marker is refused", msg)

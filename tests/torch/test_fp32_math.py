@@ -10,8 +10,8 @@ HCOPS_VERBOSE=1 on the same seeded operands, saves its results; then:
 - every aten:: line a child printed names the mode in effect (math=bf16, or
   math=strict(bf16 asked: <why>) where no bf16 family at least as preferred
   as f32's serves it), unset and strict say math=strict;
-- unset and strict agree bit for bit, and with HCOps disabled within
-  (k + 4) 2^-23 S of f64 (S = sum |a||b| + |bias|);
+- unset and strict agree bit for bit, and within (k + 4) 2^-23 S of f64
+  (S = sum |a||b| + |bias|);
 - a mode in effect is not strict's bits and keeps its bound against f64:
   bf16 (2^-7 + 2^-15 + (k + 4) 2^-23) S, bf16x3 (2^-14 + (3k + 4) 2^-23) S;
   a mode refused gives strict's bits;

@@ -52,6 +52,9 @@ def _load():
         return None
     path = os.path.realpath(_choose())
     torch.ops.load_library(path)
+    if not _already_loaded():  # it refused to register (its error line says why)
+        raise ImportError(f"hcops: {path} registered no operators (see the hcops: line above); "
+                          "PyTorch's own kernels stay in use")
     return path
 
 
