@@ -11,6 +11,7 @@
 # password; otherwise it prints the command for the user and stops
 # (running the suites in the root needs root too: in-aarch64-root.sh).
 set -eu
+. "$(dirname "$0")/deps-common.sh"
 [ $# = 1 ] || { echo "usage: $0 ROOT" >&2; exit 2; }
 root=$1
 suite=bookworm
@@ -19,15 +20,8 @@ packages="python3,python3-numpy,python3-scipy,python3-torch,libopenblas0-pthread
 stamp=$root/.hcops-root
 [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$suite $packages" ] && exit 0
 
-if [ "$(id -u)" = 0 ]; then
-  run=
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  run="sudo -n"
-else
-  echo "hcops: making the arm64 root for the Python suites needs root; run as root:"
-  echo "  sh $0 $root"
-  exit 1
-fi
+# Making the arm64 root for the Python suites needs root (deps-common.sh).
+as_root "sh $0 $root"
 if ! command -v debootstrap >/dev/null 2>&1 && [ ! -x /usr/sbin/debootstrap ]; then
   echo "hcops: installing debootstrap (the arm64 root for the Python suites)"
   DEBIAN_FRONTEND=noninteractive $run apt-get install -y -q --no-install-recommends debootstrap
