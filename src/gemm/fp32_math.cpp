@@ -32,6 +32,8 @@ Fp32MathMode resolve() {
     case Fp32Math::bf16x3: m.why = refusal<SgemmBf16x3>(m.asked); break;
   }
   m.used = m.why.empty() ? m.asked : Fp32Math::strict;
+  m.detail = std::string("math=") + fp32_math_name(m.used);
+  if (m.used != m.asked) m.detail += std::string("(") + fp32_math_name(m.asked) + " asked: " + m.why + ")";
   return m;
 }
 
@@ -51,14 +53,6 @@ const Fp32MathMode &fp32_math() {
   return mode;
 }
 
-const std::string &fp32_math_detail() {
-  static const std::string detail = [] {
-    const Fp32MathMode &m = fp32_math();
-    std::string s = std::string("math=") + fp32_math_name(m.used);
-    if (m.used != m.asked) s += std::string("(") + fp32_math_name(m.asked) + " asked: " + m.why + ")";
-    return s;
-  }();
-  return detail;
-}
+const std::string &fp32_math_detail() { return fp32_math().detail; }
 
 }  // namespace hcops

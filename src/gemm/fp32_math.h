@@ -28,11 +28,13 @@ struct Fp32MathMode {
   // Why `used` differs from `asked` ("no bf16x3 kernel at or above avx512"),
   // empty when they agree.
   std::string why;
+  // "math=bf16x3", or "math=strict(bf16 asked: <why>)": the verbose lines'
+  // detail; no commas (it is one CSV field with the rest of the details).
+  std::string detail;
 };
 const Fp32MathMode &fp32_math();
 
-// "math=bf16x3", or "math=strict(bf16 asked: <why>)": the verbose lines'
-// detail; no commas (it is one CSV field with the rest of the details).
+// fp32_math().detail.
 const std::string &fp32_math_detail();
 
 }  // namespace hcops

@@ -491,13 +491,14 @@ GemmArgs<To> as_mode(const GemmArgs<Sgemm> &g) {
 // One place decides f32's mode for every layer (gemm/fp32_math.h).
 GemmReport gemm_in_fp32_mode(const GemmArgs<Sgemm> &g) {
   if (g.f32_mode == F32Mode::strict) return gemm_as_typed(g);
+  const Fp32MathMode &mode = fp32_math();  // resolved once per process
   GemmReport rep;
-  switch (fp32_math().used) {
+  switch (mode.used) {
     case Fp32Math::strict: rep = gemm_as_typed(g); break;
     case Fp32Math::bf16: rep = gemm_as_typed(as_mode<SgemmBf16>(g)); break;
     case Fp32Math::bf16x3: rep = gemm_as_typed(as_mode<SgemmBf16x3>(g)); break;
   }
-  rep.math = fp32_math_detail().c_str();
+  rep.math = mode.detail.c_str();
   return rep;
 }
 
