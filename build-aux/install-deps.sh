@@ -12,8 +12,8 @@ set -eu
 # nothing links it); python3-matplotlib only draws perf/gemm_sweep.py's plot.
 # libtorch-dev: the headers libhcops_torch.so (the operators) builds against.
 # python3-mpi4py: the libhcops_mpi tests (mpi4py under LD_PRELOAD) and
-# perf/dit/ddp.py. hwloc (lstopo): hcops-run's split of cores, on
-# HWLOC_XMLFILE topologies too. python3-pytest, python3-scipy: numpy's and
+# perf/dit/ddp.py. hwloc (lstopo): the tests that write this machine's
+# topology as XML (tests/abi/fp_env_xmls.sh, automem). python3-pytest, python3-scipy: numpy's and
 # scipy's own linalg suites under the preloads (tests/external); scipy's complex
 # SVD and lstsq (OpenBLAS over-reads) under libhcops_mem (test_mem_scipy.py).
 # python3-hypothesis: PyTorch's own tests (tests/external/torch_suite.py; its
