@@ -123,11 +123,13 @@ grep -m1 "torch.distributed says rank [01] of 2, MPI says [01] of 2" "$tmp/env.o
 echo "== HCOPS_DIST_ADDR: the address rank 0 gives, and one nobody answers at"
 PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
   timeout -k 10 120 $mpirun -x PYTHONPATH -x HCOPS_DIST_ADDR=127.0.0.1 "$PYTHON" -c '
-import torch, torch.distributed as dist, hcops.dist
+import os, torch, torch.distributed as dist, hcops.dist
 dist.init_process_group("hcops", init_method="hcops://")
 t = torch.ones(3)
 dist.all_reduce(t)
-print("addr ok", dist.get_rank(), int(t[0]), flush=True)' >"$tmp/addr.out" 2>&1
+# One write(2) per rank: print() writes its pieces apart, and the two ranks
+# share the file, so their lines could interleave ("addr okaddr ok 1 2").
+os.write(1, b"addr ok %d %d\n" % (dist.get_rank(), int(t[0])))' >"$tmp/addr.out" 2>&1
 n=$(grep -o "addr ok [01] 2" "$tmp/addr.out" | wc -l)
 [ "$n" = 2 ] || { tail -20 "$tmp/addr.out"; fail "HCOPS_DIST_ADDR=127.0.0.1: $n of 2 ranks joined"; }
 # 192.0.2.1 (TEST-NET-1, RFC 5737) is routed nowhere: rank 1's connection
