@@ -8,7 +8,7 @@ CONFIGURE_FLAGS ?=
 
 AUTOTOOLS_INPUTS := configure.ac Makefile.am $(wildcard */Makefile.am)
 
-.PHONY: all deps deps-aarch64 demo check check-external check-aarch64 install uninstall clean distclean
+.PHONY: all deps deps-aarch64 demo check check-external check-aarch64 install uninstall clean distclean wheel
 
 all: $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
@@ -49,6 +49,13 @@ $(BUILD)/Makefile: configure
 demo: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 	$(MAKE) -C $(BUILD) demo
+
+# A wheel for the torch 2.x venv the build is configured for, in
+# $(BUILD)/wheels (README.md, "pip"); `pip install --no-build-isolation .`
+# in a venv builds one for that venv's torch.
+wheel: deps $(BUILD)/Makefile
+	$(MAKE) -C $(BUILD) -j$(JOBS)
+	$(MAKE) -C $(BUILD) wheel
 
 check: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)

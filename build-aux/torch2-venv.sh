@@ -4,7 +4,8 @@
 # makes DIR a venv with the torch wheel of the Python package index (the
 # default Linux wheel: a CUDA build with its nvidia-* wheels, ~5 GB
 # installed, ~3.5 GB downloaded once into pip's cache; it runs on the CPU),
-# numpy, and expecttest (which PyTorch's own test helpers import). Prints
+# numpy, expecttest (which PyTorch's own test helpers import) and auditwheel
+# (`make wheel` checks the wheel it makes with `auditwheel show`). Prints
 # DIR/bin/python on success. Where the index cannot be reached, or the
 # install fails, it says so in one line on stderr, leaves no half-made
 # environment, and exits 1: the build then goes on without the 2.x library.
@@ -22,6 +23,10 @@ say() { echo "hcops: torch 2.x environment: $*" >&2; }
 
 if [ -x "$dir/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$spec" ] &&
    "$dir/bin/python" -c 'import torch, numpy, expecttest' >/dev/null 2>&1; then
+  # An environment made before auditwheel was on the list gets it added.
+  "$dir/bin/python" -c 'import auditwheel' >/dev/null 2>&1 ||
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check auditwheel >/dev/null 2>&1 ||
+    say "pip install auditwheel failed: make wheel (which checks its wheel with it) will stop, saying so"
   echo "$dir/bin/python"
   exit 0
 fi
@@ -56,15 +61,15 @@ if ! "$python" -m venv "$new" >"$log" 2>&1; then
   rm -rf "$new"
   exit 1
 fi
-say "installing $spec, numpy, expecttest with pip into $dir (first time: ~3.5 GB from the package index)"
+say "installing $spec, numpy, expecttest, auditwheel with pip into $dir (first time: ~3.5 GB from the package index)"
 if ! "$new/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
-     "$spec" numpy expecttest >>"$log" 2>&1; then
+     "$spec" numpy expecttest auditwheel >>"$log" 2>&1; then
   why=$(grep -E '^ERROR|Could not|No matching|Network' "$log" | head -1)
   say "pip install $spec failed: ${why:-see $log}; skipped"
   rm -rf "$new"
   exit 1
 fi
-if ! "$new/bin/python" -c 'import torch, numpy, expecttest' >>"$log" 2>&1; then
+if ! "$new/bin/python" -c 'import torch, numpy, expecttest, auditwheel' >>"$log" 2>&1; then
   say "torch does not import in $new (see $log); skipped"
   rm -rf "$new"
   exit 1

@@ -11,7 +11,8 @@ No import of torch here: the caller passes the running version."""
 import os
 
 MARKER = b"hcops-torch-built-for:"
-_HERE = os.path.dirname(os.path.abspath(__file__))
+# Resolved, as make install resolved the relative LIBDIR in _paths.py.
+_HERE = os.path.dirname(os.path.realpath(__file__))
 
 
 def built_for(path):
@@ -45,7 +46,9 @@ def search_dirs(subdir):
     shim/<subdir>/.libs (the default build/ beside the source tree, or the
     one an installed package was made from)."""
     paths = _install_paths()
-    dirs = [paths["LIBDIR"]] if paths.get("LIBDIR") else []
+    # Relative: from hcops/torch, where _paths.py is (make install writes it
+    # so when the package and libdir are both under the prefix).
+    dirs = [os.path.normpath(os.path.join(_HERE, "torch", paths["LIBDIR"]))] if paths.get("LIBDIR") else []
     dirs.append(os.path.normpath(os.path.join(_HERE, "..", "..", "build", "shim", subdir, ".libs")))
     if paths.get("BUILDDIR"):
         dirs.append(os.path.join(paths["BUILDDIR"], "shim", subdir, ".libs"))
@@ -90,6 +93,7 @@ def choose(running, names, env_var, subdir, what):
             seen.append(f"{name} for torch {built}")
     if seen:
         raise ImportError(f"hcops: no {what} built for torch {running} (found: {', '.join(seen)}); "
-                          "build one with configure --with-torch-python=<that environment's python>; "
+                          "build one for it (in its venv: pip install --no-build-isolation <HCOps source>; "
+                          "or configure --with-torch-python=<its python>); "
                           "PyTorch's own kernels stay in use")
     raise ImportError(f"hcops: {what} not found (looked in {', '.join(dirs)}); set {env_var} to its path")

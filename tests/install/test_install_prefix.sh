@@ -1,11 +1,12 @@
 #!/bin/sh
-# `make install PREFIX=X` (README, Install) into a prefix other than the one
+# `make install PREFIX=X` (README, "On a cluster") into a prefix other than the one
 # configure was given, from an already built tree: everything lands in X,
 # and every installed file that names a directory names X's, never the
 # configured prefix's nor the build or source tree's (ELF files are checked
 # without their debug sections, which rightly name the sources). The
-# installed hcops-info, hcops-run, hcops-prof and hcops.pc work from X;
-# DESTDIR staging puts the same files under DESTDIR, naming X; `make
+# installed hcops-info, hcops-run, hcops-prof and hcops.pc work from X, and
+# the programs and the Python package still find theirs when X is moved
+# (they name X's directories relative to their own); DESTDIR staging puts the same files under DESTDIR, naming X; `make
 # uninstall PREFIX=X` removes them all.
 set -u
 status=0
@@ -15,7 +16,8 @@ configured=$HCOPS_TEST_PREFIX
 top_srcdir=$HCOPS_TEST_TOP_SRCDIR
 top_builddir=$HCOPS_TEST_TOP_BUILDDIR
 # Outside the build tree: a path under it would contain the build tree's.
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/hcops-prefix.XXXXXX") || exit 1
+# Resolved: the loader's $ORIGIN and hcops-run report resolved paths.
+scratch=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/hcops-prefix.XXXXXX")" && pwd -P) || exit 1
 case $scratch in "$top_builddir"/* | "$top_srcdir"/*) echo "FAIL: TMPDIR is inside the tree"; exit 1 ;; esac
 prefix=$scratch/opt/hcops
 stage=$scratch/stage
@@ -69,17 +71,19 @@ check_tree() {
   echo "  $n files checked"
   [ "$n" -gt 20 ] || fail "only $n files installed under $root"
 
-  echo "== the files that name directories name $prefix"
-  grep -q "^libdir='$prefix/lib'\$" "$root/bin/hcops-run" || fail "hcops-run: $(grep '^libdir=' "$root/bin/hcops-run")"
-  grep -q "^LIBDIR = \"$prefix/lib\"\$" "$root/bin/hcops-prof" || fail "hcops-prof: $(grep '^LIBDIR' "$root/bin/hcops-prof")"
+  echo "== the files that name directories name $prefix, or its directories from their own"
+  grep -qF "libdir=\$(CDPATH= cd \"\$here\"/'../lib' 2>/dev/null && pwd; :)" "$root/bin/hcops-run" || fail "hcops-run: $(grep '^libdir=' "$root/bin/hcops-run")"
+  grep -q "^LIBDIR = os.path.normpath(os.path.join(HERE, '../lib'))\$" "$root/bin/hcops-prof" ||
+    fail "hcops-prof: $(grep '^LIBDIR' "$root/bin/hcops-prof")"
   grep -q "^prefix=$prefix\$" "$root/lib/pkgconfig/hcops.pc" || fail "hcops.pc: $(head -1 "$root/lib/pkgconfig/hcops.pc")"
   grep -q "^set configured {$prefix}\$" "$root/share/modulefiles/hcops/"[0-9]*[0-9] || fail "the Tcl modulefile's prefix"
   grep -q "^local configured = \"$prefix\"\$" "$root/share/modulefiles/hcops/"*.lua || fail "the Lua modulefile's prefix"
-  grep -q "^LIBDIR = '$prefix/lib'\$" "$root/share/hcops/python/hcops/torch/_paths.py" || fail "hcops.torch's _paths.py"
+  grep -q "^LIBDIR = '../../../../../lib'\$" "$root/share/hcops/python/hcops/torch/_paths.py" ||
+    fail "hcops.torch's _paths.py: $(grep '^LIBDIR' "$root/share/hcops/python/hcops/torch/_paths.py")"
   for la in "$root/lib/"*.la "$root/lib/hcops/"*.la; do
     grep -q "^libdir='$prefix/lib[/a-z]*'\$" "$la" || fail "${la#"$root"/}: $(grep '^libdir=' "$la")"
   done
-  readelf -d "$root/bin/hcops-info" | grep -q "R.*PATH.*\[$prefix/lib\]" || fail "hcops-info's RUNPATH: $(readelf -d "$root/bin/hcops-info" | grep PATH)"
+  readelf -d "$root/bin/hcops-info" | grep -q "R.*PATH.*\[\$ORIGIN/../lib\]" || fail "hcops-info's RUNPATH: $(readelf -d "$root/bin/hcops-info" | grep PATH)"
 }
 
 # The tree under `root` is uninstalled: nothing but empty folders is left.
@@ -104,10 +108,10 @@ if [ -x "$prefix/bin/hcops-info" ]; then
   # The libraries it runs on are the installation's.
   loaded=$(env -u LD_LIBRARY_PATH LD_TRACE_LOADED_OBJECTS=1 "$prefix/bin/hcops-info" | grep 'libhcops.so.0 =>')
   echo "  $loaded"
-  case $loaded in *"=> $prefix/lib/libhcops.so.0 "*) ;; *) fail "hcops-info loads $loaded" ;; esac
+  case $loaded in *"=> $prefix/bin/../lib/libhcops.so.0 "*) ;; *) fail "hcops-info loads $loaded" ;; esac
   pre=$(env -u LD_PRELOAD "$prefix/bin/hcops-run" --no-ops --mem /bin/sh -c 'echo "$LD_PRELOAD"')
   echo "  hcops-run's LD_PRELOAD: $pre"
-  [ "$pre" = "$prefix/lib/libhcops.so $prefix/lib/libhcops_mem.so" ] || fail "hcops-run preloads $pre"
+  [ "$pre" = "$prefix/lib/libhcops.so.0 $prefix/lib/libhcops_mem.so.0" ] || fail "hcops-run preloads $pre"
   hook=$(env -u PYTHONPATH "$prefix/bin/hcops-run" --no-blas /usr/bin/python3 -c 'import os; print(os.environ["PYTHONPATH"])')
   [ "$hook" = "$prefix/share/hcops/startup:$prefix/share/hcops/python" ] || fail "hcops-run's PYTHONPATH: $hook"
   "$prefix/bin/hcops-prof" --help > /dev/null 2>&1 || fail "hcops-prof --help"
@@ -123,6 +127,23 @@ import hcops.prof.cli
 print(hcops.prof.cli.__file__)
 EOF
   grep -q "^$prefix/share/hcops/python/hcops/prof/cli.py\$" "$scratch/prof.out" || fail "hcops-prof runs the package at $(tail -1 "$scratch/prof.out")"
+
+  echo "== the same, the prefix moved to $scratch/moved"
+  moved=$scratch/moved
+  mv "$prefix" "$moved"
+  loaded=$(env -u LD_LIBRARY_PATH LD_TRACE_LOADED_OBJECTS=1 "$moved/bin/hcops-info" | grep 'libhcops.so.0 =>')
+  case $loaded in *"=> $moved/bin/../lib/libhcops.so.0 "*) ;; *) fail "moved: hcops-info loads $loaded" ;; esac
+  env -u LD_LIBRARY_PATH -u LD_PRELOAD "$moved/bin/hcops-info" > "$scratch/info.out" 2>&1 &&
+    grep -q '^memory placement (libhcops_mem):$' "$scratch/info.out" || fail "moved: hcops-info: $(tail -3 "$scratch/info.out")"
+  pre=$(env -u LD_PRELOAD "$moved/bin/hcops-run" --no-ops --mem /bin/sh -c 'echo "$LD_PRELOAD"')
+  [ "$pre" = "$moved/lib/libhcops.so.0 $moved/lib/libhcops_mem.so.0" ] || fail "moved: hcops-run preloads $pre"
+  hook=$(env -u PYTHONPATH "$moved/bin/hcops-run" --no-blas /usr/bin/python3 -c 'import os; print(os.environ["PYTHONPATH"])')
+  [ "$hook" = "$moved/share/hcops/startup:$moved/share/hcops/python" ] || fail "moved: hcops-run's PYTHONPATH: $hook"
+  "$moved/bin/hcops-prof" --help > /dev/null 2>&1 || fail "moved: hcops-prof --help"
+  dirs=$(PYTHONPATH="$moved/share/hcops/python" /usr/bin/python3 -c 'from hcops import _builds; print(_builds.search_dirs("torch")[0])')
+  [ "$dirs" = "$moved/lib" ] || fail "moved: hcops.torch looks for its library in $dirs"
+  echo "  hcops-info, hcops-run (LD_PRELOAD $pre), hcops-prof and hcops.torch ($dirs) from $moved"
+  mv "$moved" "$prefix"
 
   echo "== pkg-config from $prefix"
   pc_libdir=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --variable=libdir hcops)
