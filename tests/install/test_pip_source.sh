@@ -7,20 +7,12 @@
 # test_wheel.sh checks of an installed wheel (wheel_venv.sh),
 # and pip uninstall leaving the venv as it was. Each route builds HCOps once
 # (~4 min on 2 cores): make check-external only.
-set -u
-status=0
-fail() { echo "FAIL: $*"; status=1; }
 if [ "${HCOPS_CHECK_EXTERNAL:-0}" != 1 ]; then
   echo "SKIP: two whole builds of HCOps (make check-external runs it; HCOPS_CHECK_EXTERNAL=1 here)"
   exit 77
 fi
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
 . "${srcdir:-../../tests}/install/wheel_venv.sh"
-
-top_builddir=$HCOPS_TEST_TOP_BUILDDIR
-scratch=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/hcops-pip.XXXXXX")" && pwd -P) || exit 1
-trap 'rm -rf "$scratch"' EXIT
-torch_version=$("$HCOPS_TORCH2_PYTHON" -c 'import torch; print(torch.__version__.split("+")[0])')
 
 echo "== make dist"
 make -s -C "$top_builddir" dist distdir="hcops-pip-test-$$" > "$scratch/dist.log" 2>&1 &&

@@ -12,17 +12,8 @@
 # - `pip uninstall` leaves the venv as it was, file for file.
 # The same from the source (pip's build backend running configure and make)
 # is tests/install/test_pip_source.sh, in make check-external.
-set -u
-status=0
-fail() { echo "FAIL: $*"; status=1; }
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
 . "${srcdir:-../../tests}/install/wheel_venv.sh"
-
-top_builddir=$HCOPS_TEST_TOP_BUILDDIR
-# Resolved: hcops-run, $ORIGIN and /proc/self/maps report resolved paths.
-scratch=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/hcops-wheel.XXXXXX")" && pwd -P) || exit 1
-trap 'rm -rf "$scratch"' EXIT
-torch_version=$("$HCOPS_TORCH2_PYTHON" -c 'import torch; print(torch.__version__.split("+")[0])')
 
 echo "== make wheel"
 make -s -C "$top_builddir" wheel WHEEL_DIR="$scratch/wheels" > "$scratch/wheel.log" 2>&1 ||

@@ -1,8 +1,17 @@
-# Sourced by the wheel tests (test_wheel.sh, test_pip_source.sh):
-# a fresh venv that sees the PyTorch 2.x venv's packages (torch from the
-# cache already installed there, no download), and what an install of the
-# hcops wheel into it must do. Needs: fail(), $scratch, $HCOPS_TORCH2_PYTHON,
-# $HCOPS_TEST_TOP_SRCDIR.
+# Sourced by the wheel tests (test_wheel.sh, test_pip_source.sh) after
+# torch2/torch2_env.sh: a fresh venv that sees the PyTorch 2.x venv's
+# packages (torch from the cache already installed there, no download), and
+# what an install of the hcops wheel into it must do. Sets status, fail(),
+# top_builddir, scratch (resolved: hcops-run, $ORIGIN and /proc/self/maps
+# report resolved paths; removed at exit) and torch_version (the torch the
+# build is for).
+set -u
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+top_builddir=$HCOPS_TEST_TOP_BUILDDIR
+scratch=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/hcops-wheel.XXXXXX")" && pwd -P) || exit 1
+trap 'rm -rf "$scratch"' EXIT
+torch_version=$("$HCOPS_TORCH2_PYTHON" -c 'import torch; print(torch.__version__.split("+")[0])')
 #
 # make_venv DIR: the venv, made by the interpreter the 2.x venv was made from,
 # without pip of its own: `DIR/bin/python -m pip` is the 2.x venv's pip (a
