@@ -324,7 +324,8 @@ def build(srcdir, out_dir, config_settings=None):
     r = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True,
                        text=True)
     if r.returncode != 0 or not r.stdout.startswith("2."):
-        say(f"{sys.executable} imports no torch 2.x ({(r.stdout or r.stderr).strip().splitlines()[-1:] or ''}): "
+        got = ((r.stdout or r.stderr).strip().splitlines() or ["nothing"])[-1]
+        say(f"{sys.executable} imports no torch 2.x ({got}): "
             "HCOps is built against the torch of the venv it is installed into. Install torch there first, "
             "and run pip there with --no-build-isolation (an isolated build cannot see the venv's torch).")
         raise SystemExit(1)
