@@ -130,12 +130,12 @@ def check_system(srcdir, configure_args=()):
     raise SystemExit(1)
 
 
-def run(cmd, cwd, log):
+def run(cmd, cwd, log, env=None):
     say(f"{' '.join(cmd)}   (in {cwd}; output in {log})")
     with open(log, "a") as f:
         f.write(f"\n$ {' '.join(cmd)}\n")
         f.flush()
-        r = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+        r = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env)
     if r.returncode != 0:
         with open(log, errors="replace") as f:
             tail = f.readlines()[-40:]
@@ -178,6 +178,8 @@ def wheel_tag(python):
 # their users open (a wheel has no symlinks): the SONAME for those linked or
 # preloaded, the file name hcops.torch and hcops.dist look for.
 LIB_NAMES = ("libhcops.so.0", "libhcops_mem.so.0", "libhcops_mpi.so.0", "libhcops_torch2.so", "hcops_c10d_torch2.so")
+# Those every build has (the MPI ones only where MPI was found).
+LIBS_ALWAYS = ("libhcops.so.0", "libhcops_mem.so.0", "libhcops_torch2.so")
 LEFT_OUT = ("include", "lib/pkgconfig", "lib/hcops", "share/modulefiles")
 # The commands on the venv's PATH: pip writes launchers for them
 # (hcops._cli runs the installed program).
@@ -197,7 +199,7 @@ def wheel_files(root):
             if rel_d == "lib" and n not in LIB_NAMES:
                 continue  # symlinks, libtool's .la, the versioned file names, torch 1.13's
             files.append((path, "hcops/" + os.path.normpath(os.path.join(rel_d, n))))
-    missing = [n for n in LIB_NAMES[:2] + LIB_NAMES[3:4] if ("hcops/lib/" + n) not in {w for _, w in files}]
+    missing = [n for n in LIBS_ALWAYS if ("hcops/lib/" + n) not in {w for _, w in files}]
     if missing:
         say(f"the staged install has no {', '.join(missing)}")
         raise SystemExit(1)
@@ -341,17 +343,8 @@ def build(srcdir, out_dir, config_settings=None):
         # Debian's torch 1.13 build (libhcops_torch.so) is not this venv's.
         # No site defaults (a config.site's libdir=lib64): the wheel's layout
         # is the packer's.
-        env = dict(os.environ, CONFIG_SITE="/dev/null")
-        say(f"configure (in {build_dir}; output in {log})")
-        with open(log, "a") as f:
-            r = subprocess.run([os.path.join(srcdir, "configure"), f"--with-torch-python={sys.executable}",
-                                "--without-torch", f"PYTHON={sys.executable}"] + configure_args,
-                               cwd=build_dir, stdout=f, stderr=subprocess.STDOUT, env=env)
-        if r.returncode != 0:
-            with open(log, errors="replace") as f:
-                sys.stderr.write("".join(f.readlines()[-30:]))
-            say(f"configure failed; its output is in {log}, config.log beside it (the build tree is kept)")
-            raise SystemExit(1)
+        run([os.path.join(srcdir, "configure"), f"--with-torch-python={sys.executable}", "--without-torch",
+             f"PYTHON={sys.executable}"] + configure_args, build_dir, log, env=dict(os.environ, CONFIG_SITE="/dev/null"))
     run(["make", f"-j{os.cpu_count() or 1}"], build_dir, log)
     out = pack(build_dir, out_dir, sys.executable)
     if not keep:  # kept when anything failed: the logs say what
