@@ -343,33 +343,39 @@ constexpr long kSkinnyRowGrain = 96;
 // threads (waking a thread costs more than streaming that much).
 constexpr long kSkinnyBytesPerThread = 128 << 10;
 
-// A product of at most kSkinnyMaxN columns on the family's skinny kernel
-// (kernels/skinny.h): C's rows shared dynamically in pieces, each piece's
-// epilogue as soon as its rows are final. False when it does not apply: no
-// such kernel, HCOPS_SKINNY=never, fewer row blocks than the threads A's size
-// asks for, or no memory for the contiguous copy of op(B) that ta = T needs
-// when op(B) is strided in k.
+// Whether a product goes to the family's skinny kernel (kernels/skinny.h):
+// at most kSkinnyMaxN columns, such a kernel, HCOPS_SKINNY not never, and
+// at least as many row blocks as the threads A's size asks for (those are
+// what the kernels share: too few rows for the team, a long k such as 64 x
+// 16 x 10^6, go to the packed path, which splits the columns too).
 template <typename Ty>
-bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
-  using B = typename Ty::b_type;
+bool skinny_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, int *threads = nullptr) {
   if (!kern.skinny || g.n > kSkinnyMaxN || !skinny_allowed()) return false;
   const long a_bytes = long(sizeof(typename Ty::a_type)) * g.m * g.k;
   const int wanted = static_cast<int>(std::clamp<long>(a_bytes / kSkinnyBytesPerThread, 1, max_threads()));
+  if (threads) *threads = wanted;
+  return ceil_div(g.m, kSkinnyRowGrain) >= wanted;
+}
+
+// A product skinny_applies to, on the family's skinny kernel: C's rows
+// shared dynamically in pieces, each piece's epilogue as soon as its rows
+// are final. op(B) strided in k is copied first (n x k elements); false
+// when there is no memory for that copy.
+template <typename Ty>
+bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
+  using B = typename Ty::b_type;
+  int wanted = 1;
+  if (!skinny_applies(g, kern, &wanted)) return false;
   const long blocks = ceil_div(g.m, kSkinnyRowGrain);
-  // Rows are what the skinny kernels share: too few rows for the team (a
-  // long k, e.g. 64 x 16 x 10^6) go to the packed path, which splits the
-  // columns too.
-  if (blocks < wanted) return false;
   const B *b = g.b;
-  long rsb = g.tb == Trans::N ? 1 : g.ldb, csb = g.tb == Trans::N ? g.ldb : 1;
+  long csb = g.ldb;
   std::unique_ptr<B[]> contiguous;
-  if (g.ta == Trans::T && rsb != 1) {  // op(B) = B^T: n x k elements, column j at j * k
+  if (g.tb == Trans::T) {  // op(B) = B^T: n x k elements, column j at j * k
     contiguous.reset(new (std::nothrow) B[g.n * g.k]);
     if (!contiguous) return false;
     for (long p = 0; p < g.k; ++p)
       for (long j = 0; j < g.n; ++j) contiguous[j * g.k + p] = g.b[j + p * g.ldb];
     b = contiguous.get();
-    rsb = 1;
     csb = g.k;
   }
   const long pieces = std::min(blocks, long(wanted) * kPiecesPerThread);
@@ -378,7 +384,7 @@ bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &
     const long i1 = std::min(g.m, blocks * (piece + 1) / pieces * kSkinnyRowGrain);
     if (i1 <= i0) return;
     const auto *a = g.a + (g.ta == Trans::N ? i0 : i0 * g.lda);
-    kern.skinny(g.ta, i1 - i0, g.n, g.k, g.alpha, a, g.lda, b, rsb, csb, g.beta, g.c + i0, g.ldc);
+    kern.skinny(g.ta, i1 - i0, g.n, g.k, g.alpha, a, g.lda, b, csb, g.beta, g.c + i0, g.ldc);
     if (g.epilogue) apply_epilogue(g, i0, i1 - i0, 0, g.n);
   });
   rep.b = "skinny";
@@ -410,8 +416,10 @@ using WideC = GemmTypes<typename Ty::a_type, typename Ty::b_type, Acc<Ty>, Acc<T
 // same datatypes, then rounded. With an epilogue too (alpha = 0 and k = 0
 // as well): it must see the f32 sum, and C be rounded after it; except for
 // one k block on a family that fuses the epilogue, which applies it to each
-// tile's f32 values before rounding them. False (nothing done) when it needs
-// no copy or there is no memory for one: the kernels then round per k block.
+// tile's f32 values before rounding them. A skinny product needs the copy
+// only for an epilogue: its kernel sums the whole of k before it rounds C.
+// False (nothing done) when it needs no copy or there is no memory for one:
+// the kernels then round per k block.
 template <typename Ty>
 bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
   using C = typename Ty::c_type;
@@ -421,8 +429,11 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
     using Wide = WideC<Ty>;
     const ChosenKernel<Wide> &wide = chosen_kernel<Wide>();
     if (!wide.kernel || g.m == 0 || g.n == 0) return false;
-    const bool one_k_block = g.alpha == Acc<Ty>(0) || g.k <= blocking_for_product(topology(), kern, g.k).kc;
-    if (one_k_block && (!g.epilogue || (kern.fuses_epilogue && g.alpha != Acc<Ty>(0) && g.k != 0))) return false;
+    const bool skinny = skinny_applies(g, kern);
+    const bool one_k_block =
+        g.alpha == Acc<Ty>(0) || skinny || g.k <= blocking_for_product(topology(), kern, g.k).kc;
+    const bool fused = kern.fuses_epilogue && !skinny && g.alpha != Acc<Ty>(0) && g.k != 0;
+    if (one_k_block && (!g.epilogue || fused)) return false;
     // Column blocks of C at most kWideBytes of f32 each: the copy stays
     // bounded however large C is (overcommit would let a whole-C copy of a
     // huge C be allocated, then kill the process when touched).

@@ -50,12 +50,14 @@ using PackB = void (*)(typename Ty::packed_b_type *dst, const typename Ty::b_typ
 
 // C[0:m, 0:n] = alpha * op(A) * op(B) + beta * C for a skinny product (n <=
 // kSkinnyMaxN), op(A) read in place (a[i + p * lda] for ta = N, a[p + i *
-// lda] for T) and op(B)(p, j) = b[p * rsb + j * csb]; with ta = T, rsb must
-// be 1 (the driver copies op(B) otherwise). beta == 0 never reads C.
-// kernels/skinny.h says why and how.
+// lda] for T) and op(B) contiguous in k: op(B)(p, j) = b[p + j * csb] (the
+// driver copies a strided op(B), n x k elements, beside m x k of A; the
+// bf16 kernels read it a pair of k steps at a time). C is written once,
+// from the sum over the whole of k. beta == 0 never reads C.
+// kernels/skinny.h and avx512_bf16/skinny_bf16.h say why and how.
 template <typename Ty>
 using SkinnyKernel = void (*)(Trans ta, long m, long n, long k, typename Ty::acc_type alpha,
-                              const typename Ty::a_type *a, long lda, const typename Ty::b_type *b, long rsb, long csb,
+                              const typename Ty::a_type *a, long lda, const typename Ty::b_type *b, long csb,
                               typename Ty::acc_type beta, typename Ty::c_type *c, long ldc);
 constexpr long kSkinnyMaxN = 16;
 

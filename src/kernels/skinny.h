@@ -5,12 +5,12 @@
 // 8); packing A would read it, write a copy and read that again, and the
 // microkernel's 12-column tile would be mostly padding.
 //
-// op(A) = A (ta = N): C's rows in blocks of three vectors, NB <= 8 columns
-// at a time; each k step loads a column of the block and broadcasts op(B)'s
-// NB values (any strides). op(A) = A^T: op(A)'s rows are contiguous in k,
-// so R = 4 rows by NB <= 4 columns are dot products along k, vectorised
-// over k and summed across lanes at the end; op(B) must be contiguous in k
-// (rsb = 1; the driver copies it otherwise, n x k elements).
+// op(B) is contiguous in k (kernel.h's SkinnyKernel: the driver copies it
+// otherwise, n x k elements). op(A) = A (ta = N): C's rows in blocks of
+// three vectors, NB <= 8 columns at a time; each k step loads a column of
+// the block and broadcasts op(B)'s NB values. op(A) = A^T: op(A)'s rows are
+// contiguous in k, so R = 4 rows by NB <= 4 columns are dot products along
+// k, vectorised over k and summed across lanes at the end.
 //
 // W is a vector-traits type as in simd_tile.h, plus reduce_add.
 #pragma once
@@ -43,15 +43,15 @@ constexpr long kPrefetchRows = 8;
 // C's rows [0, rows) (rows <= 3 lanes) by NB columns, op(A) = A.
 template <typename W, typename T, int NB, bool kFull>
 __attribute__((always_inline)) inline void n_block(long k, T alpha, const T *__restrict a, long lda,
-                                                   const T *__restrict b, long rsb, long csb, T beta,
-                                                   T *__restrict c, long ldc, int rows) {
+                                                   const T *__restrict b, long csb, T beta, T *__restrict c,
+                                                   long ldc, int rows) {
   constexpr int L = W::lanes;
   const typename W::Mask m0 = W::mask(std::clamp(rows, 0, L)), m1 = W::mask(std::clamp(rows - L, 0, L)),
                          m2 = W::mask(std::clamp(rows - 2 * L, 0, L));
   typename W::V c0[NB], c1[NB], c2[NB];
 #pragma GCC unroll 8
   for (int j = 0; j < NB; ++j) c0[j] = c1[j] = c2[j] = W::zero();
-  for (long p = 0; p < k; ++p, a += lda, b += rsb) {
+  for (long p = 0; p < k; ++p, a += lda, ++b) {
     _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + L), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + 2 * L), _MM_HINT_T0);
@@ -137,15 +137,14 @@ __attribute__((always_inline)) inline void t_block(long k, T alpha, const T *__r
 
 // Columns [0, n) of rows [0, m) with op(A) = A, NB-wide passes then the rest.
 template <typename W, typename T, int NB>
-void n_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, long rsb, long csb, T beta, T *c,
-            long ldc) {
+void n_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c, long ldc) {
   constexpr long RB = 3 * W::lanes;
   for (long i = 0; i < m; i += RB) {
     const int rows = static_cast<int>(std::min(RB, m - i));
     long j = 0;
     for (; j + NB <= n; j += NB) {
-      if (rows == RB) n_block<W, T, NB, true>(k, alpha, a + i, lda, b + j * csb, rsb, csb, beta, c + i + j * ldc, ldc, rows);
-      else n_block<W, T, NB, false>(k, alpha, a + i, lda, b + j * csb, rsb, csb, beta, c + i + j * ldc, ldc, rows);
+      if (rows == RB) n_block<W, T, NB, true>(k, alpha, a + i, lda, b + j * csb, csb, beta, c + i + j * ldc, ldc, rows);
+      else n_block<W, T, NB, false>(k, alpha, a + i, lda, b + j * csb, csb, beta, c + i + j * ldc, ldc, rows);
     }
     if constexpr (NB > 1) {
       if (j < n) {  // the last n % NB columns: one pass of that width
@@ -155,7 +154,7 @@ void n_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, l
         switch (left) {
 #define HCOPS_SKINNY_N_CASE(w)                                                                    \
   case w:                                                                                         \
-    if constexpr (w < NB) n_block<W, T, w, false>(k, alpha, a + i, lda, bj, rsb, csb, beta, cj, ldc, rows); \
+    if constexpr (w < NB) n_block<W, T, w, false>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows);      \
     break;
           HCOPS_SKINNY_N_CASE(1)
           HCOPS_SKINNY_N_CASE(2)
@@ -190,9 +189,9 @@ void t_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, l
 
 // The SkinnyKernel entry point (kernel.h) for traits W.
 template <typename W, typename T>
-void kernel(Trans ta, long m, long n, long k, T alpha, const T *a, long lda, const T *b, long rsb, long csb, T beta,
-            T *c, long ldc) {
-  if (ta == Trans::N) n_rows<W, T, 8>(m, n, k, alpha, a, lda, b, rsb, csb, beta, c, ldc);
+void kernel(Trans ta, long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c,
+            long ldc) {
+  if (ta == Trans::N) n_rows<W, T, 8>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
   else t_rows<W, T>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
 }
 

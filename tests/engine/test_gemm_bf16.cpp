@@ -28,7 +28,8 @@
 //   1.01 * 2^-15 S + (3k + 2 ceil(k/32) + 6) u 1.02 T against the exact f64
 //   product of the f32 inputs. On random data its largest error must be at
 //   least 100x below SgemmBf16's.
-// Plus: all four transposes, ld > minimal, sizes 0..300 at random and a few
+// Plus: all four transposes, ld > minimal, products of at most 16 columns
+// (the skinny kernels), sizes 0..300 at random and a few
 // over 1000 (several k blocks), odd k (pair padding) and k = 1, alpha and
 // beta in {0, 1, -1, 0.5}, NaN in C with beta = 0 never propagating, alpha =
 // 0 never reading A or B, NaN and Inf in A and B propagating, and calls inside
@@ -250,6 +251,14 @@ const char *expected_family() {
   return chosen.family ? chosen.family->name : "none";
 }
 
+// Whether products of at most kSkinnyMaxN columns may go to the chosen
+// family's skinny kernel (HCOPS_SKINNY=never: they are packed).
+template <typename Ty>
+bool skinny_kernel() {
+  const hcops::GemmKernel<Ty> *kern = hcops::chosen_kernel<Ty>().kernel;
+  return kern && kern->skinny && hcops::skinny_allowed();
+}
+
 bool computes(const Case &c) { return c.m > 0 && c.n > 0 && c.k > 0 && c.alpha != 0; }
 
 template <typename Ty>
@@ -261,11 +270,15 @@ void check(const Case &cs, Result *out = nullptr) {
       fail_msg("%s: family %s ran, %s expected (%s)", Combo<Ty>::name, r.rep.family, expected_family<Ty>(),
                describe(cs).c_str());
     // k in pairs: B packed, but where the family's own macro-kernel reads
-    // it in place (AMX tiles: bf16 op(B) = B, k and n multiples of 32).
+    // it in place (AMX tiles: bf16 op(B) = B, k and n multiples of 32), or
+    // for a product of at most 16 columns on the family's skinny kernel
+    // (which one of the two is test_skinny's to check).
     const hcops::GemmKernel<Ty> *kern = hcops::chosen_kernel<Ty>().kernel;
     const bool in_place = kern && kern->b_in_place && hcops::b_packing() != hcops::BPacking::always &&
                           kern->b_in_place(cs.tb, cs.n, cs.k);
-    if (std::strcmp(r.rep.b, in_place ? "in-place" : "packed") != 0)
+    const bool may_be_skinny = skinny_kernel<Ty>() && cs.n <= hcops::kSkinnyMaxN;
+    if (std::strcmp(r.rep.b, in_place ? "in-place" : "packed") != 0 &&
+        !(may_be_skinny && std::strcmp(r.rep.b, "skinny") == 0))
       fail_msg("%s: B %s, %s expected (%s)", Combo<Ty>::name, r.rep.b, in_place ? "in-place" : "packed",
                describe(cs).c_str());
   }
@@ -420,6 +433,79 @@ void test_b_in_place(void **) {
     }
 }
 
+// Products of at most 16 columns, which a family with a skinny kernel
+// (avx512_bf16, amx: avx512_bf16/skinny_bf16.h) streams A for without
+// packing: C's row counts around its row blocks (32 rows with op(A) = A, 4
+// with A^T) and the driver's pieces (96 rows), every n up to 16 (passes of 8
+// and 4 columns and the rest), k odd and even around one vdpbf16ps (32
+// steps) and 1, op(B) strided in k (copied first), alpha and beta, NaN in C
+// with beta = 0, NaN and Inf in A and B (in the last, half-padded pair of
+// an odd k too), and DiT's adaLN products (the weight 2304 x 384 streamed,
+// the input gradient 384 x 8 x 2304) large enough for two threads. On such
+// a family each must have run on the skinny kernel.
+template <typename Ty>
+void test_skinny(void **) {
+  const bool skinny = skinny_kernel<Ty>();
+  auto run = [&](const Case &c) {
+    Result r;
+    check<Ty>(c, &r);
+    if (skinny && computes(c) && std::strcmp(r.rep.b, "skinny") != 0)
+      fail_msg("%s: B %s, skinny expected (%s)", Combo<Ty>::name, r.rep.b, describe(c).c_str());
+    return r;
+  };
+  std::mt19937 rng(777 + int(Ty::c));
+  const long rows[] = {1, 3, 4, 5, 31, 32, 33, 63, 95, 96, 97, 130, 200};
+  const long depths[] = {1, 2, 3, 31, 32, 33, 64, 77, 384};
+  std::uniform_int_distribution<long> pick_n(1, hcops::kSkinnyMaxN), pad(0, 3), pick(0, 3);
+  for (int i = 0; i < 120; ++i) {
+    Case c;
+    c.m = rows[i % 13];
+    c.k = depths[(i / 13 + i) % 9];
+    c.n = i < 16 ? i + 1 : pick_n(rng);
+    c.ta = i & 1 ? Trans::T : Trans::N;
+    c.tb = pick(rng) & 1 ? Trans::T : Trans::N;
+    c.pad_a = pad(rng);
+    c.pad_b = pad(rng);
+    c.pad_c = pad(rng);
+    c.alpha = kScalars[1 + pick(rng) % 3];
+    c.beta = kScalars[pick(rng)];
+    c.seed = static_cast<unsigned>(rng());
+    run(c);
+  }
+  for (int t = 0; t < 4; ++t) {  // non-finite inputs, the last step of an odd k included
+    Case c;
+    c.m = 70;
+    c.n = 11;
+    c.k = 45;
+    c.ta = t & 1 ? Trans::T : Trans::N;
+    c.tb = t & 2 ? Trans::T : Trans::N;
+    c.beta = t == 3 ? 0.5f : 0.0f;
+    c.nan_row = 3 + 20 * t;
+    c.nan_k = t == 0 ? 30 : 44;  // (the Inf's step of A is all 0.5)
+    c.inf_k = t == 0 ? 44 : 7 * t;
+    c.inf_col = 10 - t;
+    c.seed = 50 + t;
+    run(c);
+  }
+  const long adaln[][3] = {{2304, 8, 384}, {384, 8, 2304}};
+  bool two_threads = false;
+  for (int s = 0; s < 2; ++s)
+    for (int b = 0; b < 2; ++b) {
+      Case c;
+      c.m = adaln[s][0];
+      c.n = adaln[s][1];
+      c.k = adaln[s][2];
+      c.ta = s == 0 ? Trans::T : Trans::N;  // as a Linear's forward and input gradient reach the engine
+      c.tb = Trans::N;
+      c.pad_a = c.pad_b = c.pad_c = 0;
+      c.beta = b ? 1.0f : 0.0f;
+      c.seed = static_cast<unsigned>(900 + 2 * s + b);
+      two_threads = run(c).rep.threads == 2 || two_threads;
+    }
+  if (skinny && hcops::max_threads() == 2 && !two_threads)
+    fail_msg("%s: no skinny product ran on 2 threads", Combo<Ty>::name);
+}
+
 // Inside the application's parallel region: each thread its own product,
 // computed serially (no nested team), right.
 template <typename Ty>
@@ -473,7 +559,8 @@ void test_bf16x3_beats_bf16(void **) {
 #define COMBO_TESTS(Ty)                                                                                            \
   cmocka_unit_test(test_random<Ty>), cmocka_unit_test(test_edges_of_k<Ty>), cmocka_unit_test(test_alpha_beta<Ty>), \
       cmocka_unit_test(test_nonfinite<Ty>), cmocka_unit_test(test_large<Ty>),                                      \
-      cmocka_unit_test(test_b_in_place<Ty>), cmocka_unit_test(test_in_parallel_region<Ty>)
+      cmocka_unit_test(test_b_in_place<Ty>), cmocka_unit_test(test_skinny<Ty>),                                    \
+      cmocka_unit_test(test_in_parallel_region<Ty>)
 
 }  // namespace
 

@@ -1,0 +1,233 @@
+// Skinny bf16 products (n <= kSkinnyMaxN, kernel.h's SkinnyKernel) with
+// vdpbf16ps, for bf16 A and B and an f32 or bf16 C: the bf16 counterpart of
+// kernels/skinny.h, for the families that have the instruction (avx512_bf16,
+// and amx, whose tiles would need A packed: kernel.h's skinny says why not).
+// DiT's adaLN Linear in bf16 (a 2304 x 384 weight against a batch of 8) is
+// the case: on the AMX path it packed the 1.8 MB weight on one thread per
+// call, 21 % of the memory bound (Xeon, 2 threads).
+//
+// vdpbf16ps multiplies pairs of bf16 adjacent in k and adds both products
+// into one f32 lane (each product exact in f32). op(B) is contiguous in k
+// (the driver copies it otherwise), so a pair of op(B)(p, j), op(B)(p+1, j)
+// is one 32-bit word.
+//
+// op(A) = A^T (ta = T): op(A)'s rows are contiguous in k too: R = 4 rows by
+// NB <= 4 columns of dot products, 32 k steps per instruction, summed
+// across lanes at the end (as skinny.h's f32 T path).
+//
+// op(A) = A (ta = N): C's rows are contiguous, k is lda apart. 32 rows of
+// two columns p, p+1 are interleaved into pairs (vpunpcklwd/hw within each
+// 128-bit lane): the low interleave holds rows 0-3, 8-11, 16-19, 24-27 of
+// the block, the high one rows 4-7, 12-15, 20-23, 28-31, each against the
+// pair word of op(B) broadcast; the accumulators are put back in row order
+// once, when C is written (vpermt2ps). An odd last step pairs with zero.
+//
+// C is written once, from the f32 sum over the whole of k (a bf16 C rounded
+// once, to nearest even, as dtype.h). Like every vdpbf16ps and AMX path, the
+// instruction treats bf16 subnormal inputs as zero.
+#pragma once
+
+#include <immintrin.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/dtype.h"
+#include "kernels/avx512_bf16/convert.h"
+#include "kernels/kernel.h"
+
+// GCC 12 warns inside its own reduce/convert intrinsics (their
+// _mm512_undefined_* operand) once inlined; nothing is uninitialised.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace hcops::kernels::avx512_bf16 {
+namespace skinny_bf16 {
+
+using word = uint32_t __attribute__((may_alias, aligned(1)));
+
+// Prefetch distances as skinny.h's, for the same reasons: ta = N's columns
+// are lda apart (a stride the hardware prefetchers follow poorly), ta = T's
+// rows are short streams (DiT's k = 384 bf16 is 12 lines).
+constexpr long kPrefetchSteps = 16;
+constexpr long kPrefetchRows = 8;
+
+// 16 rows of C as stored: f32, or bf16 widened on load and rounded on store.
+inline __m512 load_c(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_c(const bf16 *p, __mmask16 m) { return to_f32(_mm256_maskz_loadu_epi16(m, p)); }
+inline void store_c(float *p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+inline void store_c(bf16 *p, __m512 v, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, to_bf16(v)); }
+
+// The pair words of op(B) column `col` (contiguous in k): steps p, p + 1,
+// and the last step of an odd k, p = k - 1, paired with zero.
+inline __m512bh b_pair(const bf16 *col, long p) {
+  return (__m512bh)_mm512_set1_epi32(static_cast<int>(*reinterpret_cast<const word *>(col + p)));
+}
+inline __m512bh b_last(const bf16 *col, long p) {
+  return (__m512bh)_mm512_set1_epi32(static_cast<int>(*reinterpret_cast<const uint16_t *>(col + p)));
+}
+
+// 32 rows [0, rows) of C by NB columns, op(A) = A.
+template <int NB, typename C>
+__attribute__((always_inline)) inline void n_block(long k, float alpha, const bf16 *__restrict a, long lda,
+                                                   const bf16 *__restrict b, long csb, float beta, C *__restrict c,
+                                                   long ldc, int rows) {
+  const __mmask32 m = rows >= 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << rows) - 1);
+  __m512 lo[NB], hi[NB];
+#pragma GCC unroll 8
+  for (int j = 0; j < NB; ++j) lo[j] = hi[j] = _mm512_setzero_ps();
+  long p = 0;
+  for (; p + 2 <= k; p += 2, a += 2 * lda) {
+    _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(a + (kPrefetchSteps + 1) * lda), _MM_HINT_T0);
+    const __m512i a0 = _mm512_maskz_loadu_epi16(m, a), a1 = _mm512_maskz_loadu_epi16(m, a + lda);
+    const __m512bh pl = (__m512bh)_mm512_unpacklo_epi16(a0, a1), ph = (__m512bh)_mm512_unpackhi_epi16(a0, a1);
+#pragma GCC unroll 8
+    for (int j = 0; j < NB; ++j) {
+      const __m512bh bj = b_pair(b + j * csb, p);
+      lo[j] = _mm512_dpbf16_ps(lo[j], pl, bj);
+      hi[j] = _mm512_dpbf16_ps(hi[j], ph, bj);
+    }
+  }
+  if (p < k) {  // odd k: the last step against zero
+    const __m512i a0 = _mm512_maskz_loadu_epi16(m, a), z = _mm512_setzero_si512();
+    const __m512bh pl = (__m512bh)_mm512_unpacklo_epi16(a0, z), ph = (__m512bh)_mm512_unpackhi_epi16(a0, z);
+#pragma GCC unroll 8
+    for (int j = 0; j < NB; ++j) {
+      const __m512bh bj = b_last(b + j * csb, p);
+      lo[j] = _mm512_dpbf16_ps(lo[j], pl, bj);
+      hi[j] = _mm512_dpbf16_ps(hi[j], ph, bj);
+    }
+  }
+  // Row order back: rows 0-15 are lo's and hi's first two 128-bit lanes
+  // alternating, rows 16-31 their last two.
+  const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __mmask16 m0 = static_cast<__mmask16>(m), m1 = static_cast<__mmask16>(m >> 16);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
+  for (int j = 0; j < NB; ++j) {
+    C *cj = c + j * ldc;
+    __m512 r0 = _mm512_mul_ps(va, _mm512_permutex2var_ps(lo[j], first, hi[j]));
+    __m512 r1 = _mm512_mul_ps(va, _mm512_permutex2var_ps(lo[j], second, hi[j]));
+    if (beta != 0.0f) {  // beta = 0 never reads C
+      r0 = _mm512_fmadd_ps(vb, load_c(cj, m0), r0);
+      r1 = _mm512_fmadd_ps(vb, load_c(cj + 16, m1), r1);
+    }
+    store_c(cj, r0, m0);
+    store_c(cj + 16, r1, m1);
+  }
+}
+
+// R rows of op(A) = A^T (each contiguous in k, lda apart) by NB columns of
+// op(B) (contiguous in k, csb apart).
+template <int R, int NB, typename C>
+__attribute__((always_inline)) inline void t_block(long k, float alpha, const bf16 *__restrict a, long lda,
+                                                   const bf16 *__restrict b, long csb, float beta, C *__restrict c,
+                                                   long ldc) {
+  __m512 acc[R][NB];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) acc[r][j] = _mm512_setzero_ps();
+  long p = 0;
+  for (; p + 32 <= k; p += 32) {
+    __m512bh bv[NB];
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) bv[j] = (__m512bh)_mm512_loadu_si512(b + j * csb + p);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      _mm_prefetch(reinterpret_cast<const char *>(a + (r + kPrefetchRows) * lda + p), _MM_HINT_T0);
+      const __m512bh ar = (__m512bh)_mm512_loadu_si512(a + r * lda + p);
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], ar, bv[j]);
+    }
+  }
+  if (p < k) {  // masked steps are zero on both sides and never read
+    const __mmask32 m = static_cast<__mmask32>((1u << (k - p)) - 1);
+    __m512bh bv[NB];
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) bv[j] = (__m512bh)_mm512_maskz_loadu_epi16(m, b + j * csb + p);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512bh ar = (__m512bh)_mm512_maskz_loadu_epi16(m, a + r * lda + p);
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], ar, bv[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) {
+      C &cij = c[r + j * ldc];
+      const float s = alpha * _mm512_reduce_add_ps(acc[r][j]);
+      cij = C(beta == 0.0f ? s : s + beta * float(cij));
+    }
+}
+
+// Columns [0, n) of rows [0, m) with op(A) = A: 32-row blocks, 8 columns at
+// a time, then one pass over the last n % 8.
+template <typename C>
+void n_rows(long m, long n, long k, float alpha, const bf16 *a, long lda, const bf16 *b, long csb, float beta, C *c,
+            long ldc) {
+  for (long i = 0; i < m; i += 32) {
+    const int rows = static_cast<int>(std::min(32L, m - i));
+    long j = 0;
+    for (; j + 8 <= n; j += 8) n_block<8>(k, alpha, a + i, lda, b + j * csb, csb, beta, c + i + j * ldc, ldc, rows);
+    const bf16 *bj = b + j * csb;
+    C *cj = c + i + j * ldc;
+    switch (n - j) {
+      case 1: n_block<1>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows); break;
+      case 2: n_block<2>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows); break;
+      case 3: n_block<3>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows); break;
+      case 4: n_block<4>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows); break;
+      case 5: n_block<5>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows); break;
+      case 6: n_block<6>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows); break;
+      case 7: n_block<7>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows); break;
+      default: break;
+    }
+  }
+}
+
+// Rows [0, m) of op(A) = A^T: groups of 4 rows then one at a time; columns
+// in groups of 4 then one at a time.
+template <int R, typename C>
+void t_rows_of(long k, long n, float alpha, const bf16 *a, long lda, const bf16 *b, long csb, float beta, C *c,
+               long ldc) {
+  long j = 0;
+  for (; j + 4 <= n; j += 4) t_block<R, 4>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
+  for (; j < n; ++j) t_block<R, 1>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
+}
+
+template <typename C>
+void t_rows(long m, long n, long k, float alpha, const bf16 *a, long lda, const bf16 *b, long csb, float beta, C *c,
+            long ldc) {
+  long i = 0;
+  for (; i + 4 <= m; i += 4) t_rows_of<4>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
+  for (; i < m; ++i) t_rows_of<1>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
+}
+
+// The SkinnyKernel entry point (kernel.h) for a bf16 x bf16 product into C.
+template <typename C>
+void kernel(Trans ta, long m, long n, long k, float alpha, const bf16 *a, long lda, const bf16 *b, long csb,
+            float beta, C *c, long ldc) {
+  if (ta == Trans::N) n_rows(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
+  else t_rows(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
+}
+
+// A family's GemmKernel for bf16 A and B with this skinny kernel.
+template <typename Ty>
+constexpr GemmKernel<Ty> with_skinny(GemmKernel<Ty> k) {
+  static_assert(std::is_same_v<typename Ty::a_type, bf16> && std::is_same_v<typename Ty::b_type, bf16>,
+                "bf16 inputs as given: f32 inputs rounded while packing have no skinny path");
+  k.skinny = &kernel<typename Ty::c_type>;
+  return k;
+}
+
+}  // namespace skinny_bf16
+}  // namespace hcops::kernels::avx512_bf16
+
+#pragma GCC diagnostic pop
