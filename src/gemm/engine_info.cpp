@@ -48,8 +48,12 @@ std::string kernel_line(const char *name, const Topology &topo) {
   const char *skinny = !k.skinny        ? "packed as any other (no skinny kernel)"
                        : skinny_allowed() ? "stream A unpacked"
                                           : "packed as any other (HCOPS_SKINNY=never)";
-  return format("  %s: %s, microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s; n <= %ld: %s\n", name,
-                chosen.family->name, k.mr, k.nr, b.mc, b.kc, b.nc, packing, kSkinnyMaxN, skinny);
+  const char *shallow = !k.shallow        ? "packed as any other (no shallow kernel)"
+                        : skinny_allowed() ? "C written from registers, nothing packed"
+                                           : "packed as any other (HCOPS_SKINNY=never)";
+  return format("  %s: %s, microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s; n <= %ld: %s; k <= %ld: %s\n",
+                name, chosen.family->name, k.mr, k.nr, b.mc, b.kc, b.nc, packing, kSkinnyMaxN, skinny, kShallowMaxK,
+                shallow);
 }
 
 std::string served(const KernelList &list) {

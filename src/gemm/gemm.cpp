@@ -391,6 +391,48 @@ bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &
   return true;
 }
 
+// Rows of C a piece of a shallow product starts on: the kernel's row block.
+constexpr long kShallowRowGrain = 32;
+// Bytes of C per thread of a shallow product: smaller ones run on fewer
+// threads (a shallow product is bound by writing C).
+constexpr long kShallowBytesPerThread = 64 << 10;
+
+// Whether a product goes to the family's shallow kernel (kernels/shallow.h):
+// k <= kShallowMaxK, such a kernel, and HCOPS_SKINNY not never (the same
+// switch: both are the unpacked paths for thin products).
+template <typename Ty>
+bool shallow_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
+  return kern.shallow && g.k >= 1 && g.k <= kShallowMaxK && skinny_allowed();
+}
+
+// A product shallow_applies to, on the family's shallow kernel: C shared
+// dynamically in pieces along its longer side (rows in multiples of the
+// kernel's 32-row blocks, columns in multiples of 4), each piece's epilogue
+// as soon as it is written.
+template <typename Ty>
+bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
+  if (!shallow_applies(g, kern)) return false;
+  const long c_bytes = long(sizeof(typename Ty::c_type)) * g.m * g.n;
+  const int wanted = static_cast<int>(std::clamp<long>(c_bytes / kShallowBytesPerThread, 1, max_threads()));
+  const bool by_rows = g.m >= g.n;
+  const long grain = by_rows ? kShallowRowGrain : 4;
+  const long units = ceil_div(by_rows ? g.m : g.n, grain);
+  const long pieces = std::min(units, long(wanted) * kPiecesPerThread);
+  rep.threads = share_dynamically(pieces, wanted, [&](long piece) {
+    const long len = by_rows ? g.m : g.n;
+    const long x0 = std::min(len, units * piece / pieces * grain), x1 = std::min(len, units * (piece + 1) / pieces * grain);
+    if (x1 <= x0) return;
+    const long i0 = by_rows ? x0 : 0, m = by_rows ? x1 - x0 : g.m;
+    const long j0 = by_rows ? 0 : x0, n = by_rows ? g.n : x1 - x0;
+    const auto *a = g.a + (g.ta == Trans::N ? i0 : i0 * g.lda);
+    const auto *b = g.b + (g.tb == Trans::N ? j0 * g.ldb : j0);
+    kern.shallow(g.ta, g.tb, m, n, g.k, g.alpha, a, g.lda, b, g.ldb, g.beta, g.c + i0 + j0 * g.ldc, g.ldc);
+    if (g.epilogue) apply_epilogue(g, i0, m, j0, n);
+  });
+  rep.b = "shallow";
+  return true;
+}
+
 // An epilogue applied to a block of columns of C as if to the whole C: its
 // column coordinates shifted by the block's first column.
 template <typename Acc>
@@ -416,8 +458,9 @@ using WideC = GemmTypes<typename Ty::a_type, typename Ty::b_type, Acc<Ty>, Acc<T
 // same datatypes, then rounded. With an epilogue too (alpha = 0 and k = 0
 // as well): it must see the f32 sum, and C be rounded after it; except for
 // one k block on a family that fuses the epilogue, which applies it to each
-// tile's f32 values before rounding them. A skinny product needs the copy
-// only for an epilogue: its kernel sums the whole of k before it rounds C.
+// tile's f32 values before rounding them. A skinny or shallow product needs
+// the copy only for an epilogue: its kernel sums the whole of k before it
+// rounds C.
 // False (nothing done) when it needs no copy or there is no memory for one:
 // the kernels then round per k block.
 template <typename Ty>
@@ -429,10 +472,10 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
     using Wide = WideC<Ty>;
     const ChosenKernel<Wide> &wide = chosen_kernel<Wide>();
     if (!wide.kernel || g.m == 0 || g.n == 0) return false;
-    const bool skinny = skinny_applies(g, kern);
+    const bool unpacked = skinny_applies(g, kern) || shallow_applies(g, kern);
     const bool one_k_block =
-        g.alpha == Acc<Ty>(0) || skinny || g.k <= blocking_for_product(topology(), kern, g.k).kc;
-    const bool fused = kern.fuses_epilogue && !skinny && g.alpha != Acc<Ty>(0) && g.k != 0;
+        g.alpha == Acc<Ty>(0) || unpacked || g.k <= blocking_for_product(topology(), kern, g.k).kc;
+    const bool fused = kern.fuses_epilogue && !unpacked && g.alpha != Acc<Ty>(0) && g.k != 0;
     if (one_k_block && (!g.epilogue || fused)) return false;
     // Column blocks of C at most kWideBytes of f32 each: the copy stays
     // bounded however large C is (overcommit would let a whole-C copy of a
@@ -532,7 +575,7 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   rep.family = family;
   rep.mr = kern.mr;
   rep.nr = kern.nr;
-  if (skinny_gemm(g, kern, rep)) return rep;
+  if (skinny_gemm(g, kern, rep) || shallow_gemm(g, kern, rep)) return rep;
   PartitionPlan plan =
       plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr, kern.min_flops_per_thread});
   bool direct_b = false;

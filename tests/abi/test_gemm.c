@@ -158,6 +158,28 @@ static void skinny_shapes(void **s) {
   assert_int_equal(failures, 0);
 }
 
+/* Products of at most 16 steps of k (the engine's shallow kernels, which
+ * write C a column at a time from registers: kernels/shallow.h): every k
+ * from 1 to 16, the row counts around their 32-row blocks, the columns
+ * around their groups of 4 and chunks of 128, DiT's adaLN weight gradient
+ * (384 x 2304 x 8) and a C large enough for several threads, with random
+ * transposes, leading dimensions, scalars and NaN in C. */
+static void shallow_shapes(void **s) {
+  (void)s;
+  static const int ms[] = {1, 17, 31, 32, 33, 100, 384}, ns[] = {17, 20, 129, 2304};
+  bt_rng_reset(__func__);
+  for (int k = 1; k <= 16; ++k)
+    for (size_t im = 0; im < sizeof ms / sizeof *ms; ++im) {
+      const int n = ns[(k + (int)im) % 4];
+      const bt_api api = (bt_api)bt_rand_int(BT_F77, BT_CBLAS_ROW);
+      const bt_gemm_case gc = random_case_of(api, bt_rand_chance(30), ms[im], n, k);
+      check(&gc);
+    }
+  const bt_gemm_case adaln = {BT_CBLAS_COL, false, 'N', 'T', 384, 2304, 8, 0, 0, 0, 1.0, 0.0, 0, 0, true};
+  check(&adaln);
+  assert_int_equal(failures, 0);
+}
+
 /* beta == 0 must overwrite C: NaN and Inf already in C never propagate. */
 static void beta_zero_ignores_nan_in_c(void **s) {
   (void)s;
@@ -205,6 +227,7 @@ int main(void) {
       cmocka_unit_test_setup(dgemm_cblas_col_random, reset), cmocka_unit_test_setup(sgemm_cblas_row_random, reset),
       cmocka_unit_test_setup(dgemm_cblas_row_random, reset), cmocka_unit_test_setup(beta_zero_ignores_nan_in_c, reset),
       cmocka_unit_test_setup(large_shapes, reset),           cmocka_unit_test_setup(skinny_shapes, reset),
+      cmocka_unit_test_setup(shallow_shapes, reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@
 //   product of the f32 inputs. On random data its largest error must be at
 //   least 100x below SgemmBf16's.
 // Plus: all four transposes, ld > minimal, products of at most 16 columns
-// (the skinny kernels), sizes 0..300 at random and a few
+// or 16 steps of k (the skinny and shallow kernels), sizes 0..300 at random and a few
 // over 1000 (several k blocks), odd k (pair padding) and k = 1, alpha and
 // beta in {0, 1, -1, 0.5}, NaN in C with beta = 0 never propagating, alpha =
 // 0 never reading A or B, NaN and Inf in A and B propagating, and calls inside
@@ -259,6 +259,13 @@ bool skinny_kernel() {
   return kern && kern->skinny && hcops::skinny_allowed();
 }
 
+// The same for products of at most kShallowMaxK steps of k.
+template <typename Ty>
+bool shallow_kernel() {
+  const hcops::GemmKernel<Ty> *kern = hcops::chosen_kernel<Ty>().kernel;
+  return kern && kern->shallow && hcops::skinny_allowed();
+}
+
 bool computes(const Case &c) { return c.m > 0 && c.n > 0 && c.k > 0 && c.alpha != 0; }
 
 template <typename Ty>
@@ -272,13 +279,16 @@ void check(const Case &cs, Result *out = nullptr) {
     // k in pairs: B packed, but where the family's own macro-kernel reads
     // it in place (AMX tiles: bf16 op(B) = B, k and n multiples of 32), or
     // for a product of at most 16 columns on the family's skinny kernel
-    // (which one of the two is test_skinny's to check).
+    // (test_skinny checks which), or of at most 16 steps of k on its shallow
+    // kernel (test_shallow).
     const hcops::GemmKernel<Ty> *kern = hcops::chosen_kernel<Ty>().kernel;
     const bool in_place = kern && kern->b_in_place && hcops::b_packing() != hcops::BPacking::always &&
                           kern->b_in_place(cs.tb, cs.n, cs.k);
     const bool may_be_skinny = skinny_kernel<Ty>() && cs.n <= hcops::kSkinnyMaxN;
+    const bool may_be_shallow = shallow_kernel<Ty>() && cs.k <= hcops::kShallowMaxK;
     if (std::strcmp(r.rep.b, in_place ? "in-place" : "packed") != 0 &&
-        !(may_be_skinny && std::strcmp(r.rep.b, "skinny") == 0))
+        !(may_be_skinny && std::strcmp(r.rep.b, "skinny") == 0) &&
+        !(may_be_shallow && std::strcmp(r.rep.b, "shallow") == 0))
       fail_msg("%s: B %s, %s expected (%s)", Combo<Ty>::name, r.rep.b, in_place ? "in-place" : "packed",
                describe(cs).c_str());
   }
@@ -506,6 +516,71 @@ void test_skinny(void **) {
     fail_msg("%s: no skinny product ran on 2 threads", Combo<Ty>::name);
 }
 
+// Products of at most 16 steps of k (k = 1..16), which a family with a
+// shallow kernel (kernels/shallow.h) writes a column at a time: C's rows
+// around its 32-row blocks, columns around its groups of 4 and its chunks
+// of 128, every transpose (op(A) = A^T gathered, op(B) either way), padded
+// leading dimensions, alpha and beta, NaN in C with beta = 0, NaN and Inf
+// in A and B, and DiT's adaLN weight gradient (384 x 2304 x 8, NT) on two
+// threads. On such a family each must have run on the shallow kernel
+// (those of at most 16 columns may go to the skinny one first).
+template <typename Ty>
+void test_shallow(void **) {
+  const bool shallow = shallow_kernel<Ty>();
+  auto run = [&](const Case &c) {
+    Result r;
+    check<Ty>(c, &r);
+    const bool skinny = skinny_kernel<Ty>() && c.n <= hcops::kSkinnyMaxN && std::strcmp(r.rep.b, "skinny") == 0;
+    if (shallow && computes(c) && !skinny && std::strcmp(r.rep.b, "shallow") != 0)
+      fail_msg("%s: B %s, shallow expected (%s)", Combo<Ty>::name, r.rep.b, describe(c).c_str());
+    return r;
+  };
+  std::mt19937 rng(4321 + int(Ty::c));
+  const long rows[] = {1, 15, 16, 17, 31, 32, 33, 64, 95, 200};
+  const long cols[] = {17, 19, 20, 21, 127, 128, 129, 260};
+  std::uniform_int_distribution<long> pad(0, 3), pick(0, 3);
+  for (int i = 0; i < 96; ++i) {
+    Case c;
+    c.m = rows[i % 10];
+    c.n = cols[(i / 10 + i) % 8];
+    c.k = 1 + i % 16;
+    c.ta = pick(rng) & 1 ? Trans::T : Trans::N;
+    c.tb = pick(rng) & 1 ? Trans::T : Trans::N;
+    c.pad_a = pad(rng);
+    c.pad_b = pad(rng);
+    c.pad_c = pad(rng);
+    c.alpha = kScalars[1 + pick(rng) % 3];
+    c.beta = kScalars[pick(rng)];
+    c.seed = static_cast<unsigned>(rng());
+    run(c);
+  }
+  for (int t = 0; t < 4; ++t) {  // non-finite inputs
+    Case c;
+    c.m = 45;
+    c.n = 37;
+    c.k = 7 + t;
+    c.ta = t & 1 ? Trans::T : Trans::N;
+    c.tb = t & 2 ? Trans::T : Trans::N;
+    c.beta = t == 3 ? 0.5f : 0.0f;
+    c.nan_row = 40 - t;
+    c.nan_k = t;
+    c.inf_k = c.k - 1;
+    c.inf_col = 36 - 3 * t;
+    c.seed = 70 + t;
+    run(c);
+  }
+  Case adaln;  // DiT's adaLN weight gradient: X^T dY, k = the batch
+  adaln.m = 384;
+  adaln.n = 2304;
+  adaln.k = 8;
+  adaln.tb = Trans::T;
+  adaln.pad_a = adaln.pad_b = adaln.pad_c = 0;
+  adaln.seed = 808;
+  const Result r = run(adaln);
+  if (shallow && hcops::max_threads() == 2 && r.rep.threads != 2)
+    fail_msg("%s: the adaLN weight gradient ran on %d threads, 2 expected", Combo<Ty>::name, r.rep.threads);
+}
+
 // Inside the application's parallel region: each thread its own product,
 // computed serially (no nested team), right.
 template <typename Ty>
@@ -560,6 +635,7 @@ void test_bf16x3_beats_bf16(void **) {
   cmocka_unit_test(test_random<Ty>), cmocka_unit_test(test_edges_of_k<Ty>), cmocka_unit_test(test_alpha_beta<Ty>), \
       cmocka_unit_test(test_nonfinite<Ty>), cmocka_unit_test(test_large<Ty>),                                      \
       cmocka_unit_test(test_b_in_place<Ty>), cmocka_unit_test(test_skinny<Ty>),                                    \
+      cmocka_unit_test(test_shallow<Ty>),                                                                          \
       cmocka_unit_test(test_in_parallel_region<Ty>)
 
 }  // namespace

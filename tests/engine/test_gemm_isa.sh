@@ -4,7 +4,8 @@
 # forced with HCOPS_ISA, so a lower path is never left untested on a machine
 # that would not pick it by itself; and on each, with B always packed and
 # always read in place (HCOPS_PACK_B), whatever the shape would choose, and
-# with the skinny kernels off (HCOPS_SKINNY=never: products of n <= 16 packed).
+# with the skinny and shallow kernels off (HCOPS_SKINNY=never: products of
+# n <= 16 or k <= 16 packed).
 set -u
 . "${srcdir:-../../tests}/families.sh"
 status=0

@@ -58,13 +58,14 @@ void test_bf16_conversion(void **) {
 }
 
 // `b`: how the engine must say it treated op(B), "packed" or "unpacked";
-// "packed" means the family's skinny kernel (n <= 16) where it has one,
-// which packs nothing.
+// "packed" means the family's skinny kernel (n <= 16) or shallow one (k <=
+// 16) where it has them, which pack nothing.
 template <typename Ty>
 void check_product(hcops::Trans ta, hcops::Trans tb, long m, long n, long k, const char *b_how = "packed") {
   if (std::strcmp(b_how, "packed") == 0 && hcops::chosen_kernel<Ty>().kernel && hcops::skinny_allowed()) {
     const hcops::GemmKernel<Ty> &kern = *hcops::chosen_kernel<Ty>().kernel;
     if (kern.skinny && n <= hcops::kSkinnyMaxN) b_how = "skinny";
+    else if (kern.shallow && k <= hcops::kShallowMaxK) b_how = "shallow";
   }
   using C = typename Ty::c_type;
   std::mt19937 rng(static_cast<unsigned>(m * 7 + n * 3 + k));

@@ -127,12 +127,13 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
   }
   const bool in_place = kern.b_in_place && hcops::b_packing() != hcops::BPacking::always && k > 0 && m > 0 &&
                         n > 0 && cs.alpha != 0.0f && kern.b_in_place(tb, n, k);
-  // A family with a skinny kernel (amx: avx512_bf16/skinny_bf16.h) takes
-  // products of at most 16 columns there; check_chosen checks its tiles on
-  // them too.
-  const bool skinny = kern.skinny && n <= hcops::kSkinnyMaxN && hcops::skinny_allowed() &&
-                      std::strcmp(rep.b, "skinny") == 0;
-  if (!skinny) assert_string_equal(rep.b, in_place ? "in-place" : "packed");
+  // A family with skinny and shallow kernels (amx: avx512_bf16/skinny_bf16.h,
+  // shallow.h) takes products of at most 16 columns or 16 steps of k there;
+  // check_chosen checks its tiles on them too.
+  const bool thin = hcops::skinny_allowed() &&
+                    ((kern.skinny && n <= hcops::kSkinnyMaxN && std::strcmp(rep.b, "skinny") == 0) ||
+                     (kern.shallow && k <= hcops::kShallowMaxK && std::strcmp(rep.b, "shallow") == 0));
+  if (!thin) assert_string_equal(rep.b, in_place ? "in-place" : "packed");
   if (in_place) {
     hcops::GemmKernel<Ty> packing = kern;
     packing.b_in_place = nullptr;
@@ -281,8 +282,8 @@ void check_all(const hcops::GemmKernel<Ty> &kern, Run run, const char *family) {
 
 // The registry's own choice for Ty must be `family`, and pass check_all
 // through the whole driver (gemm()): a tile family on the hardware. A
-// family that has a skinny kernel too passes check_all again without it
-// (gemm_with), so that the tiles meet the narrow shapes as well.
+// family that has skinny or shallow kernels too passes check_all again
+// without them (gemm_with), so that the tiles meet the thin shapes as well.
 template <typename Ty>
 void check_chosen(const char *family) {
   const hcops::ChosenKernel<Ty> &chosen = hcops::chosen_kernel<Ty>();
@@ -290,9 +291,10 @@ void check_chosen(const char *family) {
   assert_string_equal(chosen.family->name, family);
   check_all<Ty>(
       *chosen.kernel, [](const hcops::GemmArgs<Ty> &g) { return hcops::gemm<Ty>(g); }, family);
-  if (chosen.kernel->skinny) {
+  if (chosen.kernel->skinny || chosen.kernel->shallow) {
     static hcops::GemmKernel<Ty> tiles_only = *chosen.kernel;
     tiles_only.skinny = nullptr;
+    tiles_only.shallow = nullptr;
     check_all<Ty>(
         tiles_only, [family](const hcops::GemmArgs<Ty> &g) { return hcops::gemm_with<Ty>(g, tiles_only, family); },
         family);

@@ -5,7 +5,9 @@
 // emulated tiles (tiles_emulated.h). Only chosen where cpu_features() says
 // the CPU, XCR0 and Linux's permission for the tile state all allow it.
 #include "kernels/amx/gemm_family.h"
+#include "kernels/avx512_bf16/vec.h"
 #include "kernels/avx512_bf16/skinny_bf16.h"
+#include "kernels/shallow.h"
 #include "kernels/amx/tiles_hw.h"
 #include "kernels/family_flags.h"
 
@@ -14,11 +16,15 @@ HCOPS_FAMILY_FLAGS_MATCH(amx);
 namespace hcops::kernels::amx {
 namespace {
 
-// Skinny products (n <= 16) of bf16 inputs skip the tiles: packing A for
-// them costs more than the product (avx512_bf16/skinny_bf16.h).
-using avx512_bf16::skinny_bf16::with_skinny;
-constexpr GemmKernel<Bf16Gemm> bf16_f32 = with_skinny(tile_kernel<HwTiles, Bf16Gemm>());
-constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = with_skinny(tile_kernel<HwTiles, Bf16Bf16Gemm>());
+// Skinny (n <= 16) and shallow (k <= 16) products of bf16 inputs skip the
+// tiles: packing for them costs more than the product, and a shallow one
+// would be padded to 32 steps of k (avx512_bf16/skinny_bf16.h, shallow.h).
+template <typename Ty>
+constexpr GemmKernel<Ty> thin_paths(GemmKernel<Ty> k) {
+  return shallow::with_shallow<Ty, avx512_bf16::F32>(avx512_bf16::skinny_bf16::with_skinny(k));
+}
+constexpr GemmKernel<Bf16Gemm> bf16_f32 = thin_paths(tile_kernel<HwTiles, Bf16Gemm>());
+constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = thin_paths(tile_kernel<HwTiles, Bf16Bf16Gemm>());
 constexpr GemmKernel<SgemmBf16> f32_as_bf16 = tile_kernel<HwTiles, SgemmBf16>();
 constexpr GemmKernel<SgemmBf16x3> f32_as_bf16x3 = tile_kernel<HwTiles, SgemmBf16x3>();
 

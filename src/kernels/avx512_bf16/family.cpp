@@ -33,9 +33,11 @@
 #include "kernels/avx512_bf16/convert.h"
 #include "kernels/avx512_bf16/pair_pack.h"
 #include "kernels/avx512_bf16/skinny_bf16.h"
+#include "kernels/avx512_bf16/vec.h"
 #include "kernels/family_flags.h"
 #include "kernels/kernel.h"
 #include "kernels/macro_kernel.h"
+#include "kernels/shallow.h"
 
 HCOPS_FAMILY_FLAGS_MATCH(avx512_bf16);
 
@@ -152,9 +154,14 @@ constexpr GemmKernel<Ty> pair_kernel() {
   };
 }
 
-// bf16 inputs as given also have the skinny kernel (n <= 16, A streamed).
-constexpr GemmKernel<Bf16Gemm> bf16_f32 = skinny_bf16::with_skinny(pair_kernel<Bf16Gemm>());
-constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = skinny_bf16::with_skinny(pair_kernel<Bf16Bf16Gemm>());
+// bf16 inputs as given also have the skinny kernel (n <= 16, A streamed)
+// and the shallow one (k <= 16, C written from registers).
+template <typename Ty>
+constexpr GemmKernel<Ty> thin_paths(GemmKernel<Ty> k) {
+  return shallow::with_shallow<Ty, avx512_bf16::F32>(skinny_bf16::with_skinny(k));
+}
+constexpr GemmKernel<Bf16Gemm> bf16_f32 = thin_paths(pair_kernel<Bf16Gemm>());
+constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = thin_paths(pair_kernel<Bf16Bf16Gemm>());
 constexpr GemmKernel<SgemmBf16> sgemm_bf16 = pair_kernel<SgemmBf16>();
 constexpr GemmKernel<SgemmBf16x3> sgemm_bf16x3 = pair_kernel<SgemmBf16x3>();
 

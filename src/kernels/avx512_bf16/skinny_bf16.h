@@ -44,8 +44,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+// In an anonymous namespace, as pack.h: the avx512_bf16 and amx families
+// each get their own copy, compiled with their own flags.
 namespace hcops::kernels::avx512_bf16 {
 namespace skinny_bf16 {
+namespace {
 
 using word = uint32_t __attribute__((may_alias, aligned(1)));
 
@@ -227,6 +230,7 @@ constexpr GemmKernel<Ty> with_skinny(GemmKernel<Ty> k) {
   return k;
 }
 
+}  // namespace
 }  // namespace skinny_bf16
 }  // namespace hcops::kernels::avx512_bf16
 
