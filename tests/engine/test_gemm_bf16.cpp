@@ -446,9 +446,10 @@ void test_b_in_place(void **) {
 // Products of at most 16 columns, which a family with a skinny kernel
 // (avx512_bf16, amx: avx512_bf16/skinny_bf16.h) streams A for without
 // packing: C's row counts around its row blocks (32 rows with op(A) = A, 4
-// with A^T) and the driver's pieces (96 rows), every n up to 16 (passes of 8
-// and 4 columns and the rest), k odd and even around one vdpbf16ps (32
-// steps) and 1, op(B) strided in k (copied first), alpha and beta, NaN in C
+// with A^T) and the driver's pieces (96 rows), pieces of several 256-row
+// panels, every n up to 16 (passes of 8 and 4 columns and the rest), k odd
+// and even around one vdpbf16ps (32 steps), 1, and over several 64-step
+// chunks, op(B) strided in k (copied first), alpha and beta, NaN in C
 // with beta = 0, NaN and Inf in A and B (in the last, half-padded pair of
 // an odd k too), and DiT's adaLN products (the weight 2304 x 384 streamed,
 // the input gradient 384 x 8 x 2304) large enough for two threads. On such
@@ -495,6 +496,20 @@ void test_skinny(void **) {
     c.inf_k = t == 0 ? 44 : 7 * t;
     c.inf_col = 10 - t;
     c.seed = 50 + t;
+    run(c);
+  }
+  // Pieces of more than one panel of the ta = N kernel (256 rows), k over
+  // several of its chunks (64 steps), the last one odd.
+  const long panels[][3] = {{2000, 7, 65}, {1500, 16, 193}, {5000, 1, 3}, {1300, 9, 129}};
+  for (int s = 0; s < 4; ++s) {
+    Case c;
+    c.m = panels[s][0];
+    c.n = panels[s][1];
+    c.k = panels[s][2];
+    c.ta = s == 3 ? Trans::T : Trans::N;
+    c.tb = s == 1 ? Trans::T : Trans::N;
+    c.beta = s == 2 ? 0.5f : 0.0f;
+    c.seed = static_cast<unsigned>(600 + s);
     run(c);
   }
   const long adaln[][3] = {{2304, 8, 384}, {384, 8, 2304}};
