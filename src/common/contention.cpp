@@ -1,5 +1,6 @@
 #include "common/contention.h"
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -24,6 +25,13 @@ constexpr int64_t kAverageNs = 50000000;
 // products long enough to measure may have stopped with the contention.
 constexpr int64_t kStaleNs = 4 * kProbeNs;
 
+// The process's involuntary context switches a second, times 1000, a
+// moving average over about kRateNs, and its last reading.
+constexpr int64_t kRateNs = 1000000000;
+std::atomic<long> g_preempt_rate_milli{0};
+std::atomic<long> g_preempt_seen{-1};
+std::atomic<int64_t> g_preempt_at{0};
+
 std::atomic<long> g_cores_milli{-1};
 std::atomic<int64_t> g_last_full_ns{0};
 std::atomic<int> g_last_team{0};
@@ -33,6 +41,30 @@ std::atomic<int> g_last_team{0};
 bool enabled() {
   static const bool on = env_long("HCOPS_ADAPT_THREADS", 1, 0, 1) != 0 && topology().this_system;
   return on;
+}
+
+// Involuntary context switches of the whole process so far: a thread that
+// had to give its core to another task.
+long process_preemptions() {
+  rusage r;
+  return getrusage(RUSAGE_SELF, &r) == 0 ? r.ru_nivcsw : 0;
+}
+
+// Whether other tasks are taking cores from the process now: the rate of
+// its involuntary context switches since the last call, averaged (called
+// at the end of each measured region).
+bool cores_taken(int64_t now) {
+  const long seen = process_preemptions();
+  const long last = g_preempt_seen.exchange(seen, std::memory_order_relaxed);
+  const int64_t at = g_preempt_at.exchange(now, std::memory_order_relaxed);
+  long rate = g_preempt_rate_milli.load(std::memory_order_relaxed);
+  if (last >= 0 && now > at) {
+    const int64_t dt = now - at;
+    const long sample = static_cast<long>(std::max(0L, seen - last) * int64_t(1000000000000) / dt);
+    rate += static_cast<long>((sample - rate) * std::min(dt, kRateNs) / kRateNs);
+    g_preempt_rate_milli.store(rate, std::memory_order_relaxed);
+  }
+  return rate >= kContendedRate * 1000;
 }
 
 }  // namespace
@@ -87,9 +119,12 @@ void RegionTimer::finish() {
   const int64_t end = now_ns(), wall = end - wall0_;
   // A short region (mostly fork and join) says nothing of the cores, nor
   // does it count as a try of the full team.
-  if (team_ < 2 || wall < kMeasuredRegionNs) return;
-  const long cores = static_cast<long>(
+  if (team_ < 2 || wall < kMeasuredRegionNs || !enabled()) return;
+  long cores = static_cast<long>(
       std::min<int64_t>(cpu_ns_.load(std::memory_order_relaxed) * 1000 / wall, int64_t(team_) * 1000));
+  // Unless other tasks are taking the process's cores, the team had them,
+  // whatever the count (contention.h).
+  if (!cores_taken(end)) cores = std::max(cores, full_team_milli(team_));
   const bool got_its_cores = cores >= full_team_milli(team_);
   // A reduced team that got its cores says nothing of the full team's; one
   // that did not says there are fewer still.

@@ -10,7 +10,16 @@
 //
 // So the regions measure how much CPU their threads actually got: the sum
 // of the team's thread CPU times over the region's wall time, the cores the
-// team effectively ran on. A moving average over regions of at least
+// team effectively ran on. A short count means lost cores only while the
+// scheduler is taking cores from the process's threads for other tasks:
+// its involuntary context switches (getrusage), at kContendedRate a second
+// or more over the last second. Otherwise the short count is the team's
+// own imbalance and waits, or a hypervisor running other guests on this
+// one's virtual CPUs (steal time), neither of which a smaller team helps.
+// (2-core KVM guest, DiT-S/2 bf16: quiet, 15 involuntary switches a second
+// and regions measured at 1.0-1.49 cores, which cut the team to 1 for half
+// a second at a time; beside a busy loop, 90 a second, and 1.8 s steps
+// against 8.1 s with the full team.) A moving average over regions of at least
 // kMeasuredRegionNs (shorter ones are mostly fork and join) decides: the
 // full team while it ran on at least team - max(0.5, team / 4) cores (the
 // rest is waiting and imbalance, not lost cores), else the rounded number
@@ -27,6 +36,10 @@ namespace hcops {
 
 // How often a reduced team tries the full team again.
 constexpr int64_t kProbeNs = 500000000;
+
+// Involuntary context switches of the process a second, at and above which
+// a region's short count of cores is taken as cores lost to other work.
+constexpr long kContendedRate = 40;
 
 // CPU time of the calling thread, in nanoseconds.
 HCOPS_API int64_t thread_cpu_ns();

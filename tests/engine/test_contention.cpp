@@ -3,8 +3,10 @@
 // cores (test_contention.sh asks for 3 per core), where the GEMM regions
 // measure about one core per core and the team shrinks to them; the
 // OpenMP runtime's team with it (fit_runtime_team), given back to a size
-// the caller sets itself. Under HCOPS_ADAPT_THREADS=0 (the script's second
-// run) the team stays as asked.
+// the caller sets itself. Under HCOPS_ADAPT_THREADS=0 (the script's third
+// run) the team stays as asked. With as many threads as cores (its last
+// run), regions that count few cores for their own imbalance, with nothing
+// taking the cores, leave the team whole.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@ extern "C" {
 #include <vector>
 
 #include "common/contention.h"
+#include "common/work_share.h"
 #include "gemm/team.h"
 #include "gemm/gemm.h"
 
@@ -106,6 +109,32 @@ void test_runtime_team_follows(void **) {
   assert_true(omp_get_max_threads() <= cores);
 }
 
+// A team that had its cores but counts few of them (one thread waits,
+// asleep, for most of each region: imbalance) is not cut: nothing takes
+// the process's cores (no involuntary context switches to speak of). Run
+// by the script with as many threads as cores.
+void test_imbalance_is_not_contention(void **) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const int asked = hcops::allowed_threads();
+  if (asked != cores || asked < 2 || !adapting()) skip();
+  for (int r = 0; r < 30; ++r)  // regions of ~4 ms measured at about 1 core of `asked`
+    hcops::share_dynamically(asked, asked, [](long i) {
+      if (i == 0) {
+        const int64_t t0 = hcops::thread_cpu_ns();
+        while (hcops::thread_cpu_ns() - t0 < 4000000) {
+        }
+      } else {
+        usleep(1000);
+      }
+    });
+  char note[200];
+  const char *why = hcops::contention_note(asked, note, sizeof note);
+  std::printf("# after imbalanced regions: team %d of %d (%s)\n", hcops::settled_team(asked), asked,
+              why ? why : "no reduction");
+  assert_null(why);
+  assert_int_equal(hcops::settled_team(asked), asked);
+}
+
 }  // namespace
 
 int main() {
@@ -113,6 +142,7 @@ int main() {
       cmocka_unit_test(test_choose_team),
       cmocka_unit_test(test_team_fits_the_cores),
       cmocka_unit_test(test_runtime_team_follows),
+      cmocka_unit_test(test_imbalance_is_not_contention),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
