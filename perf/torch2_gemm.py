@@ -69,21 +69,22 @@ class Product:
     """One call: kind, layer, (m, n, k) in the model's row-major terms, batch
     count, flops, the operands, and call() computing it."""
 
-    def __init__(self, kind, layer, m, n, k, dtype, batches=1):
+    def __init__(self, kind, layer, m, n, k, dtype, batches=1, role=None):
         self.kind, self.layer, self.m, self.n, self.k, self.batches = kind, layer, m, n, k, batches
+        role = role or kind  # which product of a Linear: adaLN's are the kind "adaln" in all three roles
         self.flops = 2 * m * n * k * batches
         self.bytes = (m * k + k * n + m * n) * batches * torch.tensor([], dtype=dtype).element_size()
         g = torch.Generator().manual_seed(m * 131 + n * 17 + k)
 
         def rnd(*shape):
             return torch.randn(*shape, generator=g).to(dtype)
-        if kind in ("fwd", "adaln"):      # x W^T + b: W stored [out, in], used as a transposed view
+        if role in ("fwd", "adaln"):      # x W^T + b: W stored [out, in], used as a transposed view
             x, w, b = rnd(m, k), rnd(n, k), rnd(n)
             self.call = lambda: torch.addmm(b, x, w.t())
-        elif kind == "dgrad":             # dX = dY W: dY [rows, out], W [out, in]
+        elif role == "dgrad":             # dX = dY W: dY [rows, out], W [out, in]
             dy, w = rnd(m, k), rnd(k, n)
             self.call = lambda: torch.mm(dy, w)
-        elif kind == "wgrad":             # dW = dY^T X: dY [rows, out] transposed, X [rows, in]
+        elif role == "wgrad":             # dW = dY^T X: dY [rows, out] transposed, X [rows, in]
             dy, x = rnd(k, m), rnd(k, n)
             self.call = lambda: torch.mm(dy.t(), x)
         else:                             # attention: q k^T and p v, batched over batch x heads
@@ -111,8 +112,10 @@ def products(model, batch, dtype, kinds):
             out.append(Product("dgrad", layer, rows, fan_in, fan_out, dtype))
         if "wgrad" in kinds:
             out.append(Product("wgrad", layer, fan_out, fan_in, rows, dtype))
-    if "adaln" in kinds:  # the block's 6 modulations, from the conditioning vector
+    if "adaln" in kinds:  # the block's 6 modulations, from the conditioning vector, and their gradients
         out.append(Product("adaln", "adaLN", batch, 6 * h, h, dtype))
+        out.append(Product("adaln", "adaLN-dX", batch, h, 6 * h, dtype, role="dgrad"))
+        out.append(Product("adaln", "adaLN-dW", 6 * h, h, batch, dtype, role="wgrad"))
     if "attn" in kinds:
         d = h // heads
         out.append(Product("attn", "qk", TOKENS, TOKENS, d, dtype, batch * heads))
