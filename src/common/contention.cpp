@@ -25,10 +25,10 @@ constexpr int64_t kAverageNs = 50000000;
 // products long enough to measure may have stopped with the contention.
 constexpr int64_t kStaleNs = 4 * kProbeNs;
 
-// The process's involuntary context switches a second, times 1000, a
-// moving average over about kRateNs, and its last reading.
-constexpr int64_t kRateNs = 1000000000;
-std::atomic<long> g_preempt_rate_milli{0};
+// The process's involuntary context switches a second, a moving average
+// over about kRateNs, and its last reading.
+constexpr double kRateNs = 1e9;
+std::atomic<double> g_preempt_rate{0};
 std::atomic<long> g_preempt_seen{-1};
 std::atomic<int64_t> g_preempt_at{0};
 
@@ -57,14 +57,13 @@ bool cores_taken(int64_t now) {
   const long seen = process_preemptions();
   const long last = g_preempt_seen.exchange(seen, std::memory_order_relaxed);
   const int64_t at = g_preempt_at.exchange(now, std::memory_order_relaxed);
-  long rate = g_preempt_rate_milli.load(std::memory_order_relaxed);
-  if (last >= 0 && now > at) {
-    const int64_t dt = now - at;
-    const long sample = static_cast<long>(std::max(0L, seen - last) * int64_t(1000000000000) / dt);
-    rate += static_cast<long>((sample - rate) * std::min(dt, kRateNs) / kRateNs);
-    g_preempt_rate_milli.store(rate, std::memory_order_relaxed);
+  double rate = g_preempt_rate.load(std::memory_order_relaxed);
+  if (last >= 0 && now > at) {  // in double: no overflow, however long since the last reading
+    const double dt = double(now - at), sample = double(std::max(0L, seen - last)) * 1e9 / dt;
+    rate += (sample - rate) * std::min(dt, kRateNs) / kRateNs;
+    g_preempt_rate.store(rate, std::memory_order_relaxed);
   }
-  return rate >= kContendedRate * 1000;
+  return rate >= double(kContendedRate);
 }
 
 }  // namespace

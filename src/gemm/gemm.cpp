@@ -348,13 +348,22 @@ constexpr long kSkinnyBytesPerThread = 128 << 10;
 // at least as many row blocks as the threads A's size asks for (those are
 // what the kernels share: too few rows for the team, a long k such as 64 x
 // 16 x 10^6, go to the packed path, which splits the columns too).
+//
+// Decided on the caller's thread count (allowed_threads), not the team the
+// contention measurements give now (max_threads), which can change between
+// gemm_through_wide_c's question and skinny_gemm's: a bf16 C left without
+// its f32 copy must then be summed whole by the skinny kernel, not rounded
+// per k block on the packed path. The team actually started (`threads`) is
+// at most the caller's count, so the rows still suffice for it.
 template <typename Ty>
 bool skinny_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, int *threads = nullptr) {
   if (!kern.skinny || g.n > kSkinnyMaxN || !skinny_allowed()) return false;
   const long a_bytes = long(sizeof(typename Ty::a_type)) * g.m * g.k;
-  const int wanted = static_cast<int>(std::clamp<long>(a_bytes / kSkinnyBytesPerThread, 1, max_threads()));
-  if (threads) *threads = wanted;
-  return ceil_div(g.m, kSkinnyRowGrain) >= wanted;
+  const auto wanted = [&](int most) {
+    return static_cast<int>(std::clamp<long>(a_bytes / kSkinnyBytesPerThread, 1, std::max(most, 1)));
+  };
+  if (threads) *threads = wanted(max_threads());
+  return ceil_div(g.m, kSkinnyRowGrain) >= wanted(allowed_threads());
 }
 
 // A product skinny_applies to, on the family's skinny kernel: C's rows

@@ -9,6 +9,11 @@
 #include <cstdint>
 
 namespace hcops::kernels::avx512 {
+// In an anonymous namespace, as pack.h: every translation unit that uses
+// these (the avx512 kernels and operators, and through avx512_bf16/vec.h
+// the avx512_bf16 and amx families, each built with its own -m flags) gets
+// its own copy of the out-of-line functions.
+namespace {
 
 struct F32 {
   using V = __m512;
@@ -89,4 +94,5 @@ struct F64 {
   static double reduce_add(V a) { return _mm512_reduce_add_pd(a); }
 };
 
+}  // namespace
 }  // namespace hcops::kernels::avx512
