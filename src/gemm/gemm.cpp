@@ -429,7 +429,8 @@ bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport 
   const long pieces = std::min(units, long(wanted) * kPiecesPerThread);
   rep.threads = share_dynamically(pieces, wanted, [&](long piece) {
     const long len = by_rows ? g.m : g.n;
-    const long x0 = std::min(len, units * piece / pieces * grain), x1 = std::min(len, units * (piece + 1) / pieces * grain);
+    const long x0 = std::min(len, units * piece / pieces * grain);
+    const long x1 = std::min(len, units * (piece + 1) / pieces * grain);
     if (x1 <= x0) return;
     const long i0 = by_rows ? x0 : 0, m = by_rows ? x1 - x0 : g.m;
     const long j0 = by_rows ? 0 : x0, n = by_rows ? g.n : x1 - x0;

@@ -297,20 +297,28 @@ void check(const Case &cs, Result *out = nullptr) {
 
 const float kScalars[] = {0.0f, 1.0f, -1.0f, 0.5f};
 
+// The rest of a random case: op(B)'s transpose, leading dimensions padded
+// by up to max_pad, alpha (never 0: it has its own cases), beta and the
+// data's seed.
+void randomize(Case &c, std::mt19937 &rng, long max_pad) {
+  std::uniform_int_distribution<long> pad(0, max_pad), pick(0, 3);
+  c.tb = pick(rng) & 1 ? Trans::T : Trans::N;
+  c.pad_a = pad(rng);
+  c.pad_b = pad(rng);
+  c.pad_c = pad(rng);
+  c.alpha = kScalars[1 + pick(rng) % 3];
+  c.beta = kScalars[pick(rng)];
+  c.seed = static_cast<unsigned>(rng());
+}
+
 Case random_case(std::mt19937 &rng, long max_dim) {
-  std::uniform_int_distribution<long> dim(0, max_dim), pad(0, 5), pick(0, 3);
+  std::uniform_int_distribution<long> dim(0, max_dim), pick(0, 3);
   Case c;
   c.m = dim(rng);
   c.n = dim(rng);
   c.k = dim(rng);
   c.ta = pick(rng) & 1 ? Trans::T : Trans::N;
-  c.tb = pick(rng) & 1 ? Trans::T : Trans::N;
-  c.pad_a = pad(rng);
-  c.pad_b = pad(rng);
-  c.pad_c = pad(rng);
-  c.alpha = kScalars[1 + pick(rng) % 3];  // alpha = 0 has its own cases
-  c.beta = kScalars[pick(rng)];
-  c.seed = static_cast<unsigned>(rng());
+  randomize(c, rng, 5);
   return c;
 }
 
@@ -381,23 +389,24 @@ void test_alpha_beta(void **) {
   check<Ty>(empty);
 }
 
+// The t-th (0-3) case of non-finite inputs of shape s (m, n, k): transposes
+// from t's bits (1: A, 2: B), beta 0.5 for t = 3 (else 0: NaN in C unread),
+// op(A)(nan[0], nan[1]) = NaN and op(B)(inf[0], inf[1]) = Inf.
+Case nonfinite_case(int t, const long (&s)[3], const long (&nan)[2], const long (&inf)[2], unsigned seed) {
+  Case c = shaped(s, t);
+  c.beta = t == 3 ? 0.5f : 0.0f;
+  c.nan_row = nan[0];
+  c.nan_k = nan[1];
+  c.inf_k = inf[0];
+  c.inf_col = inf[1];
+  c.seed = seed;
+  return c;
+}
+
 template <typename Ty>
 void test_nonfinite(void **) {
-  for (int t = 0; t < 4; ++t) {
-    Case c;
-    c.m = 29;
-    c.n = 19;
-    c.k = 45;
-    c.ta = t & 1 ? Trans::T : Trans::N;
-    c.tb = t & 2 ? Trans::T : Trans::N;
-    c.beta = t == 3 ? 0.5f : 0.0f;
-    c.nan_row = 3 + t;
-    c.nan_k = 44 - t;  // the last k step (half of a padded pair) too
-    c.inf_k = 7 * t;
-    c.inf_col = 18 - t;  // the edge tile of columns too
-    c.seed = 5 + t;
-    check<Ty>(c);
-  }
+  // The last k step (half of a padded pair) and the edge tile of columns too.
+  for (int t = 0; t < 4; ++t) check<Ty>(nonfinite_case(t, {29, 19, 45}, {3 + t, 44 - t}, {7 * t, 18 - t}, 5 + t));
 }
 
 template <typename Ty>
@@ -467,37 +476,20 @@ void test_skinny(void **) {
   std::mt19937 rng(777 + int(Ty::c));
   const long rows[] = {1, 3, 4, 5, 31, 32, 33, 63, 95, 96, 97, 130, 200};
   const long depths[] = {1, 2, 3, 31, 32, 33, 64, 77, 384};
-  std::uniform_int_distribution<long> pick_n(1, hcops::kSkinnyMaxN), pad(0, 3), pick(0, 3);
+  std::uniform_int_distribution<long> pick_n(1, hcops::kSkinnyMaxN);
   for (int i = 0; i < 120; ++i) {
     Case c;
     c.m = rows[i % 13];
     c.k = depths[(i / 13 + i) % 9];
     c.n = i < 16 ? i + 1 : pick_n(rng);
     c.ta = i & 1 ? Trans::T : Trans::N;
-    c.tb = pick(rng) & 1 ? Trans::T : Trans::N;
-    c.pad_a = pad(rng);
-    c.pad_b = pad(rng);
-    c.pad_c = pad(rng);
-    c.alpha = kScalars[1 + pick(rng) % 3];
-    c.beta = kScalars[pick(rng)];
-    c.seed = static_cast<unsigned>(rng());
+    randomize(c, rng, 3);
     run(c);
   }
-  for (int t = 0; t < 4; ++t) {  // non-finite inputs, the last step of an odd k included
-    Case c;
-    c.m = 70;
-    c.n = 11;
-    c.k = 45;
-    c.ta = t & 1 ? Trans::T : Trans::N;
-    c.tb = t & 2 ? Trans::T : Trans::N;
-    c.beta = t == 3 ? 0.5f : 0.0f;
-    c.nan_row = 3 + 20 * t;
-    c.nan_k = t == 0 ? 30 : 44;  // (the Inf's step of A is all 0.5)
-    c.inf_k = t == 0 ? 44 : 7 * t;
-    c.inf_col = 10 - t;
-    c.seed = 50 + t;
-    run(c);
-  }
+  // Non-finite inputs, the last step of an odd k included (the Inf's step
+  // of A is all 0.5, so the NaN is planted at another).
+  for (int t = 0; t < 4; ++t)
+    run(nonfinite_case(t, {70, 11, 45}, {3 + 20 * t, t == 0 ? 30 : 44}, {t == 0 ? 44 : 7 * t, 10 - t}, 50 + t));
   // Pieces of more than one panel of the ta = N kernel (256 rows), k over
   // several of its chunks (64 steps), the last one odd.
   const long panels[][3] = {{2000, 7, 65}, {1500, 16, 193}, {5000, 1, 3}, {1300, 9, 129}};
@@ -553,37 +545,17 @@ void test_shallow(void **) {
   std::mt19937 rng(4321 + int(Ty::c));
   const long rows[] = {1, 15, 16, 17, 31, 32, 33, 64, 95, 200};
   const long cols[] = {17, 19, 20, 21, 127, 128, 129, 260};
-  std::uniform_int_distribution<long> pad(0, 3), pick(0, 3);
   for (int i = 0; i < 96; ++i) {
     Case c;
     c.m = rows[i % 10];
     c.n = cols[(i / 10 + i) % 8];
     c.k = 1 + i % 16;
-    c.ta = pick(rng) & 1 ? Trans::T : Trans::N;
-    c.tb = pick(rng) & 1 ? Trans::T : Trans::N;
-    c.pad_a = pad(rng);
-    c.pad_b = pad(rng);
-    c.pad_c = pad(rng);
-    c.alpha = kScalars[1 + pick(rng) % 3];
-    c.beta = kScalars[pick(rng)];
-    c.seed = static_cast<unsigned>(rng());
+    c.ta = i & 1 ? Trans::T : Trans::N;
+    randomize(c, rng, 3);
     run(c);
   }
-  for (int t = 0; t < 4; ++t) {  // non-finite inputs
-    Case c;
-    c.m = 45;
-    c.n = 37;
-    c.k = 7 + t;
-    c.ta = t & 1 ? Trans::T : Trans::N;
-    c.tb = t & 2 ? Trans::T : Trans::N;
-    c.beta = t == 3 ? 0.5f : 0.0f;
-    c.nan_row = 40 - t;
-    c.nan_k = t;
-    c.inf_k = c.k - 1;
-    c.inf_col = 36 - 3 * t;
-    c.seed = 70 + t;
-    run(c);
-  }
+  for (int t = 0; t < 4; ++t)  // non-finite inputs
+    run(nonfinite_case(t, {45, 37, 7 + t}, {40 - t, t}, {6 + t, 36 - 3 * t}, 70 + t));
   Case adaln;  // DiT's adaLN weight gradient: X^T dY, k = the batch
   adaln.m = 384;
   adaln.n = 2304;

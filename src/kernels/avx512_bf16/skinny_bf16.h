@@ -102,30 +102,28 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const bf16 *__restri
     lo[j] = _mm512_load_ps(sums[j][0]);
     hi[j] = _mm512_load_ps(sums[j][1]);
   }
+  // Columns k, k + 1 of the block (a1 zero for an odd k's lone last step)
+  // interleaved into pairs, against each column's pair word of op(B).
+  const auto pair_step = [&](__m512i a0, __m512i a1, auto pair_word) __attribute__((always_inline)) {
+    const __m512bh pl = (__m512bh)_mm512_unpacklo_epi16(a0, a1), ph = (__m512bh)_mm512_unpackhi_epi16(a0, a1);
+#pragma GCC unroll 8
+    for (int j = 0; j < NB; ++j) {
+      const __m512bh bj = pair_word(b + j * csb);
+      lo[j] = _mm512_dpbf16_ps(lo[j], pl, bj);
+      hi[j] = _mm512_dpbf16_ps(hi[j], ph, bj);
+    }
+  };
   long p = 0;
   for (; p + 2 <= kc; p += 2, a += 2 * lda) {
     // The same rows of the next chunk, read after the panel's other blocks.
     _mm_prefetch(reinterpret_cast<const char *>(a + kChunkSteps * lda), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(a + (kChunkSteps + 1) * lda), _MM_HINT_T0);
-    const __m512i a0 = _mm512_maskz_loadu_epi16(m, a), a1 = _mm512_maskz_loadu_epi16(m, a + lda);
-    const __m512bh pl = (__m512bh)_mm512_unpacklo_epi16(a0, a1), ph = (__m512bh)_mm512_unpackhi_epi16(a0, a1);
-#pragma GCC unroll 8
-    for (int j = 0; j < NB; ++j) {
-      const __m512bh bj = b_pair(b + j * csb, p);
-      lo[j] = _mm512_dpbf16_ps(lo[j], pl, bj);
-      hi[j] = _mm512_dpbf16_ps(hi[j], ph, bj);
-    }
+    pair_step(_mm512_maskz_loadu_epi16(m, a), _mm512_maskz_loadu_epi16(m, a + lda),
+              [p](const bf16 *col) __attribute__((always_inline)) { return b_pair(col, p); });
   }
-  if (p < kc) {  // the last step of an odd k, against zero
-    const __m512i a0 = _mm512_maskz_loadu_epi16(m, a), z = _mm512_setzero_si512();
-    const __m512bh pl = (__m512bh)_mm512_unpacklo_epi16(a0, z), ph = (__m512bh)_mm512_unpackhi_epi16(a0, z);
-#pragma GCC unroll 8
-    for (int j = 0; j < NB; ++j) {
-      const __m512bh bj = b_last(b + j * csb, p);
-      lo[j] = _mm512_dpbf16_ps(lo[j], pl, bj);
-      hi[j] = _mm512_dpbf16_ps(hi[j], ph, bj);
-    }
-  }
+  if (p < kc)
+    pair_step(_mm512_maskz_loadu_epi16(m, a), _mm512_setzero_si512(),
+              [p](const bf16 *col) __attribute__((always_inline)) { return b_last(col, p); });
 #pragma GCC unroll 8
   for (int j = 0; j < NB; ++j) {
     _mm512_store_ps(sums[j][0], lo[j]);
