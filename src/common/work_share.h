@@ -72,16 +72,20 @@ int share_dynamically(long count, int wanted, const Body &body) {
 // quarter of an even share.
 constexpr long kPiecesPerThread = 4;
 
-// f(begin, end) over [0, n) in pieces of at least `grain` elements (about
-// kPiecesPerThread per `wanted` thread), shared dynamically; returns the
-// threads that took part.
+// f(begin, end) over [0, n) in pieces of whole `grain`s of elements (the
+// last one cut at n; about kPiecesPerThread per `wanted` thread), shared
+// dynamically; returns the threads that took part. Every piece starts on a
+// multiple of grain: a kernel's row block (the GEMM's skinny and shallow
+// kernels), or a vector's worth of elements.
 template <class F>
 int share_range(long n, long grain, int wanted, const F &f) {
   if (n <= 0) return 1;
   grain = std::max(grain, 1L);
-  const long most = (n + grain - 1) / grain;
-  const long pieces = std::clamp<long>(long(std::max(wanted, 1)) * kPiecesPerThread, 1, most);
-  return share_dynamically(pieces, wanted, [&](long p) { f(n * p / pieces, n * (p + 1) / pieces); });
+  const long units = (n + grain - 1) / grain;
+  const long pieces = std::clamp<long>(long(std::max(wanted, 1)) * kPiecesPerThread, 1, units);
+  return share_dynamically(pieces, wanted, [&](long p) {
+    f(std::min(n, units * p / pieces * grain), std::min(n, units * (p + 1) / pieces * grain));
+  });
 }
 
 }  // namespace hcops

@@ -375,7 +375,6 @@ bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &
   using B = typename Ty::b_type;
   int wanted = 1;
   if (!skinny_applies(g, kern, &wanted)) return false;
-  const long blocks = ceil_div(g.m, kSkinnyRowGrain);
   const B *b = g.b;
   long csb = g.ldb;
   std::unique_ptr<B[]> contiguous;
@@ -387,10 +386,7 @@ bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &
     b = contiguous.get();
     csb = g.k;
   }
-  const long pieces = std::min(blocks, long(wanted) * kPiecesPerThread);
-  rep.threads = share_dynamically(pieces, wanted, [&](long piece) {
-    const long i0 = std::min(g.m, blocks * piece / pieces * kSkinnyRowGrain);
-    const long i1 = std::min(g.m, blocks * (piece + 1) / pieces * kSkinnyRowGrain);
+  rep.threads = share_range(g.m, kSkinnyRowGrain, wanted, [&](long i0, long i1) {
     if (i1 <= i0) return;
     const auto *a = g.a + (g.ta == Trans::N ? i0 : i0 * g.lda);
     kern.skinny(g.ta, i1 - i0, g.n, g.k, g.alpha, a, g.lda, b, csb, g.beta, g.c + i0, g.ldc);
@@ -424,13 +420,7 @@ bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport 
   const long c_bytes = long(sizeof(typename Ty::c_type)) * g.m * g.n;
   const int wanted = static_cast<int>(std::clamp<long>(c_bytes / kShallowBytesPerThread, 1, max_threads()));
   const bool by_rows = g.m >= g.n;
-  const long grain = by_rows ? kShallowRowGrain : 4;
-  const long units = ceil_div(by_rows ? g.m : g.n, grain);
-  const long pieces = std::min(units, long(wanted) * kPiecesPerThread);
-  rep.threads = share_dynamically(pieces, wanted, [&](long piece) {
-    const long len = by_rows ? g.m : g.n;
-    const long x0 = std::min(len, units * piece / pieces * grain);
-    const long x1 = std::min(len, units * (piece + 1) / pieces * grain);
+  rep.threads = share_range(by_rows ? g.m : g.n, by_rows ? kShallowRowGrain : 4, wanted, [&](long x0, long x1) {
     if (x1 <= x0) return;
     const long i0 = by_rows ? x0 : 0, m = by_rows ? x1 - x0 : g.m;
     const long j0 = by_rows ? 0 : x0, n = by_rows ? g.n : x1 - x0;

@@ -452,6 +452,20 @@ void test_b_in_place(void **) {
     }
 }
 
+// check() of a thin product, which must also have run on the family's
+// `path` ("skinny" or "shallow"; null: the family has none) when it
+// computes; a shallow product of at most 16 columns may take the skinny
+// kernel, which comes first.
+template <typename Ty>
+Result check_thin(const Case &c, const char *path) {
+  Result r;
+  check<Ty>(c, &r);
+  const bool skinny_first = std::strcmp(r.rep.b, "skinny") == 0 && skinny_kernel<Ty>() && c.n <= hcops::kSkinnyMaxN;
+  if (path && computes(c) && std::strcmp(r.rep.b, path) != 0 && !skinny_first)
+    fail_msg("%s: B %s, %s expected (%s)", Combo<Ty>::name, r.rep.b, path, describe(c).c_str());
+  return r;
+}
+
 // Products of at most 16 columns, which a family with a skinny kernel
 // (avx512_bf16, amx: avx512_bf16/skinny_bf16.h) streams A for without
 // packing: C's row counts around its row blocks (32 rows with op(A) = A, 4
@@ -466,13 +480,7 @@ void test_b_in_place(void **) {
 template <typename Ty>
 void test_skinny(void **) {
   const bool skinny = skinny_kernel<Ty>();
-  auto run = [&](const Case &c) {
-    Result r;
-    check<Ty>(c, &r);
-    if (skinny && computes(c) && std::strcmp(r.rep.b, "skinny") != 0)
-      fail_msg("%s: B %s, skinny expected (%s)", Combo<Ty>::name, r.rep.b, describe(c).c_str());
-    return r;
-  };
+  auto run = [&](const Case &c) { return check_thin<Ty>(c, skinny ? "skinny" : nullptr); };
   std::mt19937 rng(777 + int(Ty::c));
   const long rows[] = {1, 3, 4, 5, 31, 32, 33, 63, 95, 96, 97, 130, 200};
   const long depths[] = {1, 2, 3, 31, 32, 33, 64, 77, 384};
@@ -534,14 +542,7 @@ void test_skinny(void **) {
 template <typename Ty>
 void test_shallow(void **) {
   const bool shallow = shallow_kernel<Ty>();
-  auto run = [&](const Case &c) {
-    Result r;
-    check<Ty>(c, &r);
-    const bool skinny = skinny_kernel<Ty>() && c.n <= hcops::kSkinnyMaxN && std::strcmp(r.rep.b, "skinny") == 0;
-    if (shallow && computes(c) && !skinny && std::strcmp(r.rep.b, "shallow") != 0)
-      fail_msg("%s: B %s, shallow expected (%s)", Combo<Ty>::name, r.rep.b, describe(c).c_str());
-    return r;
-  };
+  auto run = [&](const Case &c) { return check_thin<Ty>(c, shallow ? "shallow" : nullptr); };
   std::mt19937 rng(4321 + int(Ty::c));
   const long rows[] = {1, 15, 16, 17, 31, 32, 33, 64, 95, 200};
   const long cols[] = {17, 19, 20, 21, 127, 128, 129, 260};
