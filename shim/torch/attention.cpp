@@ -66,9 +66,10 @@ const char *common_reason(const at::Tensor &q, const at::Tensor &k, const at::Te
 template <class Body>
 void for_each_slice(Op op, const at::Tensor &q, int64_t S, bool causal, const Body &body) {
   const int64_t B = q.size(0), H = q.size(1);
-  // bf16: whether its products are bf16 (amx, avx512_bf16) or widened to f32.
+  // bf16: how its products run (ops::attention_bf16_route: fused on the AMX
+  // tiles, bf16 GEMMs, or widened to f32).
   std::string details = "S=" + std::to_string(S) + (causal ? " causal" : "");
-  if (q.scalar_type() == at::kBFloat16) details += ops::attention_bf16_products() ? " products=bf16" : " products=f32";
+  if (q.scalar_type() == at::kBFloat16) details += std::string(" products=") + ops::attention_bf16_route(S);
   run_taken(op, q, details, [&] {
     int threads = 1;
     with_fast_type(q.scalar_type(), [&](auto tag) {

@@ -3,6 +3,8 @@
 // AVX512_BF16 where the CPU has them), the softmax on the operators' kernels.
 #include "ops/attention.h"
 
+#include "config.h"  // HCOPS_HAVE_AMX
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +16,9 @@
 #include "common/fault.h"
 #include "gemm/gemm.h"
 #include "kernels/registry.h"
+#if HCOPS_HAVE_AMX
+#include "ops/attention_amx.h"
+#endif
 #include "ops/eltwise.h"
 #include "ops/softmax.h"
 
@@ -61,6 +66,23 @@ bool native_bf16_products() {
     return in.kernel && out.kernel && (in.family->needs & bf16_isa) && (out.family->needs & bf16_isa);
   }();
   return native;
+}
+
+// Whether bf16 slices of S keys run fused on the AMX tiles
+// (attention_amx.h): where the amx family serves the bf16 GEMMs (so its
+// features, the tile state's permission and HCOPS_ISA all allow it) and
+// the kernel takes S (whole tiles of keys). Elsewhere the GEMMs below.
+bool fused_on_tiles(int64_t S) {
+#if HCOPS_HAVE_AMX
+  static const bool amx = [] {
+    const ChosenKernel<Bf16Gemm> &in = chosen_kernel<Bf16Gemm>();
+    return in.kernel && (in.family->needs & kAmxTile) && native_bf16_products();
+  }();
+  return amx && amx_attention_takes(S);
+#else
+  (void)S;
+  return false;
+#endif
 }
 
 // Per-thread buffers, grown as needed and kept: a slice's call allocates
@@ -255,10 +277,18 @@ void backward_widened(const AttentionGradSlice<bf16> &a, int64_t L, int64_t S, i
 
 bool attention_bf16_products() { return native_bf16_products(); }
 
+const char *attention_bf16_route(int64_t S) {
+  if (fused_on_tiles(S)) return "amx_tiles";
+  return native_bf16_products() ? "bf16" : "f32";
+}
+
 void attention_forward(const AttentionSlice<float> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
   forward(a, L, S, E, scale, causal);
 }
 void attention_forward(const AttentionSlice<bf16> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
+#if HCOPS_HAVE_AMX
+  if (fused_on_tiles(S)) return amx_attention_forward(a, L, S, E, scale, causal);
+#endif
   if (native_bf16_products()) forward(a, L, S, E, scale, causal);
   else forward_widened(a, L, S, E, scale, causal);
 }
@@ -268,6 +298,9 @@ void attention_backward(const AttentionGradSlice<float> &a, int64_t L, int64_t S
 }
 void attention_backward(const AttentionGradSlice<bf16> &a, int64_t L, int64_t S, int64_t E, float scale,
                         bool causal) {
+#if HCOPS_HAVE_AMX
+  if (fused_on_tiles(S)) return amx_attention_backward(a, L, S, E, scale, causal);
+#endif
   if (native_bf16_products()) backward(a, L, S, E, scale, causal);
   else backward_widened(a, L, S, E, scale, causal);
 }

@@ -26,6 +26,9 @@
 // product and sum is f32, and the results are rounded once. Either way a
 // bf16 result is within a few bf16 ulps of the f32 computation
 // (tests/torch2/test_sdpa.py: 2^-6 of the largest value against stock).
+// Where the amx family serves the bf16 GEMMs, bf16 slices of S keys, S a
+// multiple of 32, run instead fused on the AMX tiles (attention_tiles.h:
+// the same math, operands packed once per slice, no GEMM calls).
 #pragma once
 
 #include "common/api.h"
@@ -76,6 +79,10 @@ struct AttentionGradSlice {
 // Whether bf16 slices run bf16 products (else they are widened to f32):
 // decided once, from the family that serves the bf16 GEMMs.
 bool attention_bf16_products();
+// How bf16 slices of S keys run, for the verbose line: "amx_tiles" (fused on
+// the AMX tiles, ops/attention_tiles.h), "bf16" (bf16 products on the
+// engine) or "f32" (widened).
+const char *attention_bf16_route(int64_t S);
 
 void attention_forward(const AttentionSlice<float> &s, int64_t L, int64_t S, int64_t E, float scale, bool causal);
 void attention_forward(const AttentionSlice<bf16> &s, int64_t L, int64_t S, int64_t E, float scale, bool causal);

@@ -9,8 +9,10 @@ to the tensor's largest value (both sum in f32 in different orders); bf16:
 within 2^-6 relative (with bf16 GEMM instructions both round the
 probabilities and their gradients to bf16 for their products and sum in f32,
 in different orders and blocks; without, HCOps widens the slice to f32).
-test_sdpa.sh runs it as the CPU chooses and forced to a family without bf16
-GEMM instructions; the verbose lines say which products ran. Left to
+test_sdpa.sh runs it as the CPU chooses (with AMX: slices of whole tiles of
+keys fused on the tiles, the others on the engine's bf16 GEMMs), on the
+AVX512_BF16 family's GEMMs where the CPU has AMX, and forced to a family
+without bf16 GEMM instructions; the verbose lines say which products ran. Left to
 PyTorch, counted, with the reason under HCOPS_VERBOSE: dropout (which the
 wheel's kernel rejects), an attention mask, is_causal with L != S, f64. Deliberately not stock's (shim/torch/attention.cpp): a
 strided last dimension (the wheel's kernel is wrong there: the reference is
@@ -69,7 +71,11 @@ def child():
     cases = [(2, 3, 5, 7, 8, {}, "contiguous"), (8, 6, 256, 256, 64, {}, "qkv_view"),
              (1, 2, 130, 70, 16, {}, "contiguous"), (2, 2, 33, 33, 32, {"is_causal": True}, "contiguous"),
              (2, 2, 40, 50, 8, {"scale": 0.3}, "e_strided"), (1, 1, 600, 600, 16, {"is_causal": True}, "contiguous"),
-             (2, 2, 24, 20, 16, {"scale": -0.25}, "contiguous"), (1, 2, 17, 17, 8, {"scale": 0.0}, "contiguous")]
+             (2, 2, 24, 20, 16, {"scale": -0.25}, "contiguous"), (1, 2, 17, 17, 8, {"scale": 0.0}, "contiguous"),
+             # Whole tiles of keys (S a multiple of 32: the fused AMX kernel where it runs), with
+             # a last query block of 5 rows, XL/2's head size, causal, a negative scale.
+             (2, 3, 37, 64, 72, {}, "qkv_view"), (1, 2, 96, 96, 40, {"is_causal": True}, "contiguous"),
+             (2, 2, 20, 32, 8, {"scale": -0.25}, "e_strided")]
     for dt, tol in ((torch.float32, 2e-6), (torch.bfloat16, 2.0 ** -6)):
         for B, H, L, S, E, kw, layout in cases:
             q, k, v = operands(B, H, L, S, E, dt, layout)
@@ -210,13 +216,22 @@ def main():
         print(f"{'PASS' if found else 'FAIL'}: verbose has {needle!r}")
         ok = ok and found
     # bf16 slices: bf16 products where a family with bf16 GEMM instructions
-    # serves them, else widened to f32 (test_sdpa.sh says which to expect).
+    # serves them, else widened to f32 (test_sdpa.sh says which to expect);
+    # with SDPA_TILES=1 (the amx family serves them), slices of whole tiles
+    # of keys (S a multiple of 32) fused on the AMX tiles.
     want = os.environ.get("SDPA_PRODUCTS")
     if want:
         lines = [ln for ln in p.stderr.splitlines() if ln.startswith(f"hcops_verbose,exec,{OP}") and ",bf16," in ln]
-        found = bool(lines) and all(f"products={want}" in ln for ln in lines)
-        print(f"{'PASS' if found else 'FAIL'}: bf16 attention lines say products={want} ({len(lines)} lines)")
-        ok = ok and found
+
+        def expected(line):
+            keys = int(line.split("S=")[1].split()[0])
+            return "amx_tiles" if os.environ.get("SDPA_TILES") == "1" and keys % 32 == 0 else want
+
+        found = bool(lines) and all(f"products={expected(ln)}" in ln for ln in lines)
+        tiles = sum("products=amx_tiles" in ln for ln in lines)
+        print(f"{'PASS' if found else 'FAIL'}: bf16 attention lines say products={want}"
+              f"{f' ({tiles} on the AMX tiles)' if os.environ.get('SDPA_TILES') == '1' else ''} ({len(lines)} lines)")
+        ok = ok and found and (tiles > 0 or os.environ.get("SDPA_TILES") != "1")
     if p.returncode != 0:
         sys.stdout.write(p.stderr[-3000:])
     return 0 if ok else 1

@@ -1,7 +1,7 @@
 #!/bin/sh
 # PyTorch 2.x's CPU flash attention on HCOps (tests/torch2/test_sdpa.py).
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
-# Twice: as the CPU chooses (bf16 products where a family with bf16 GEMM
+# As the CPU chooses (bf16 products where a family with bf16 GEMM
 # instructions serves them), and forced to a family without them, where
 # bf16 slices are widened to f32.
 . "${srcdir:-../../tests}/families.sh"
@@ -13,9 +13,17 @@ for isa in $families; do
   widening=$isa
   break
 done
+# With AMX, slices of whole tiles of keys run fused on the tiles
+# (ops/attention_tiles.h), and once more on the AVX512_BF16 family's GEMMs.
+tiles=0
+if runs_here amx; then tiles=1; fi
 status=0
-echo "== as the CPU chooses: bf16 products $native"
-SDPA_PRODUCTS=$native "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
+echo "== as the CPU chooses: bf16 products $native$([ $tiles = 1 ] && echo ', fused on the AMX tiles where S is a multiple of 32')"
+SDPA_TILES=$tiles SDPA_PRODUCTS=$native "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
+if [ $tiles = 1 ] && runs_here avx512_bf16; then
+  echo "== HCOPS_ISA=avx512_bf16: bf16 products on the engine's GEMMs"
+  HCOPS_ISA=avx512_bf16 SDPA_PRODUCTS=bf16 "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
+fi
 echo "== HCOPS_ISA=$widening: bf16 slices widened to f32"
 HCOPS_ISA=$widening SDPA_PRODUCTS=f32 "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
 exit $status

@@ -61,12 +61,14 @@ struct HwTiles {
   // Tile D (f32) += tile S1 (bf16 pairs) . tile S2 (bf16 pairs, VNNI
   // layout). Only the combinations the family uses are spelt out:
   // gemm_family.h's 2 x 2 result tiles 0-3 from B tiles 4, 5 and A tiles 6,
-  // 7; skinny_tiles.h's result tiles 0-3 from A tiles 5, 6 and B tile 4.
+  // 7; skinny_tiles.h's result tiles 0-3 from A tiles 5, 6 and B tile 4;
+  // ops/attention_tiles.h's result tiles 0-3 from A tile 6 and B tiles 4, 5.
   template <int D, int S1, int S2>
   static void dpbf16ps() {
     constexpr int which = D * 100 + S1 * 10 + S2;
     static_assert(which == 46 || which == 147 || which == 256 || which == 357 || which == 54 || which == 164 ||
-                      which == 254 || which == 364,
+                      which == 254 || which == 364 || which == 64 || which == 165 || which == 264 ||
+                      which == 365,
                   "a tile triple not spelt out here");
     if constexpr (which == 46) _tile_dpbf16ps(0, 4, 6);
     else if constexpr (which == 147) _tile_dpbf16ps(1, 4, 7);
@@ -75,7 +77,11 @@ struct HwTiles {
     else if constexpr (which == 54) _tile_dpbf16ps(0, 5, 4);
     else if constexpr (which == 164) _tile_dpbf16ps(1, 6, 4);
     else if constexpr (which == 254) _tile_dpbf16ps(2, 5, 4);
-    else _tile_dpbf16ps(3, 6, 4);
+    else if constexpr (which == 364) _tile_dpbf16ps(3, 6, 4);
+    else if constexpr (which == 64) _tile_dpbf16ps(0, 6, 4);
+    else if constexpr (which == 165) _tile_dpbf16ps(1, 6, 5);
+    else if constexpr (which == 264) _tile_dpbf16ps(2, 6, 4);
+    else _tile_dpbf16ps(3, 6, 5);
   }
 };
 #undef HCOPS_TILE_LITERALS
