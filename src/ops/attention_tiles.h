@@ -1,15 +1,19 @@
 // Attention of one bf16 slice on AMX tiles, forward and backward, fused:
 // the products of a block of queries run on the tiles straight from
 // operands packed once per slice, and the row softmax and its backward
-// (ops/softmax.h, the operators' vector kernels) read the scores from L1.
-// ops/attention.cpp's general path runs the same math as GEMMs of the
-// engine, each of which packs its operands and plans its threads again:
-// for DiT's 256 x 256 slices that cost more than the products themselves.
+// (AVX-512, below) read the scores from L1 or L2. ops/attention.cpp's
+// general path runs the same math as GEMMs of the engine, each of which
+// packs its operands and plans its threads again: for DiT's 256 x 256
+// slices that cost more than the products themselves.
 //
-// The math and the roundings are ops/attention.h's (bf16 products with f32
-// sums; P and dS rounded to bf16 before the products that take them; dK and
-// dV summed in f32 over the query blocks and rounded once), so the two
-// paths agree to the order of f32 additions.
+// The math is ops/attention.h's (bf16 products with f32 sums; P and dS
+// rounded to bf16 before the products that take them; dK and dV summed in
+// f32 over the query blocks and rounded once), with three differences in
+// rounding, each far below bf16's: the forward rounds exp(s - max) to bf16
+// before dividing by the row's sum (it scales O instead, as PyTorch's own
+// CPU kernel does); exp is exp2's polynomial below (2e-7); and values
+// under 2^-126 are 0. tests/ops/test_attention_tiles.cpp bounds the
+// results against f64.
 //
 // Layouts (T = 16: a tile's rows, and the f32 columns of a result tile;
 // a tile row holds 32 bf16 = 16 pairs, the k steps of one TDPBF16PS):
@@ -43,6 +47,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -53,7 +58,6 @@
 #include "kernels/amx/tile_config.h"
 #include "kernels/avx512/transpose_pack.h"
 #include "ops/attention.h"
-#include "ops/eltwise.h"
 #include "ops/softmax.h"
 
 namespace hcops::ops::attention_tiles {
@@ -238,8 +242,9 @@ void product(const bf16 *a, long a_stride, int64_t nc, const B &b, const float *
   if constexpr (G > 3) Tiles::template store<3>(c_out + 3 * kT, c_stride);
 }
 
-// 16 rows x (16 * n) f32 results, n result tiles, kGroup at a time: tile t
-// takes B at b(t, c); its result at c_out + 16 t (and c_in + 16 t).
+// 16 rows x (16 * n) f32 results, n result tiles (n even: S / 16 key
+// blocks, S a multiple of 32), kGroup at a time: tile t takes B at b(t, c);
+// its result at c_out + 16 t (and c_in + 16 t).
 template <class Tiles, class B>
 void products(int64_t n, const bf16 *a, long a_stride, int64_t nc, const B &b, const float *c_in, float *c_out,
               long c_stride) {
@@ -247,12 +252,8 @@ void products(int64_t n, const bf16 *a, long a_stride, int64_t nc, const B &b, c
     auto bt = [&](int g, int64_t c) { return b(t0 + g, c); };
     const float *ci = c_in ? c_in + t0 * kT : nullptr;
     float *co = c_out + t0 * kT;
-    switch (std::min<int64_t>(kGroup, n - t0)) {
-      case 1: product<Tiles, 1>(a, a_stride, nc, bt, ci, co, c_stride); break;
-      case 2: product<Tiles, 2>(a, a_stride, nc, bt, ci, co, c_stride); break;
-      case 3: product<Tiles, 3>(a, a_stride, nc, bt, ci, co, c_stride); break;
-      default: product<Tiles, 4>(a, a_stride, nc, bt, ci, co, c_stride); break;
-    }
+    if (n - t0 >= kGroup) product<Tiles, 4>(a, a_stride, nc, bt, ci, co, c_stride);
+    else product<Tiles, 2>(a, a_stride, nc, bt, ci, co, c_stride);
   }
 }
 

@@ -7,11 +7,12 @@
 // route is checked; elsewhere the GEMM path, checked all the same).
 //
 // Cases: odd query counts (a last block of 1-31 rows), head sizes that are
-// not multiples of 16 or 32 (5, 33, 40, 72), causal, a negative and a zero
-// scale (applied before the softmax), rows strided as timm's views into one
+// not multiples of 16 or 32 (5, 33, 40, 72), causal (also with fewer
+// queries than keys), a negative and a zero scale (applied before the
+// softmax), a large one (scores over hundreds of units), rows strided as timm's views into one
 // qkv tensor, a logsumexp of stride 2; a NaN query (its row NaN, the rest
-// right); a logsumexp that is not the rows' own (P as computed, D from dO
-// and O); bytes past each output row left alone. Bound: each result within
+// right); a logsumexp 5 above and 5 below the rows' own (P as computed, D
+// from dO and O); bytes past each output row left alone. Bound: each result within
 // 2^-7 of its tensor's largest |value| (P and dS are rounded to bf16
 // before the products that take them, 2^-9 each, and the results once);
 // the logsumexp within 1e-4 (f32 scores).
@@ -49,6 +50,8 @@ struct Case {
 const Case kCases[] = {
     {37, 64, 72, false, NAN}, {96, 96, 40, true, 0.2f}, {20, 32, 5, false, -0.25f}, {50, 64, 16, false, 0.0f},
     {1, 32, 8, false, 0.5f},  {256, 256, 64, false, NAN}, {160, 160, 33, true, NAN}, {129, 128, 128, false, 0.1f},
+    {40, 64, 24, true, 0.3f},  // causal with fewer queries than keys: top-left, as PyTorch's is_causal
+    {64, 64, 16, false, 8.0f},  // scores spread over hundreds: most of exp's range, and under 2^-126
 };
 
 // A slice's data: q, k, v and dO in rows of stride 3E + 1 (a view into a
@@ -203,20 +206,20 @@ bool run_nan_query(const Runner &run) {
   return ok;
 }
 
-// A logsumexp 5 above the rows' own: P = exp(s - lse) as computed (not
-// renormalised) and D from dO and the given output, as PyTorch's kernel.
-bool run_foreign_lse(const Runner &run) {
+// A logsumexp 5 above or below the rows' own: P = exp(s - lse) as computed
+// (not renormalised) and D from dO and the given output, as PyTorch's kernel.
+bool run_foreign_lse(const Runner &run, float shift) {
   Slice s(33, 64, 16, 11);
   const float scale = 0.25f;
   run.forward(s.fwd(), s.L, s.S, s.E, scale, false);
   std::vector<float> lse = s.lse;
-  for (int64_t i = 0; i < s.L; ++i) lse[size_t(2 * i)] += 5.0f;
+  for (int64_t i = 0; i < s.L; ++i) lse[size_t(2 * i)] += shift;
   run.backward(s.bwd(lse.data()), s.L, s.S, s.E, scale, false);
   const Reference ref(s, scale, false, lse.data(), &s.out);
   bool ok = close("dq", s.dq, s.ld_out, ref.dq, s.L, s.E, kTol);
   ok &= close("dk", s.dk, s.ld_out, ref.dk, s.S, s.E, kTol);
   ok &= close("dv", s.dv, s.ld_out, ref.dv, s.S, s.E, kTol);
-  std::printf("%s: a logsumexp 5 above the rows' own\n", ok ? "ok" : "FAILED");
+  std::printf("%s: a logsumexp %g from the rows' own\n", ok ? "ok" : "FAILED", double(shift));
   return ok;
 }
 
@@ -225,7 +228,8 @@ int run_all(const Runner &run) {
   uint32_t seed = 1;
   for (const Case &c : kCases) failures += !run_case(run, c, seed++);
   failures += !run_nan_query(run);
-  failures += !run_foreign_lse(run);
+  failures += !run_foreign_lse(run, 5.0f);
+  failures += !run_foreign_lse(run, -5.0f);
   return failures;
 }
 
