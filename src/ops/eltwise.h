@@ -32,5 +32,23 @@ void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n);
 // quietened, denormals kept): a bf16 operand for the next product.
 void to_bf16(const float *x, bf16 *y, int64_t n);
 
+// out = x + y or x * y over rows x cols, each operand f32 or bf16, the sum
+// or product in f32 and rounded once into a bf16 out: PyTorch's add (alpha
+// 1) and mul with its type promotion (f32 if either is), equal to them bit
+// for bit. An operand's row r is its row r / every (every = 1: the same
+// shape; T: one row for each T rows of out, adaLN's (B, 1, C) against
+// (B, T, C)); rows are dense, cols elements apart.
+enum class BinaryOp : uint8_t { add, mul };
+struct BinaryRows {
+  BinaryOp op;
+  Dtype x_type, y_type, out_type;  // f32 or bf16
+  const void *x, *y;
+  void *out;
+  int64_t cols;
+  int64_t x_every = 1, y_every = 1;
+};
+// Rows [r0, r1) of out (serial: the framework layer splits the rows).
+void binary_rows(const BinaryRows &b, int64_t r0, int64_t r1);
+
 }  // namespace hcops::ops
 HCOPS_API_END

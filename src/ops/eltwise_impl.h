@@ -206,4 +206,56 @@ void to_bf16(const float *x, bf16 *y, int64_t n) {
   }
 }
 
+// One row of out = x op y, x and y of their own types (ops/eltwise.h's
+// binary_rows): f32 arithmetic, one rounding into a bf16 out. Two vectors an
+// iteration (a load, an add or multiply and a store each: the loop is
+// bound by memory, not by a chain).
+template <class F, bool Mul, class Tx, class Ty, class To>
+inline void binary_row(const Tx *x, const Ty *y, To *out, int64_t n) {
+  auto op = [](V<F> a, V<F> b) { return Mul ? F::mul(a, b) : F::add(a, b); };
+  int64_t i = 0;
+  for (; i + 2 * F::lanes <= n; i += 2 * F::lanes) {
+    store<F>(out + i, op(load<F>(x + i), load<F>(y + i)));
+    store<F>(out + i + F::lanes, op(load<F>(x + i + F::lanes), load<F>(y + i + F::lanes)));
+  }
+  for (; i + F::lanes <= n; i += F::lanes) store<F>(out + i, op(load<F>(x + i), load<F>(y + i)));
+  if (i < n) {
+    const auto m = F::mask(static_cast<int>(n - i));
+    store<F>(out + i, op(load<F>(x + i, m), load<F>(y + i, m)), m);
+  }
+}
+
+template <class F, bool Mul, class Tx, class Ty, class To>
+void binary_rows_typed(const BinaryRows &b, int64_t r0, int64_t r1) {
+  const Tx *x = static_cast<const Tx *>(b.x);
+  const Ty *y = static_cast<const Ty *>(b.y);
+  To *out = static_cast<To *>(b.out);
+  for (int64_t r = r0; r < r1; ++r)
+    binary_row<F, Mul>(x + r / b.x_every * b.cols, y + r / b.y_every * b.cols, out + r * b.cols, b.cols);
+}
+
+// The instantiation for b's operation and types.
+template <class F>
+void binary_rows(const BinaryRows &b, int64_t r0, int64_t r1) {
+  const bool mul = b.op == BinaryOp::mul;
+  const int types = (b.x_type == Dtype::bf16) * 4 + (b.y_type == Dtype::bf16) * 2 + (b.out_type == Dtype::bf16);
+  auto run = [&](auto tx, auto ty, auto to) {
+    using Tx = decltype(tx);
+    using Ty = decltype(ty);
+    using To = decltype(to);
+    if (mul) binary_rows_typed<F, true, Tx, Ty, To>(b, r0, r1);
+    else binary_rows_typed<F, false, Tx, Ty, To>(b, r0, r1);
+  };
+  switch (types) {
+    case 0: run(float(), float(), float()); break;
+    case 1: run(float(), float(), bf16()); break;
+    case 2: run(float(), bf16(), float()); break;
+    case 3: run(float(), bf16(), bf16()); break;
+    case 4: run(bf16(), float(), float()); break;
+    case 5: run(bf16(), float(), bf16()); break;
+    case 6: run(bf16(), bf16(), float()); break;
+    default: run(bf16(), bf16(), bf16()); break;
+  }
+}
+
 }  // namespace hcops::ops::eltwise

@@ -1,0 +1,127 @@
+"""PyTorch 2.x's add.Tensor and mul.Tensor on libhcops_torch2 (shim/torch/binary.cpp)
+against the wheel's own kernels in the same process, bit for bit: f32 and
+bf16 operands in every pairing (the result f32 if either is), the same shape
+and the broadcasts HCOps takes ((B, 1, C) against (B, T, C) either way round,
+(C), (1, 1, C)), rows not a multiple of the vector length, NaN, infinities,
+-0 and denormals in the data; the result's dtype, shape and strides; the
+gradients through autograd. Left to PyTorch, counted, with the reason under
+HCOPS_VERBOSE: alpha other than 1, a 0-dim operand, other dtypes, small
+tensors, non-contiguous operands, other broadcasts ((1, T, C)); shapes that
+do not broadcast raise PyTorch's own error.
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+
+def child():
+    import torch
+    import hcops.torch as ht
+
+    torch.manual_seed(0)
+    passed = failed = 0
+
+    def check(ok, name, detail=""):
+        nonlocal passed, failed
+        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if not ok and detail else ""), flush=True)
+        passed, failed = passed + bool(ok), failed + (not ok)
+
+    def data(shape, dt):
+        x = torch.randn(shape) * 3
+        flat = x.view(-1)
+        n = flat.numel()
+        specials = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 1e-40, -3e-39, 3.4e38])
+        idx = torch.randint(0, n, (len(specials) * 4,))
+        flat[idx] = specials.repeat(4)
+        return x.to(dt)
+
+    def counts():
+        return ht.call_counts("add")[0] + ht.call_counts("mul")[0]
+
+    def same(a, b):
+        return a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride() and \
+            torch.equal(torch.isnan(a), torch.isnan(b)) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0)) and \
+            torch.equal(torch.signbit(a), torch.signbit(b))
+
+    f32, bf16 = torch.float32, torch.bfloat16
+    shapes = [((8, 256, 384), (8, 256, 384)), ((8, 256, 384), (8, 1, 384)), ((8, 1, 384), (8, 256, 384)),
+              ((4, 100, 97), (97,)), ((3, 5, 41, 131), (3, 1, 1, 131)), ((2, 257, 129), (1, 1, 129)),
+              ((40000,), (40000,))]
+    for sa, sb in shapes:
+        for da in (f32, bf16):
+            for db in (f32, bf16):
+                a, b = data(sa, da), data(sb, db)
+                for name, fn in (("add", torch.add), ("mul", torch.mul)):
+                    with ht.enabled(False):
+                        want = fn(a, b)
+                    before = counts()
+                    with ht.enabled(True):
+                        got = fn(a, b)
+                    taken = counts() - before
+                    label = f"{name} {str(da)[6:]} {tuple(sa)} , {str(db)[6:]} {tuple(sb)}"
+                    check(taken == 1, f"{label}: taken")
+                    check(same(got, want), f"{label}: bit for bit as stock",
+                          f"max diff {(got.float() - want.float()).abs().nan_to_num(0).max().item():.3g}")
+
+    # Autograd through HCOps' forward: the residual x + gate * y of DiT's block.
+    x = torch.randn(8, 256, 384, requires_grad=True)
+    gate = torch.randn(8, 1, 384).bfloat16().requires_grad_()
+    y = torch.randn(8, 256, 384).bfloat16().requires_grad_()
+    g = torch.randn(8, 256, 384)
+    grads = {}
+    for on in (False, True):
+        with ht.enabled(on):
+            for t in (x, gate, y):
+                t.grad = None
+            out = x + gate * y
+            out.backward(g)
+            grads[on] = [out.detach()] + [t.grad.clone() for t in (x, gate, y)]
+    check(all(same(a, b) for a, b in zip(grads[False], grads[True])), "x + gate * y: output and gradients as stock")
+
+    # Declined, counted as fallbacks.
+    big = torch.randn(8, 256, 384)
+    declined = [("alpha", lambda: torch.add(big, big, alpha=2)), ("scalar", lambda: big + torch.tensor(2.0)),
+                ("dtype", lambda: big.double() * big.double()), ("small", lambda: big[:1, :1] + big[:1, :1]),
+                ("non_contiguous", lambda: big.transpose(1, 2) + big.transpose(1, 2)),
+                ("broadcast", lambda: big + big[:1])]
+    for why, fn in declined:
+        before = counts(), ht.call_counts("add")[1] + ht.call_counts("mul")[1]
+        with ht.enabled(False):
+            want = fn()
+        mid = counts(), ht.call_counts("add")[1] + ht.call_counts("mul")[1]
+        with ht.enabled(True):
+            got = fn()
+        after = counts(), ht.call_counts("add")[1] + ht.call_counts("mul")[1]
+        check(after[0] == mid[0] and after[1] > mid[1] and same(got, want), f"{why}: PyTorch's kernel, counted")
+    try:
+        with ht.enabled(True):
+            torch.randn(8, 256, 384) + torch.randn(8, 255, 384)
+        check(False, "shapes that do not broadcast raise")
+    except RuntimeError as e:
+        check("must match" in str(e), "shapes that do not broadcast: PyTorch's error", str(e)[:80])
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child()
+    env = dict(os.environ, HCOPS_VERBOSE="1")
+    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=600)
+    sys.stdout.write(p.stdout)
+    ok = p.returncode == 0
+    for needle in ("hcops_verbose,exec,add,f32,8x256x384,", "hcops_verbose,exec,mul,bf16,",
+                   "hcops_verbose,fallback,add,f32,8x256x384,alpha", "hcops_verbose,fallback,add,f32,8x256x384,broadcast"):
+        found = needle in p.stderr
+        print(f"{'PASS' if found else 'FAIL'}: verbose has {needle!r}")
+        ok = ok and found
+    if p.returncode != 0:
+        sys.stdout.write(p.stderr[-3000:])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
