@@ -10,15 +10,18 @@
 // bf16 result).
 //
 // Taken: both operands of rank >= 1 (a 0-dim tensor promotes as a number),
-// f32 or bf16, contiguous, at least kMinElements in the result, alpha 1,
-// each operand either of the result's shape or broadcast over a run of its
-// middle dimensions ((B, 1, C) against (B, T, C), (C) against anything
-// ending in C). PyTorch's kernel runs the rest, with the reason under
+// f32 or bf16, at least kMinElements, alpha 1, each operand either of the
+// result's shape or broadcast over a run of its middle dimensions ((B, 1, C)
+// against (B, T, C), (C) against anything ending in C), its last dimension
+// contiguous and its rows evenly spaced (contiguous, or rows of a wider
+// tensor), rows of at least kMinCols. PyTorch's kernel runs the rest, with the reason under
 // HCOPS_VERBOSE. The operators are replaced from PyTorch 2.x on (the 1.13
 // build registers none).
 #include <ATen/CPUFunctions.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
+
+#include <cstring>
 
 #include "ops/eltwise.h"
 #include "shim/torch/fast_path.h"
@@ -33,23 +36,43 @@ namespace {
 // Below this many elements PyTorch's own loop is as fast, and the call's
 // checks would be most of it.
 constexpr int64_t kMinElements = 32768;
+// Rows of fewer elements (an (N, 1) column) are PyTorch's: the kernel's
+// loops are per row.
+constexpr int64_t kMinCols = 16;
 
 Dtype dtype_of(const at::Tensor &t) { return t.scalar_type() == at::kBFloat16 ? Dtype::bf16 : Dtype::f32; }
 
-// How operand t's rows map onto the result's (sizes `out`, rows of the
-// last dimension): 1 when t has the result's shape, k when each row of t
-// serves k consecutive rows of the result (t's sizes the result's with
-// dimensions i..n-2 set to 1, missing leading dimensions counting as 1);
-// 0 when neither.
-int64_t rows_every(const at::Tensor &t, at::IntArrayRef out) {
+// Where operand t's rows are for the result's (sizes `out`, rows of its
+// last dimension): row r of the result takes t's row r / every, at
+// r / every * ld. every = 1 when t has the result's shape, k when each row
+// of t serves k consecutive rows of the result (t's sizes the result's with
+// dimensions i..n-2 set to 1, missing leading dimensions counting as 1).
+// t's last dimension must be contiguous and its rows evenly spaced (a
+// contiguous tensor, or rows of a wider one: adaLN's chunks). Null when
+// taken, else the reason PyTorch's kernel runs.
+struct RowLayout {
+  int64_t every = 1, ld = 0;
+};
+const char *row_layout(const at::Tensor &t, at::IntArrayRef out, RowLayout *l) {
   const int64_t n = int64_t(out.size()), lead = n - t.dim();
   auto size = [&](int64_t d) { return d < lead ? 1 : t.size(d - lead); };
-  if (size(n - 1) != out[n - 1]) return 0;
+  if (size(n - 1) != out[n - 1]) return "broadcast";
   int64_t d = n - 2, every = 1;
   while (d >= 0 && size(d) == 1 && out[d] != 1) every *= out[d--];
-  for (; d >= 0; --d)
-    if (size(d) != out[d]) return 0;
-  return every;
+  // Dimensions 0..d: the result's sizes, collapsing into rows ld apart.
+  const char *layout = out[n - 1] > 1 && t.stride(t.dim() - 1) != 1 ? "non_contiguous" : nullptr;
+  int64_t ld = out[n - 1], span = 0;  // span: the next outer dimension's stride, once one is seen
+  bool first = true;
+  for (; d >= 0; --d) {
+    if (size(d) != out[d]) return "broadcast";
+    if (size(d) == 1) continue;
+    const int64_t stride = t.stride(d - lead);
+    if (first) ld = stride, first = false;
+    else if (stride != span) layout = "non_contiguous";
+    span = stride * size(d);
+  }
+  *l = RowLayout{every, ld};
+  return layout;
 }
 
 const char *reason(const at::Tensor &a, const at::Tensor &b, const at::Scalar *alpha) {
@@ -59,19 +82,18 @@ const char *reason(const at::Tensor &a, const at::Tensor &b, const at::Scalar *a
   if (a.layout() != at::kStrided || b.layout() != at::kStrided) return "layout";
   if (std::max(a.numel(), b.numel()) < kMinElements) return "small";
   if (alpha && (alpha->isComplex() || alpha->toDouble() != 1.0)) return "alpha";
-  if (!a.is_contiguous() || !b.is_contiguous()) return "non_contiguous";
   return nullptr;
 }
 
 at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tensor &b, const at::Scalar *alpha) {
   const char *why = reason(a, b, alpha);
   std::vector<int64_t> shape;
-  int64_t a_every = 0, b_every = 0;
+  RowLayout la, lb;
   if (!why) {
     shape = at::infer_size(a.sizes(), b.sizes());  // throws PyTorch's own error for shapes that do not broadcast
-    a_every = rows_every(a, shape);
-    b_every = rows_every(b, shape);
-    if (!a_every || !b_every) why = "broadcast";
+    why = row_layout(a, shape, &la);
+    if (const char *r = row_layout(b, shape, &lb); !why || (r && std::strcmp(r, "broadcast") == 0)) why = r;
+    if (!why && shape.back() < kMinCols) why = "narrow";
   }
   if (why) {
     fall_back(op, a, why);
@@ -80,8 +102,8 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
   const bool f32 = a.scalar_type() == at::kFloat || b.scalar_type() == at::kFloat;
   at::Tensor out = at::empty(shape, a.options().dtype(f32 ? at::kFloat : at::kBFloat16));
   const int64_t cols = shape.back(), rows = out.numel() / cols;
-  const ops::BinaryRows args{kind,         dtype_of(a), dtype_of(b), dtype_of(out), a.data_ptr(), b.data_ptr(),
-                             out.data_ptr(), cols,      a_every,     b_every};
+  const ops::BinaryRows args{kind,  dtype_of(a), dtype_of(b), dtype_of(out), a.data_ptr(), b.data_ptr(), out.data_ptr(),
+                             cols,  la.every,    lb.every,    la.ld,         lb.ld};
   const std::string details = std::string(dtype_name(a.scalar_type())) + " " + shape_name(a.sizes()) + " " +
                               (kind == ops::BinaryOp::add ? "+ " : "* ") + dtype_name(b.scalar_type()) + " " +
                               shape_name(b.sizes());

@@ -37,7 +37,8 @@ void to_bf16(const float *x, bf16 *y, int64_t n);
 // 1) and mul with its type promotion (f32 if either is), equal to them bit
 // for bit. An operand's row r is its row r / every (every = 1: the same
 // shape; T: one row for each T rows of out, adaLN's (B, 1, C) against
-// (B, T, C)); rows are dense, cols elements apart.
+// (B, T, C)), at x + (r / x_every) x_ld (a row stride: adaLN's chunks of
+// one (B, 6 C) tensor are rows 6 C apart); out's rows are dense.
 enum class BinaryOp : uint8_t { add, mul };
 struct BinaryRows {
   BinaryOp op;
@@ -45,7 +46,8 @@ struct BinaryRows {
   const void *x, *y;
   void *out;
   int64_t cols;
-  int64_t x_every = 1, y_every = 1;
+  int64_t x_every, y_every;
+  int64_t x_ld, y_ld;
 };
 // Rows [r0, r1) of out (serial: the framework layer splits the rows).
 void binary_rows(const BinaryRows &b, int64_t r0, int64_t r1);

@@ -231,7 +231,7 @@ void binary_rows_typed(const BinaryRows &b, int64_t r0, int64_t r1) {
   const Ty *y = static_cast<const Ty *>(b.y);
   To *out = static_cast<To *>(b.out);
   for (int64_t r = r0; r < r1; ++r)
-    binary_row<F, Mul>(x + r / b.x_every * b.cols, y + r / b.y_every * b.cols, out + r * b.cols, b.cols);
+    binary_row<F, Mul>(x + r / b.x_every * b.x_ld, y + r / b.y_every * b.y_ld, out + r * b.cols, b.cols);
 }
 
 // The instantiation for b's operation and types.

@@ -6,8 +6,9 @@ and the broadcasts HCOps takes ((B, 1, C) against (B, T, C) either way round,
 -0 and denormals in the data; the result's dtype, shape and strides; the
 gradients through autograd. Left to PyTorch, counted, with the reason under
 HCOPS_VERBOSE: alpha other than 1, a 0-dim operand, other dtypes, small
-tensors, non-contiguous operands, other broadcasts ((1, T, C)); shapes that
-do not broadcast raise PyTorch's own error.
+tensors, transposed operands, other broadcasts ((1, T, C)), rows of one
+element; shapes that do not broadcast raise PyTorch's own error. Taken too:
+operands whose rows are evenly spaced in a wider tensor (adaLN's chunks).
 """
 import os
 import subprocess
@@ -66,6 +67,22 @@ def child():
                     check(same(got, want), f"{label}: bit for bit as stock",
                           f"max diff {(got.float() - want.float()).abs().nan_to_num(0).max().item():.3g}")
 
+    # Operands whose rows are evenly spaced in a wider tensor: adaLN's chunks
+    # of one (B, 6 C) output, unsqueezed to (B, 1, C); the first C of rows 2 C long.
+    c = data((8, 6 * 384), bf16)
+    wide = data((8, 256, 768), f32)
+    # (1 + scale: a number and a small tensor, PyTorch's; the product and the sum HCOps'.)
+    for label, calls, fn in (("x * (1 + scale) + shift, adaLN's chunks", 2,
+                              lambda: wide[..., :384].contiguous() * (1 + c.chunk(6, dim=1)[1].unsqueeze(1))
+                              + c.chunk(6, dim=1)[0].unsqueeze(1)),
+                             ("rows of a wider tensor", 1, lambda: wide[..., :384] + wide[..., 384:])):
+        with ht.enabled(False):
+            want = fn()
+        before = counts()
+        with ht.enabled(True):
+            got = fn()
+        check(counts() - before == calls and same(got, want), f"{label}: taken, bit for bit as stock")
+
     # Autograd through HCOps' forward: the residual x + gate * y of DiT's block.
     x = torch.randn(8, 256, 384, requires_grad=True)
     gate = torch.randn(8, 1, 384).bfloat16().requires_grad_()
@@ -86,7 +103,8 @@ def child():
     declined = [("alpha", lambda: torch.add(big, big, alpha=2)), ("scalar", lambda: big + torch.tensor(2.0)),
                 ("dtype", lambda: big.double() * big.double()), ("small", lambda: big[:1, :1] + big[:1, :1]),
                 ("non_contiguous", lambda: big.transpose(1, 2) + big.transpose(1, 2)),
-                ("broadcast", lambda: big + big[:1])]
+                ("broadcast", lambda: big + big[:1]),
+                ("narrow", lambda: big.view(-1, 1) * big.view(-1, 1))]
     for why, fn in declined:
         before = counts(), ht.call_counts("add")[1] + ht.call_counts("mul")[1]
         with ht.enabled(False):
