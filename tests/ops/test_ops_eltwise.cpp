@@ -347,6 +347,80 @@ void test_to_bf16(void **) {
   }
 }
 
+// binary_rows (PyTorch's add and mul of f32 / bf16 operands): bit for bit
+// the f32 sum or product of the widened operands, rounded once by
+// bf16(float) into a bf16 result, for every pairing of types, rows of every
+// length to 70 (vector bodies, masked tails), an operand broadcast over
+// rows (every = 3) and with a row stride wider than its rows; rows [r0, r1)
+// written and no other, nothing past the last. Random bit patterns: NaN,
+// Inf, -0 and denormals included (a NaN result: any NaN).
+void test_binary_rows(void **) {
+  using hcops::Dtype;
+  using hcops::ops::BinaryOp;
+  std::mt19937 rng(11);
+  auto random_float = [&] {
+    uint32_t bits = rng();
+    if (bits % 7 == 1) bits &= 0x807fffffu;  // denormal (or zero)
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  const int64_t rows = 6, every_y = 3;
+  for (int64_t cols = 1; cols <= 70; ++cols)
+    for (int types = 0; types < 8; ++types)
+      for (BinaryOp op : {BinaryOp::add, BinaryOp::mul}) {
+        const Dtype tx = types & 4 ? Dtype::bf16 : Dtype::f32, ty = types & 2 ? Dtype::bf16 : Dtype::f32,
+                    to = types & 1 ? Dtype::bf16 : Dtype::f32;
+        const int64_t ld_x = cols, ld_y = cols + 5;  // y: rows 5 elements apart beyond their length
+        std::vector<float> xf(size_t(rows * ld_x)), yf(size_t(rows / every_y * ld_y)), of(size_t(rows * cols + 1));
+        std::vector<bf16> xb(xf.size()), yb(yf.size()), ob(of.size());
+        for (size_t i = 0; i < xf.size(); ++i) xf[i] = random_float(), xb[i] = bf16(xf[i]);
+        for (size_t i = 0; i < yf.size(); ++i) yf[i] = random_float(), yb[i] = bf16(yf[i]);
+        std::fill(of.begin(), of.end(), 5.0f);
+        std::fill(ob.begin(), ob.end(), bf16(5.0f));
+        const hcops::ops::BinaryRows b{op,
+                                       tx,
+                                       ty,
+                                       to,
+                                       tx == Dtype::bf16 ? static_cast<const void *>(xb.data()) : xf.data(),
+                                       ty == Dtype::bf16 ? static_cast<const void *>(yb.data()) : yf.data(),
+                                       to == Dtype::bf16 ? static_cast<void *>(ob.data()) : of.data(),
+                                       cols,
+                                       1,
+                                       every_y,
+                                       ld_x,
+                                       ld_y};
+        hcops::ops::binary_rows(b, 1, rows);  // row 0 left alone
+        for (int64_t r = 0; r <= rows; ++r)  // row `rows`: the element past the last row
+          for (int64_t c = 0; c < (r < rows ? cols : 1); ++c) {
+            const size_t o = size_t(r * cols + c);
+            const bool written = r >= 1 && r < rows;
+            float want = 5.0f;
+            if (written) {
+              const float x = tx == Dtype::bf16 ? float(xb[size_t(r * ld_x + c)]) : xf[size_t(r * ld_x + c)];
+              const size_t iy = size_t(r / every_y * ld_y + c);
+              const float y = ty == Dtype::bf16 ? float(yb[iy]) : yf[iy];
+              want = op == BinaryOp::add ? x + y : x * y;
+            }
+            const uint32_t got_bits = to == Dtype::bf16 ? uint32_t(ob[o].bits) << 16 : [&] {
+              uint32_t u;
+              std::memcpy(&u, &of[o], sizeof u);
+              return u;
+            }();
+            uint32_t want_bits;
+            if (to == Dtype::bf16 && written) want_bits = uint32_t(bf16(want).bits) << 16;
+            else if (to == Dtype::bf16) want_bits = uint32_t(bf16(5.0f).bits) << 16;
+            else std::memcpy(&want_bits, &want, sizeof want_bits);
+            // NaN: any NaN (which operand's payload a NaN result carries is the
+            // compiler's choice of operand order, as in PyTorch's own loops).
+            auto is_nan = [](uint32_t u) { return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu); };
+            if (is_nan(want_bits) ? !is_nan(got_bits) : got_bits != want_bits)
+              fail_msg("binary_rows %s types %d cols %ld: element (%ld, %ld) 0x%08x, want 0x%08x",
+                       op == BinaryOp::add ? "add" : "mul", types, long(cols), long(r), long(c), got_bits, want_bits);
+          }
+      }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -359,7 +433,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gelu_erf_bf16),  cmocka_unit_test(test_gelu_erf_backward_bf16),
       cmocka_unit_test(test_gelu_tanh_bf16), cmocka_unit_test(test_gelu_tanh_backward_bf16),
       cmocka_unit_test(test_silu_bf16),      cmocka_unit_test(test_silu_backward_bf16),
-      cmocka_unit_test(test_to_bf16),
+      cmocka_unit_test(test_to_bf16),        cmocka_unit_test(test_binary_rows),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
