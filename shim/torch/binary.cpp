@@ -12,9 +12,10 @@
 // Taken: both operands of rank >= 1 (a 0-dim tensor promotes as a number),
 // f32 or bf16, at least kMinElements, alpha 1, each operand either of the
 // result's shape or broadcast over a run of its middle dimensions ((B, 1, C)
-// against (B, T, C), (C) against anything ending in C), its last dimension
-// contiguous and its rows evenly spaced (contiguous, or rows of a wider
-// tensor), rows of at least kMinCols. PyTorch's kernel runs the rest, with the reason under
+// or (C) against (B, T, C)), its last dimension contiguous and its rows
+// evenly spaced, at least a row apart (contiguous, or rows of a wider
+// tensor), rows of at least kMinCols. (This wheel has no named tensors:
+// PyTorch 2.15 removed them.) PyTorch's kernel runs the rest, with the reason under
 // HCOPS_VERBOSE. The operators are replaced from PyTorch 2.x on (the 1.13
 // build registers none).
 #include <ATen/CPUFunctions.h>
@@ -71,6 +72,9 @@ const char *row_layout(const at::Tensor &t, at::IntArrayRef out, RowLayout *l) {
     else if (stride != span) layout = "non_contiguous";
     span = stride * size(d);
   }
+  // Rows that overlap (expanded, stride 0; unfolded) would make PyTorch
+  // choose another layout for the result.
+  if (!first && ld < out[n - 1]) layout = "non_contiguous";
   *l = RowLayout{every, ld};
   return layout;
 }
@@ -81,7 +85,8 @@ const char *reason(const at::Tensor &a, const at::Tensor &b, const at::Scalar *a
   if (a.dim() == 0 || b.dim() == 0) return "scalar";
   if (a.layout() != at::kStrided || b.layout() != at::kStrided) return "layout";
   if (std::max(a.numel(), b.numel()) < kMinElements) return "small";
-  if (alpha && (alpha->isComplex() || alpha->toDouble() != 1.0)) return "alpha";
+  // (A bool alpha PyTorch rejects with its own error.)
+  if (alpha && (alpha->isComplex() || alpha->isBoolean() || alpha->toDouble() != 1.0)) return "alpha";
   return nullptr;
 }
 

@@ -6,8 +6,9 @@ and the broadcasts HCOps takes ((B, 1, C) against (B, T, C) either way round,
 -0 and denormals in the data; the result's dtype, shape and strides; the
 gradients through autograd. Left to PyTorch, counted, with the reason under
 HCOPS_VERBOSE: alpha other than 1, a 0-dim operand, other dtypes, small
-tensors, transposed operands, other broadcasts ((1, T, C)), rows of one
-element; shapes that do not broadcast raise PyTorch's own error. Taken too:
+tensors, transposed, permuted, strided and expanded operands, other
+broadcasts ((1, T, C)), rows of one element; a bool alpha raises PyTorch's
+error; shapes that do not broadcast raise PyTorch's own error. Taken too:
 operands whose rows are evenly spaced in a wider tensor (adaLN's chunks).
 """
 import os
@@ -104,7 +105,10 @@ def child():
                 ("dtype", lambda: big.double() * big.double()), ("small", lambda: big[:1, :1] + big[:1, :1]),
                 ("non_contiguous", lambda: big.transpose(1, 2) + big.transpose(1, 2)),
                 ("broadcast", lambda: big + big[:1]),
-                ("narrow", lambda: big.view(-1, 1) * big.view(-1, 1))]
+                ("narrow", lambda: big.view(-1, 1) * big.view(-1, 1)),
+                ("permuted rows", lambda: big.permute(1, 0, 2) + big.permute(1, 0, 2)),
+                ("every other row", lambda: big[::2] * big[::2]),
+                ("expanded rows", lambda: big + big[:, :1].expand(8, 256, 384))]
     for why, fn in declined:
         before = counts(), ht.call_counts("add")[1] + ht.call_counts("mul")[1]
         with ht.enabled(False):
@@ -114,6 +118,13 @@ def child():
             got = fn()
         after = counts(), ht.call_counts("add")[1] + ht.call_counts("mul")[1]
         check(after[0] == mid[0] and after[1] > mid[1] and same(got, want), f"{why}: PyTorch's kernel, counted")
+    for on in (False, True):
+        try:
+            with ht.enabled(on):
+                torch.add(big, big, alpha=True)
+            check(False, f"a bool alpha raises ({'HCOps' if on else 'stock'})")
+        except RuntimeError as e:
+            check("Boolean alpha" in str(e), f"a bool alpha: PyTorch's error ({'HCOps' if on else 'stock'})", str(e))
     try:
         with ht.enabled(True):
             torch.randn(8, 256, 384) + torch.randn(8, 255, 384)
