@@ -103,6 +103,12 @@ def memory_child(which, n):
 
 def sigint_child():
     """Steps until interrupted, then one more against stock."""
+    import signal as signals
+    # Python leaves SIGINT ignored when it starts with it ignored (a job a
+    # non-interactive shell puts in the background: a CI runner's `cmd &`),
+    # and the interrupt would then never come: take it as an interactive
+    # Python does.
+    signals.signal(signals.SIGINT, signals.default_int_handler)
     import torch
     import torch.nn.functional as F
     import hcops.torch as ht
