@@ -34,7 +34,7 @@ sys.path.insert(0, HERE)  # benchlib
 sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
 sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
 from benchlib.build import built_tool  # noqa: E402
-from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_csv  # noqa: E402
+from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_outputs  # noqa: E402
 from dit_config import CONFIGS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 from torch2_gemm import llc_bytes  # noqa: E402
@@ -112,23 +112,6 @@ def plot(rows, path, title):
         ax.legend(fontsize=7)
     axes[0, 0].set_title(title, fontsize=9)
     save_plot(fig, path)
-
-
-def draw(args, rows):
-    title = f"DiT's attention through the dispatcher\n{rows[0][-1]}"
-    try:
-        import matplotlib  # noqa: F401, PLC0415 - only whether it is there
-        plot(rows, args.png, title)
-        return
-    except ImportError:
-        pass
-    import subprocess  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-    with tempfile.TemporaryDirectory() as tmp:
-        csv = args.csv or os.path.join(tmp, "rows.csv")
-        if not args.csv:
-            write_csv(csv, CSV_COLUMNS, rows)
-        subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "--replot", csv, "--png", args.png], check=False)
 
 
 def main():
@@ -210,11 +193,8 @@ def main():
                 computed += ht.call_counts(OP)[0] + ht.call_counts(OP + "_backward")[0] - before
     if peak:
         print("\npeaks: " + ", ".join(f"{k[0]} {k[1]} thr {v:.0f} GFLOPS" for k, v in peak.items() if v))
-    if args.csv:
-        write_csv(args.csv, CSV_COLUMNS, rows)
-        print(f"wrote {args.csv}")
-    if args.png:
-        draw(args, rows)
+    title = f"DiT's attention through the dispatcher\n{cpu}"
+    write_outputs(__file__, args, CSV_COLUMNS, rows, lambda: plot(rows, args.png, title))
     if computed == 0:
         print("HCOps computed none of the calls (HCOPS_VERBOSE=1 says why)")
         return 1

@@ -35,11 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # benchlib
 sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
 sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 
 from benchlib.build import built_tool  # noqa: E402
-from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_csv  # noqa: E402
+from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_outputs  # noqa: E402
 from dit_config import CONFIGS, TOKENS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 
@@ -196,23 +194,6 @@ def plot(rows, path, title):
     save_plot(fig, path)
 
 
-def plot_elsewhere(args, rows):
-    """The PNG, drawn here when this python has matplotlib, else by Debian's
-    python3 from the CSV (--replot)."""
-    title = f"DiT-{rows[0][0]}/2 batch {rows[0][1]}, its GEMMs through the dispatcher\n{rows[0][-1]}"
-    try:
-        import matplotlib  # noqa: F401, PLC0415 - only whether it is there
-        plot(rows, args.png, title)
-        return
-    except ImportError:
-        pass
-    with tempfile.TemporaryDirectory() as tmp:
-        csv = args.csv or os.path.join(tmp, "rows.csv")
-        if not args.csv:
-            write_csv(csv, CSV_COLUMNS, rows)
-        subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "--replot", csv, "--png", args.png], check=False)
-
-
 def main():
     global torch, ht
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -279,11 +260,8 @@ def main():
     if peak:
         print("\npeaks: " + ", ".join(f"{k[0]} {k[1]} thr {v:.0f} {'GB/s' if k[0] == 'bw' else 'GFLOPS'}"
                                       for k, v in peak.items() if v))
-    if args.csv:
-        write_csv(args.csv, CSV_COLUMNS, rows)
-        print(f"wrote {args.csv}")
-    if args.png:
-        plot_elsewhere(args, rows)
+    title = f"DiT-{args.model}/2 batch {args.batch}, its GEMMs through the dispatcher\n{cpu}"
+    write_outputs(__file__, args, CSV_COLUMNS, rows, lambda: plot(rows, args.png, title))
     if computed == 0:
         print("HCOps computed none of the calls (HCOPS_VERBOSE=1 says why)")
         return 1

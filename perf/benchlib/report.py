@@ -84,6 +84,34 @@ def pyplot():
     return plt
 
 
+def plot_here_or_replot(script, plot, rows, columns, png, csv=None):
+    """plot() (rows -> png) here when this python has matplotlib (a venv
+    often has none), else Debian's python3 runs `script --replot CSV --png
+    PNG` on the rows (csv, or a temporary one holding them)."""
+    try:
+        import matplotlib  # noqa: F401 - only whether it is there
+        plot()
+        return
+    except ImportError:
+        pass
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = csv or os.path.join(tmp, "rows.csv")
+        if not csv:
+            write_csv(path, columns, rows)
+        subprocess.run(["/usr/bin/python3", os.path.abspath(script), "--replot", path, "--png", png], check=False)
+
+
+def write_outputs(script, args, columns, rows, plot):
+    """A run's --csv (the rows) and --png (plot(), here or by Debian's python3)."""
+    if args.csv:
+        write_csv(args.csv, columns, rows)
+        print(f"wrote {args.csv}")
+    if args.png:
+        plot_here_or_replot(script, plot, rows, columns, args.png, args.csv)
+
+
 def save_plot(fig, path, **savefig_args):
     fig.tight_layout()
     fig.savefig(path, **savefig_args)
