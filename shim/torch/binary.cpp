@@ -109,9 +109,10 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
   const int64_t cols = shape.back(), rows = out.numel() / cols;
   const ops::BinaryRows args{kind,  dtype_of(a), dtype_of(b), dtype_of(out), a.data_ptr(), b.data_ptr(), out.data_ptr(),
                              cols,  la.every,    lb.every,    la.ld,         lb.ld};
-  const std::string details = std::string(dtype_name(a.scalar_type())) + " " + shape_name(a.sizes()) + " " +
-                              (kind == ops::BinaryOp::add ? "+ " : "* ") + dtype_name(b.scalar_type()) + " " +
-                              shape_name(b.sizes());
+  auto details = [&] {
+    return std::string(dtype_name(a.scalar_type())) + " " + shape_name(a.sizes()) + " " +
+           (kind == ops::BinaryOp::add ? "+ " : "* ") + dtype_name(b.scalar_type()) + " " + shape_name(b.sizes());
+  };
   run_taken(op, out, details,
             [&] { return split(rows, row_grain(cols), [&](int64_t r0, int64_t r1) { ops::binary_rows(args, r0, r1); }); });
   return out;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "common/dtype.h"
 #include "common/work_share.h"
@@ -86,10 +87,20 @@ int split(int64_t n, int64_t grain, const F &f) {
 // Rows per chunk: about kGrainElements elements.
 inline int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kGrainElements / std::max<int64_t>(cols, 1)); }
 
+// A call's details for the verbose line: a string, or a callable that
+// makes one, called only when the line is printed (add and mul run on
+// every residual and modulation of a step: no text for a line not printed).
+inline const std::string &details_text(const std::string &d) { return d; }
+template <class F, class = decltype(std::declval<const F &>()())>
+std::string details_text(const F &make) {
+  return make();
+}
+
 // Runs `body` (which returns the threads it used) timed and reported as a
-// call HCOps took.
-template <class Body>
-void run_taken(Op op, const at::Tensor &shape_of, const std::string &details, const Body &body) {
+// call HCOps took; the shape and details are made into text only when
+// HCOPS_VERBOSE prints them.
+template <class Body, class Details>
+void run_taken(Op op, const at::Tensor &shape_of, const Details &details, const Body &body) {
   const bool timed = timing();
   const double t0 = timed ? now_seconds() : 0;
   int threads = 1;
@@ -102,11 +113,13 @@ void run_taken(Op op, const at::Tensor &shape_of, const std::string &details, co
                      dtype_name(shape_of.scalar_type()), " ", shape_name(shape_of.sizes()),
                      "): a work buffer could not be allocated");
   }
-  report_taken(op, dtype_name(shape_of.scalar_type()), shape_name(shape_of.sizes()), threads,
-               timed ? now_seconds() - t0 : 0, details);
+  if (!timed) return count_taken(op);
+  report_taken(op, dtype_name(shape_of.scalar_type()), shape_name(shape_of.sizes()), threads, now_seconds() - t0,
+               details_text(details));
 }
 
 inline void fall_back(Op op, const at::Tensor &shape_of, const char *reason) {
+  if (!timing()) return count_fallback(op);
   report_fallback(op, dtype_name(shape_of.scalar_type()), shape_name(shape_of.sizes()), reason);
 }
 

@@ -100,6 +100,7 @@ void report_fallback(Op op, const char *dtype, const std::string &shape, const c
 }
 
 void count_taken(Op op) { taken[size_t(op)].fetch_add(1, std::memory_order_relaxed); }
+void count_fallback(Op op) { fallen[size_t(op)].fetch_add(1, std::memory_order_relaxed); }
 
 int64_t taken_calls(Op op) { return taken[size_t(op)].load(); }
 int64_t fallback_calls(Op op) { return fallen[size_t(op)].load(); }

@@ -57,6 +57,8 @@ void report_fallback(Op op, const char *dtype, const std::string &shape, const c
 // A call HCOps computed that prints its own line (the GEMMs: the BLAS
 // lines' format, shim/common/gemm_call.h): the counter only.
 void count_taken(Op op);
+// A call PyTorch's kernel ran, when nothing is printed: the counter only.
+void count_fallback(Op op);
 
 // Calls taken and fallen back so far in this process.
 int64_t taken_calls(Op op);
