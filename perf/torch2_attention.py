@@ -27,7 +27,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # benchlib
@@ -37,7 +36,7 @@ from benchlib.build import built_tool  # noqa: E402
 from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_outputs  # noqa: E402
 from dit_config import CONFIGS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
-from torch2_gemm import llc_bytes  # noqa: E402
+from torch2_gemm import Flusher, llc_bytes, measure  # noqa: E402
 
 torch = ht = None
 OP = "_scaled_dot_product_flash_attention_for_cpu"
@@ -68,26 +67,6 @@ class Case:
         out, lse = self.saved[hcops]
         return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
             self.g, self.q, self.k, self.v, out, lse, 0.0, False)
-
-
-def timed(fn, flush, hcops):
-    with ht.enabled(hcops):
-        flush()
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-
-
-def measure(fn, flush, rounds, reps):
-    for hcops in (False, True):
-        timed(lambda: fn(hcops), flush, hcops)
-    out = {False: [], True: []}
-    for r in range(rounds):
-        for i in range(reps):
-            first = (r + i) % 2 == 0
-            for hcops in (first, not first):
-                out[hcops].append(timed(lambda: fn(hcops), flush, hcops))
-    return statistics.median(out[False]), statistics.median(out[True])
 
 
 def plot(rows, path, title):
@@ -155,11 +134,7 @@ def main():
                 peak[(dt, t)] = m.peak(dt, t)
     except MachineError as e:
         print(f"no peak: {e}")
-    buf = torch.empty(2 * llc_bytes() // 4, dtype=torch.float32)
-
-    def flush():
-        buf.fill_(1.0)
-
+    flush = Flusher()
     rows, computed = [], 0
     head = f"{'shape (B x H x L x E)':<28}{'pass':<5}{'dtype':<6}{'thr':>4}{'stock ms':>10}{'hcops ms':>10}" \
            f"{'stock/hcops':>12}{'GFLOPS':>9}{'of peak':>9}{'stock of':>10}"
@@ -179,7 +154,8 @@ def main():
                 before = ht.call_counts(OP)[0] + ht.call_counts(OP + "_backward")[0]
                 for kind, fn, flops in (("fwd", lambda hcops: c.forward(), c.fwd_flops),
                                         ("bwd", c.backward, c.bwd_flops)):
-                    s, h = measure(fn, flush, args.rounds, args.reps)
+                    times = measure(fn, flush, args.rounds, args.reps, ht.enabled)
+                    s, h = statistics.median(times["stock"]), statistics.median(times["hcops"])
                     pk = peak.get((dt, t))
                     rate = flops / h / 1e9
                     of = rate / pk if pk else float("nan")

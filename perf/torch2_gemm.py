@@ -122,32 +122,37 @@ def products(model, batch, dtype, kinds):
 
 
 class Flusher:
+    """A write of twice the last-level cache: the next call's operands come
+    from memory, as after the previous operator (torch2_attention.py too)."""
     def __init__(self):
-        self.buf = torch.empty(2 * llc_bytes() // 4, dtype=torch.float32)
+        import torch as torch_module  # noqa: PLC0415 - this module's torch is set by main() only
+        self.buf = torch_module.empty(2 * llc_bytes() // 4, dtype=torch_module.float32)
 
     def __call__(self):
         self.buf.fill_(1.0)
 
 
-def time_call(p, flush, hcops):
-    with ht.enabled(hcops):
+def time_call(call, flush, hcops, enabled):
+    with enabled(hcops):
         flush()
         t0 = time.perf_counter()
-        p.call()
+        call(hcops)
         return time.perf_counter() - t0
 
 
-def measure(p, flush, rounds, reps):
-    """{"stock": [s], "hcops": [s]}: reps calls a side per round, the order
-    alternating call by call and starting with the other side each round."""
+def measure(call, flush, rounds, reps, enabled):
+    """{"stock": [s], "hcops": [s]} of call(hcops) under enabled(hcops)
+    (hcops.torch.enabled): reps calls a side per round, the order
+    alternating call by call and starting with the other side each round
+    (torch2_attention.py too)."""
     for hcops in (False, True):  # warm: first-call set-up of either side is not a step's
-        time_call(p, flush, hcops)
+        time_call(call, flush, hcops, enabled)
     out = {"stock": [], "hcops": []}
     for r in range(rounds):
         for i in range(reps):
             first = (r + i) % 2 == 0
             for hcops in (first, not first):
-                out["hcops" if hcops else "stock"].append(time_call(p, flush, hcops))
+                out["hcops" if hcops else "stock"].append(time_call(call, flush, hcops, enabled))
     return out
 
 
@@ -238,7 +243,7 @@ def main():
             print(f"\n{head}", flush=True)
             for p in products(args.model, args.batch, torch_dtype(dt), kinds):
                 before = sum(ht.call_counts(op)[0] for op in ("mm", "addmm", "bmm"))
-                times = measure(p, flush, args.rounds, args.reps)
+                times = measure(lambda hcops: p.call(), flush, args.rounds, args.reps, ht.enabled)
                 computed += sum(ht.call_counts(op)[0] for op in ("mm", "addmm", "bmm")) - before
                 s, h = statistics.median(times["stock"]), statistics.median(times["hcops"])
                 pk = peak.get((dt, t))
