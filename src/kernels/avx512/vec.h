@@ -49,6 +49,12 @@ struct F32 {
   static V pow2i(V n) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
   }
+  // Optional traits the operators' vector math takes where a family has
+  // them (ops/vmath.h): p 2^n for integral n of any size, rounded once
+  // (vscalefps: overflow to Inf, denormal results as a multiply gives them),
+  // and the reciprocal's 14-bit estimate (vrcp14ps).
+  static V scale2(V p, V n) { return _mm512_scalef_ps(p, n); }
+  static V rcp_estimate(V d) { return _mm512_rcp14_ps(d); }
   static V copysign(V mag, V sgn) {
     const __m512i s = _mm512_set1_epi32(int(0x80000000u));
     return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(sgn), s, 0xd8));  // s ? sgn : mag, bitwise
