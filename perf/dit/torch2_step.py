@@ -2,7 +2,9 @@
 """DiT training steps on a PyTorch 2.x wheel: stock eager against `hcops-run`
 (the dispatcher GEMMs, operators and fused AdamW of libhcops_torch2.so), f32
 and under bf16 autocast; with --compile, torch.compile'd stock steps too (the
-anchor a 2.x user would try first: inductor's C++ for the CPU); with --ipex,
+anchor a 2.x user would try first: inductor's C++ for the CPU) and
+torch.compile'd steps under hcops-run ("hcops+compile": its ratio to hcops
+below 1 is that route's speed-up over hcops-run alone); with --ipex,
 IPEX's (ipex.optimize with the optimizer, in torch 2.8's own venv: IPEX 2.8
 runs on no other torch).
 
@@ -84,6 +86,7 @@ def plot(rows, path, cpu):
     names = [n for n in dict.fromkeys(r[col["variant"]] for r in rows) if n != "hcops"] + ["hcops"]
     width = 0.8 / len(names)
     colors = {"stock": "tab:gray", "hcops": "tab:blue", "compile": "tab:orange", "compile-max-autotune": "tab:green",
+              "hcops+compile": "tab:cyan", "hcops+compile-max-autotune": "tab:olive",
               "ipex": "tab:purple"}
     fig, ax = plt.subplots(figsize=(2 + 2 * len(dtypes) * len(names) / 2, 4))
     for x, dt in enumerate(dtypes):
@@ -155,6 +158,11 @@ def main():
     variants = {"stock": ((), (), None), "hcops": ((hcops_run,), (), None)}
     for mode in filter(None, args.compile.split(",")):
         variants["compile" if mode == "default" else f"compile-{mode}"] = ((), ("--compile", mode), None)
+    # hcops-run with torch.compile: HCOps' GEMMs and attention inside inductor's graphs (as extern
+    # kernels and fallbacks), inductor's own code for the elementwise work between them.
+    for mode in filter(None, args.compile.split(",")):
+        variants["hcops+compile" if mode == "default" else f"hcops+compile-{mode}"] = (
+            (hcops_run,), ("--compile", mode), None)
     torch_of = {}  # the CSV's torch column where a variant runs another torch than --python's
     if args.ipex:
         ipex_python = ipex.ensure()
@@ -164,7 +172,7 @@ def main():
             print(f"IPEX: {torch_of['ipex']} ({ipex_python})")
     # Every variant times the same steps (their losses are compared step by
     # step): the compiled ones' warm-up for all when there are any.
-    compiled = any(n.startswith("compile") for n in variants)
+    compiled = any("compile" in n for n in variants)
     warmup = max(args.warmup, args.compile_warmup) if compiled else args.warmup
     warmups = {n: warmup for n in variants}
     rows, ok = [], True

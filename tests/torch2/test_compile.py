@@ -1,0 +1,172 @@
+"""The torch.compile route (issue 47): hcops-run with a model compiled by
+inductor, as a user runs it. A two-block transformer in DiT's shape of
+block (LayerNorm, qkv, scaled_dot_product_attention, proj, fc1, tanh GeLU,
+fc2, residuals; hidden 96, 4 heads, 64 tokens, batch 4) trains 5 steps with
+AdamW (lr 1e-3) from seed 0, in f32 and under bf16 autocast:
+- stock eager (the venv's python, HCOps not loaded): the reference losses;
+- hcops-run with torch.compile(model, mode=M), M = default and max-autotune
+  (max-autotune times its GEMM choices, ATen's included, which reach HCOps
+  through the dispatcher, and keeps the fastest).
+Checked for each compiled run:
+- it runs, and its losses are within 1e-5 relative of stock eager's in f32
+  (inductor fuses the elementwise work in its own order) and 1e-2 in bf16;
+- HCOPS_VERBOSE shows HCOps computing inside the compiled graphs: the
+  forward and backward GEMMs (aten::mm, aten::addmm: inductor calls them as
+  extern kernels), attention forward and backward (the CPU flash kernel,
+  kept as a fallback), and the optimizer's fused AdamW steps (eager).
+- the trained model's outputs on a probe input within 1e-4 (f32) and 1e-2
+  (bf16) of stock eager's, relative to their largest: the losses of random
+  targets are too flat to show a wrong product (bf16 products move them by
+  5e-6), the outputs are not;
+- that bound can fail: the same compiled f32 run with HCOPS_FP32_MATH=bf16
+  (HCOps' GEMMs and attention on bf16 products) must be outside it.
+Inductor's cache is a fresh directory of this test's (shared by its runs),
+so the compiles are made from nothing, as on a new machine, and the user's
+cache is neither read nor written. Prints "N passed, M failed".
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+PYTHON = os.environ["PYTHON"]
+RUN = os.environ.get("HCOPS_RUN", os.path.join(os.environ.get("HCOPS_TEST_TOP_BUILDDIR", ".."), "tools", "hcops-run"))
+TOL = {"f32": 1e-5, "bf16": 1e-2}
+# The trained model's outputs on a probe, against stock eager's, relative to
+# their largest: f32 rounding in another order, and bf16's products.
+PROBE_TOL = {"f32": 1e-4, "bf16": 1e-2}
+MODES = ("default", "max-autotune")
+# What HCOps must have computed in a compiled step (HCOPS_VERBOSE's exec lines).
+EXPECTED = ("aten::mm", "aten::addmm", "_scaled_dot_product_flash_attention_for_cpu",
+            "_scaled_dot_product_flash_attention_for_cpu_backward", "adam_step_")
+
+STEPS = r'''
+import json, sys, torch
+import torch.nn as nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+torch.set_num_threads(2)
+dtype, mode = sys.argv[1], sys.argv[2]
+
+class Block(nn.Module):
+    def __init__(self, d=96, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.n1(x)).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.n2(x)), approximate="tanh"))
+
+model = nn.Sequential(Block(), Block())
+net = model if mode == "eager" else torch.compile(model, mode=mode)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+x, y = torch.randn(4, 64, 96), torch.randn(4, 64, 96)
+losses = []
+for _ in range(5):
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+        loss = F.mse_loss(net(x).float(), y)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+with torch.no_grad():  # the trained model on a probe: every parameter's updates show in it
+    probe = net(torch.randn(1, 64, 96)).float().flatten().tolist()
+print(json.dumps({"losses": losses, "probe": probe}))
+'''
+
+
+def steps(prefix, dtype, mode, env):
+    t = time.monotonic()
+    p = subprocess.run(prefix + [PYTHON, "-c", STEPS, dtype, mode], env=env, capture_output=True, text=True,
+                       timeout=1800)
+    out = None
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith("{"):
+            out = json.loads(line)
+            break
+    return p, out, time.monotonic() - t
+
+
+def rel_diff(a, b):
+    return max(abs(x - y) / max(abs(y), 1e-6) for x, y in zip(a, b))
+
+
+def probe_diff(a, b):
+    """The largest difference of the trained models' outputs, relative to
+    the largest output of stock's."""
+    return max(abs(x - y) for x, y in zip(a, b)) / max(max(abs(y) for y in b), 1e-30)
+
+
+def executed(stderr):
+    """Calls per operator of HCOPS_VERBOSE's exec lines."""
+    counts = {}
+    for line in stderr.splitlines():
+        f = line.split(",")
+        if len(f) > 2 and f[0] == "hcops_verbose" and f[1] == "exec":
+            counts[f[2]] = counts.get(f[2], 0) + 1
+    return counts
+
+
+def main():
+    passed = failed = 0
+
+    def check(ok, name, detail=""):
+        nonlocal passed, failed
+        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if detail and not ok else ""), flush=True)
+        passed, failed = passed + bool(ok), failed + (not ok)
+
+    cache = tempfile.mkdtemp(prefix="hcops-inductor-")
+    try:
+        base = dict(os.environ)
+        for k in ("HCOPS_TORCH_LIB", "HCOPS_VERBOSE", "HCOPS_OPS", "TORCHINDUCTOR_CACHE_DIR"):
+            base.pop(k, None)
+        base["TORCHINDUCTOR_CACHE_DIR"] = cache
+        for dtype in ("f32", "bf16"):
+            label = "f32" if dtype == "f32" else "bf16 autocast"
+            p, stock, secs = steps([], dtype, "eager", base)
+            check(p.returncode == 0 and stock is not None, f"{label}: stock eager runs", p.stderr[-1500:])
+            if stock is None:
+                continue
+            print(f"   {label} stock eager losses {['%.7f' % v for v in stock['losses']]} ({secs:.0f} s)")
+            for mode in MODES:
+                p, ours, secs = steps([RUN], dtype, mode, dict(base, HCOPS_VERBOSE="1"))
+                check(p.returncode == 0 and ours is not None, f"{label}: hcops-run + torch.compile({mode}) runs",
+                      p.stderr[-1500:])
+                if ours is None:
+                    continue
+                rel = rel_diff(ours["losses"], stock["losses"])
+                check(rel <= TOL[dtype], f"{label}, {mode}: losses within {TOL[dtype]:g} of stock eager",
+                      f"{ours['losses']} vs {stock['losses']} ({rel:.3g})")
+                print(f"   {label} {mode}: losses {['%.7f' % v for v in ours['losses']]}, largest relative "
+                      f"difference {rel:.2e} ({secs:.0f} s, compiles included)")
+                pd = probe_diff(ours["probe"], stock["probe"])
+                check(pd <= PROBE_TOL[dtype], f"{label}, {mode}: the trained model's outputs within "
+                      f"{PROBE_TOL[dtype]:g} of stock eager's", f"{pd:.3g}")
+                print(f"   {label} {mode}: trained model's outputs {pd:.2e} of their largest from stock eager's")
+                counts = executed(p.stderr)
+                for op in EXPECTED:
+                    check(counts.get(op, 0) > 0, f"{label}, {mode}: HCOps computed {op}", str(counts))
+            if dtype == "f32":
+                p, control, _ = steps([RUN], dtype, "default", dict(base, HCOPS_FP32_MATH="bf16"))
+                pd = probe_diff(control["probe"], stock["probe"]) if control else 0.0
+                check(control is not None and pd > PROBE_TOL[dtype],
+                      f"f32, default, HCOPS_FP32_MATH=bf16: outputs outside {PROBE_TOL[dtype]:g} (the bound can fail)",
+                      p.stderr[-1500:] if control is None else f"{pd:.3g}")
+                print(f"   f32 default with HCOPS_FP32_MATH=bf16: outputs {pd:.2e} from stock eager's, losses "
+                      f"{rel_diff(control['losses'], stock['losses']):.2e}" if control else "")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
