@@ -153,6 +153,8 @@ onednn_verbose,info,oneDNN v2.6.3 (commit N/A)
 onednn_verbose,exec,cpu,matmul,brg:avx512_core_bf16,undef,src_bf16::blocked:abc:f0 wei_bf16::blocked:acb:f0 dst_bf16::blocked:abc:f0,,,4x64x32:4x32x64:4x64x64,0.4
 onednn_verbose,primitive,exec,cpu,matmul,brg_matmul:avx512_core,undef,src_f32::blocked:ab::f0 wei_f32::blocked:ab::f0 dst_f32::blocked:ab::f0,,,2x100:3x100x50,0.2
 onednn_verbose,1732412345.123,primitive,exec,cpu,matmul,brg_matmul:avx512_core,undef,src_f32::blocked:ab::f0 wei_f32::blocked:ab::f0 dst_f32::blocked:ab::f0,,,2x100:3x100x50,0.2
+hcops_verbose,exec,_scaled_dot_product_flash_attention_for_cpu,bf16,2x4x64x32,2,0.5,hcops:avx512,S=64 products=amx_tiles
+hcops_verbose,exec,_scaled_dot_product_flash_attention_for_cpu_backward,f32,2x4x64x32,2,2.0,hcops:avx512,S=128
 hcops_verbose,total,3 calls,2.800 ms,10.00 GFLOPS
 """
 
@@ -171,7 +173,7 @@ def hand_logs():
           "hand: two sgemm_ calls of one shape aggregated")
     check(s is not None and abs(float(s["rate"]) - 10.0) < 1e-6 and abs(float(s["peak_fraction"]) - 0.1) < 1e-6,
           "hand: sgemm_ 2*100*200*300 flops in 1.2 ms = 10 GFLOPS = 10% of 100")
-    total = 2.4 + 0.4 + 0.8 + 0.4 + 0.4 + 0.4
+    total = 2.4 + 0.4 + 0.8 + 0.4 + 0.4 + 0.4 + 0.5 + 2.0
     check(s is not None and abs(float(s["share"]) - 2.4 / total) < 1e-6, "hand: share of the profiled time")
     g = rows.get(("gelu", "1000x1000"))
     check(g is not None and abs(float(g["rate"]) - 8e6 / 0.8e-3 / 1e9) < 1e-6 and
@@ -181,6 +183,13 @@ def hand_logs():
     v3 = rows.get(("matmul", "2x100:3x100x50"))
     check(v3 is not None and v3["calls"] == "2" and float(v3["work_per_call"]) == 2.0 * 3 * 2 * 50 * 100,
           "hand: oneDNN 3.x lines (marker, timestamp; src:wei problem, broadcast batch)")
+    fa = rows.get(("_scaled_dot_product_flash_attention_for_cpu", "2x4x64x32"))
+    check(fa is not None and fa["work"] == "flops" and float(fa["work_per_call"]) == 4.0 * 2 * 4 * 64 * 64 * 32 and
+          abs(float(fa["peak_fraction"]) - 4.0 * 2 * 4 * 64 * 64 * 32 / 0.5e-3 / 1e9 / 100) < 1e-5,
+          "hand: attention forward 4 B H L S E flops, at the peak")
+    fb = rows.get(("_scaled_dot_product_flash_attention_for_cpu_backward", "2x4x64x32 S=128"))
+    check(fb is not None and fb["work"] == "flops" and float(fb["work_per_call"]) == 10.0 * 2 * 4 * 64 * 128 * 32,
+          "hand: attention backward 10 B H L S E flops, S from the details (128 keys for 64 queries)")
     mpi = [r for r in read_csv(out) if r["part"] == "mpi"]
     mine = [r for r in mpi if r["name"] == "MPI_Allreduce"]
     check(len(mpi) == 2 and len(mine) == 1 and abs(float(mine[0]["total_ms"]) - 0.4) < 1e-9,

@@ -11,7 +11,8 @@ reads x and writes y (2 tensors), a backward reads the gradient and x or y
 and writes the input gradient (3); softmax and layer norm the same (their
 per-row statistics are small and left out); AdamW reads param, grad, m, v
 and writes param, m, v (7 f32 tensors of the elements). MPI: bytes the call
-reduces (not a bandwidth claim of the network)."""
+reduces (not a bandwidth claim of the network). Attention (the CPU flash
+kernel HCOps runs) is flops: 4 B H L S E forward, 10 B H L S E backward."""
 import re
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8, "s8": 1, "u8": 1, "s32": 4}
@@ -74,6 +75,21 @@ def conv_flops(problem):
     return 2.0 * d["mb"] * (d["oc"] // g) * g * (d["ic"] // g) * kern * out
 
 
+# Attention (B x H x L x E queries, S keys): the forward's two products are 4
+# B H L S E flops; the backward's four, with the scores recomputed, 10 B H L
+# S E (as torchtrace.py counts them).
+ATTENTION_FLOPS = {"_scaled_dot_product_flash_attention_for_cpu": 4,
+                   "_scaled_dot_product_flash_attention_for_cpu_backward": 10}
+
+
+def attention_flops(name, shape, keys):
+    d = _ints(shape)
+    if len(d) < 4:
+        return 0.0
+    b, h, l, e = d[:4]
+    return float(ATTENTION_FLOPS[name] * b * h * l * (keys or l) * e)
+
+
 def operator_bytes(name, dtype, shape):
     size = DTYPE_BYTES.get(dtype, 4)
     if name.startswith("adam"):
@@ -97,6 +113,8 @@ def work(rec):
             return "flops", conv_flops(rec.dims["problem"])
         return "bytes", 0.0
     if rec.part == "operator":
+        if rec.name in ATTENTION_FLOPS:
+            return "flops", attention_flops(rec.name, rec.dims.get("shape", rec.shape), rec.dims.get("keys"))
         return "bytes", operator_bytes(rec.name, rec.dtype, rec.shape)
     if rec.part == "mpi":
         return "bytes", float(rec.dims["bytes"])
