@@ -45,7 +45,8 @@ const char *run_gemms(const PrimitivePlan &p, const Geometry &g, const void *a, 
   GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, alpha, ea, g.lda, eb, g.ldb, p.attr.beta, ec, g.ldc};
   // Bias and activation on each block of C while it is in cache; a bf16 C
   // is rounded once, after them (kernels/gemm_types.h, Epilogue).
-  args.epilogue = ops::output_epilogue(ops);
+  std::unique_ptr<float[]> row_bias;  // a bf16 bias in f32, for the kernels that add it themselves
+  args.epilogue = ops::output_epilogue(ops, g.m, row_bias);
   // The primitive's strict fpmath attribute (attributes.cpp forwards any
   // other), not HCOPS_FP32_MATH, is the contract of an f32 primitive.
   args.f32_mode = F32Mode::strict;

@@ -82,6 +82,7 @@ GemmReport run_typed(const Product &p, const Geometry &g) {
   C *ec = data_as<C>(p.c) + g.c_offset;
   GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, p.alpha, ea, g.lda, eb, g.ldb, p.beta, ec, g.ldc};
   ops::OutputOps out_ops;
+  std::unique_ptr<float[]> row_bias;  // a bf16 bias in f32, for the kernels that add it themselves
   if (p.bias.defined()) {
     out_ops.bias = p.bias.data_ptr();
     out_ops.bias_type = p.bias.scalar_type() == at::kBFloat16 ? Dtype::bf16 : Dtype::f32;
@@ -89,7 +90,7 @@ GemmReport run_typed(const Product &p, const Geometry &g) {
     // A bias along C's columns (one per column): on the engine's C, which
     // is the transpose when swapped, that is one per row.
     out_ops.bias_along_rows = g.swapped;
-    args.epilogue = ops::output_epilogue(out_ops);
+    args.epilogue = ops::output_epilogue(out_ops, g.m, row_bias);
   }
   return gemm_batched(args, g);
 }

@@ -56,10 +56,18 @@ using SgemmBf16x3 = GemmTypes<float, float, float, float, bf16, bf16, 3>;
 // is rounded once (without memory for that copy, C is rounded by the
 // kernels, then again after the epilogue). Every path applies it, alpha = 0
 // and k = 0 included; gemm<Sgemm> (HCOPS_FP32_MATH) hands it on.
+//
+// row_bias, when set, says that `apply` is exactly C(i, j) += row_bias[i]
+// (i a row of the whole C) and nothing else: a kernel that writes C from
+// its own registers may add it there instead of calling apply, the same
+// f32 addition (nn.Linear's bias, 1152 of them, added to each column of
+// C on the AMX tiles' store of C: no callback, no pass of its own over
+// the block). Kernels that do not know it call apply, which stays right.
 template <typename Acc>
 struct Epilogue {
   void (*apply)(const void *ctx, Acc *c, long ldc, long i0, long m, long j0, long n) = nullptr;
   const void *ctx = nullptr;
+  const Acc *row_bias = nullptr;
   explicit operator bool() const { return apply != nullptr; }
 };
 

@@ -2,6 +2,9 @@
 // (ops/family.h), and wrapped as a GEMM epilogue.
 #include "ops/output_ops.h"
 
+#include <new>
+
+#include "common/fault.h"
 #include "ops/family.h"
 
 namespace hcops::ops {
@@ -22,6 +25,21 @@ Epilogue<float> output_epilogue(const OutputOps &ops) {
     e.apply = &apply_epilogue;
     e.ctx = &ops;
   }
+  return e;
+}
+
+Epilogue<float> output_epilogue(const OutputOps &ops, long m, std::unique_ptr<float[]> &storage) {
+  Epilogue<float> e = output_epilogue(ops);
+  if (!ops.bias || !ops.bias_along_rows || ops.act != Activation::none || ops.bias_scale != 1.0f) return e;
+  if (ops.bias_type == Dtype::f32) {
+    e.row_bias = static_cast<const float *>(ops.bias);
+    return e;
+  }
+  storage.reset(fault::allocation_fails() ? nullptr : new (std::nothrow) float[m]);
+  if (!storage) return e;  // apply adds it
+  const bf16 *b = static_cast<const bf16 *>(ops.bias);
+  for (long i = 0; i < m; ++i) storage[i] = float(b[i]);
+  e.row_bias = storage.get();
   return e;
 }
 

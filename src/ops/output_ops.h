@@ -8,6 +8,7 @@
 
 #include "common/api.h"
 #include <cstdint>
+#include <memory>
 
 #include "common/dtype.h"
 #include "kernels/gemm_types.h"
@@ -44,6 +45,13 @@ void apply_output_ops(const OutputOps &ops, float *c, long ldc, long i0, long m,
 // The Epilogue for GemmArgs::epilogue: applies `*ops` (which must outlive the
 // gemm() call); an empty one when ops.empty().
 Epilogue<float> output_epilogue(const OutputOps &ops);
+
+// The same, for a C of m rows, with Epilogue::row_bias set where `ops` is a
+// bias along C's rows alone with bias_scale 1 (nn.Linear's forward): the
+// f32 bias itself, or a bf16 bias converted into `storage` (m floats,
+// allocated here; without memory for it, row_bias stays null). x + 1 *
+// bias[i] and x + row_bias[i] are the same f32 addition.
+Epilogue<float> output_epilogue(const OutputOps &ops, long m, std::unique_ptr<float[]> &storage);
 
 }  // namespace hcops::ops
 HCOPS_API_END

@@ -14,6 +14,10 @@
 // bound) (rounding is monotone), which a C rounded before its epilogue and
 // again after fails.
 //
+// Each bias case runs with Epilogue::row_bias offered (output_epilogue's
+// overload for a C of m rows: a bias along rows alone, which the AMX
+// kernel adds as it stores C instead of calling apply) and without.
+//
 // Also: every element gets the epilogue exactly once, at its own
 // coordinates, after its final value (an epilogue that adds 1 and counts
 // calls per element), on products of one and of several k blocks, alpha = 0,
@@ -173,6 +177,7 @@ struct Case {
   Activation act = Activation::none;
   float act_alpha = 0, act_scale = 1;
   bool special_bias = false;         // NaN and +-Inf among the bias values
+  bool row_bias = false;             // output_epilogue(ops, m, storage): Epilogue::row_bias where it applies
   bool counting = false;             // the counting epilogue instead of the output operations
   bool b_null = false;               // alpha = 0 or k = 0: A and B null, never read
   const char *b_expected = nullptr;  // how the engine must report op(B), when set
@@ -183,10 +188,11 @@ std::string describe(const Case &c) {
   char s[300];
   std::snprintf(s, sizeof s,
                 "m=%ld n=%ld k=%ld ta=%c tb=%c alpha=%g beta=%g seed=%u; bias %s %s %s scale %g; act %s alpha %g "
-                "scale %g%s",
+                "scale %g%s%s",
                 c.m, c.n, c.k, char(c.ta), char(c.tb), c.alpha, c.beta, c.seed, c.bias ? "yes" : "no",
                 c.bias_type == Dtype::bf16 ? "bf16" : "f32", c.bias_rows ? "rows" : "columns", c.bias_scale,
-                outref::name(c.act), c.act_alpha, c.act_scale, c.counting ? " (counting epilogue)" : "");
+                outref::name(c.act), c.act_alpha, c.act_scale, c.counting ? " (counting epilogue)" : "",
+                c.row_bias ? " (row_bias offered)" : "");
   return s;
 }
 
@@ -236,7 +242,13 @@ std::string run_case(const Case &cs, hcops::GemmReport *rep_out = nullptr) {
   hcops::GemmArgs<Ty> g{
       cs.ta, cs.tb,   m,        n,  k, cs.alpha, cs.b_null ? nullptr : a.data(), lda, cs.b_null ? nullptr : b.data(),
       ldb,   cs.beta, c.data(), ldc};
-  g.epilogue = cs.counting ? counter.epilogue() : hcops::ops::output_epilogue(ops);
+  std::unique_ptr<float[]> row_bias;
+  g.epilogue = cs.counting ? counter.epilogue()
+               : cs.row_bias ? hcops::ops::output_epilogue(ops, m, row_bias)
+                             : hcops::ops::output_epilogue(ops);
+  if (cs.row_bias && cs.bias && cs.bias_rows && cs.bias_scale == 1.0f && cs.act == Activation::none &&
+      !g.epilogue.row_bias)
+    return "output_epilogue gave no row_bias for a bias along rows alone: " + describe(cs);
   const hcops::GemmReport rep = hcops::gemm<Ty>(g);
   if (rep_out) *rep_out = rep;
 
@@ -367,6 +379,7 @@ void test_random(void **) {
     c.beta = kScalars[pick(rng)];
     c.seed = static_cast<unsigned>(rng());
     set_ops(c, unsigned(t));
+    c.row_bias = t & 1;
     check<Ty>(c);
   }
 }
@@ -387,6 +400,8 @@ void test_every_op(void **) {
       c.beta = pick % 2 ? 0.5f : 0.0f;
       c.seed = 100 + pick;
       set_ops(c, pick);
+      check<Ty>(c);
+      c.row_bias = true;  // the same with Epilogue::row_bias offered (taken by the AMX tiles' store)
       check<Ty>(c);
     }
 }

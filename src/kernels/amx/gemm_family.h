@@ -356,6 +356,16 @@ struct PendingBlock {
         _mm512_store_ps(col + 16, hi);
       }
     }
+    if (fused.ep.row_bias) {
+      // nn.Linear's bias (Epilogue::row_bias): added to each column as it is
+      // stored, the f32 addition apply would make, without its call and pass.
+      const float *rb = fused.ep.row_bias + fused.i0;
+      const __m512 blo = _mm512_maskz_loadu_ps(mlo, rb), bhi = _mm512_maskz_loadu_ps(mhi, rb + 16);
+      for (; done < upto; ++done)
+        store_c(c + done * ldc, mask, _mm512_add_ps(_mm512_maskz_load_ps(mlo, acc + 32 * done), blo),
+                _mm512_add_ps(_mm512_maskz_load_ps(mhi, acc + 32 * done + 16), bhi));
+      return;
+    }
     if (fused.ep) fused.ep.apply(fused.ep.ctx, acc + 32 * done, kMr, fused.i0, m, fused.j0 + done, upto - done);
     for (; done < upto; ++done)
       store_c(c + done * ldc, mask, _mm512_maskz_load_ps(mlo, acc + 32 * done),
