@@ -87,6 +87,12 @@ struct EmulatedTiles {
       std::memcpy(d + r * kMaxColsBytes, static_cast<const uint8_t *>(base) + r * stride_bytes, s.cfg.colsb[T]);
   }
 
+  // TILELOADDT1: a cache hint, the same load.
+  template <int T>
+  static void load_once(const void *base, long stride_bytes) {
+    load<T>(base, stride_bytes);
+  }
+
   template <int T>
   static void store(void *base, long stride_bytes) {
     check_tile(T, "TILESTORED");
