@@ -132,7 +132,8 @@ struct PartWork {
 // Units per thread of a part: enough that the last unit of a late thread is
 // a small part of the product, few enough that their A blocks stay large
 // (DiT-S/2's 1536 x 2048 x 384 on 2 threads: 4 row blocks of 384 rows by the
-// planner's 2 column chunks).
+// planner's 2 column chunks). A family may ask for another number
+// (GemmKernel::units_per_thread).
 constexpr long kUnitsPerThread = 4;
 
 static long ceil_div(long a, long b) { return (a + b - 1) / b; }
@@ -146,7 +147,8 @@ PartWork part_work(const GemmArgs<Ty> &g, const DomainPart &part, const Blocking
   w.phases = ceil_div(part.n1 - part.n0, w.pb.nc) * w.nk;
   const long rows = part.m1 - part.m0, cols = std::min(w.pb.nc, part.n1 - part.n0);
   const long row_tiles = ceil_div(rows, kern.mr), col_tiles = ceil_div(cols, kern.nr);
-  const long want = part.threads > 1 ? part.threads * kUnitsPerThread : 1;
+  const long per_thread = kern.units_per_thread > 0 ? kern.units_per_thread : kUnitsPerThread;
+  const long want = part.threads > 1 ? part.threads * per_thread : 1;
   // Rows first (a unit packs its own A block: splitting the columns packs
   // the same rows again), in the planner's column chunks; columns further
   // only when the rows run out (skinny products).

@@ -135,6 +135,11 @@ struct GemmKernel {
   // of the work. A family that computes much faster per thread (AMX) sets
   // more.
   long min_flops_per_thread = 2'000'000;
+  // Units of C each thread of a packed product is given (gemm.cpp's
+  // part_work): more, and a thread that runs late holds up less of the
+  // product; fewer, and the A blocks are larger and each packed by fewer
+  // units. 0: the driver's default.
+  int units_per_thread = 0;
 };
 
 // The depth of a packed panel of kc logical k steps, in packed steps: kc

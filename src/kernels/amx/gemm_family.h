@@ -590,6 +590,12 @@ constexpr GemmKernel<Ty> tile_kernel() {
       // (8.4 Mflop) took 37 us on 2 threads against 31 us on 1 (Xeon, AMX,
       // DiT-S/2's bf16 trace replay). 16 Mflop keeps such products on one.
       .min_flops_per_thread = 16'000'000,
+      // Two units a thread, not the driver's four: each unit packs its own A
+      // block, and four made the weight of DiT's products be packed twice
+      // as often, in blocks half as tall. DiT-S/2's twelve bf16 products
+      // (perf/torch2_gemm.py, 2 threads, caches flushed): 16.4 ms against
+      // 17.3 summed over the shapes, the wheel's oneDNN 21.3 and 21.2.
+      .units_per_thread = 2,
   };
 }
 
