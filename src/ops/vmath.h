@@ -283,7 +283,10 @@ inline V<F> exp_nonpositive(V<F> x) {
   static constexpr float c[] = {1.0f,         1.0f,          0.49999994f,   0.16666521f,
                                 0.041668389f, 0.0083687101f, 0.0013814613f};
   const V<F> p = poly<F>(r, c);
-  if constexpr (detail::HasScale2<F>::value) return F::scale2(p, n);  // one rounding, as below
+  // One rounding into the denormals with scale2; the two factors below
+  // round p 2^-126 first where it is itself subnormal (p < 1), so the
+  // families without scale2 may give a denormal result one ulp apart.
+  if constexpr (detail::HasScale2<F>::value) return F::scale2(p, n);
   const V<F> n1 = F::max(n, F::set1(-126.0f));  // 2^n1 normal; 2^(n - n1) = 1 but below 2^-126
   return F::mul(F::mul(p, F::pow2i(n1)), F::pow2i(F::sub(n, n1)));
 }

@@ -76,7 +76,7 @@ inline std::vector<int64_t> test_cols() {
 }
 
 // HCOPS_ISA, when it names an operator family, must be the one in use; when
-// it names a row without operator kernels (avx512_bf16, GEMM only), the next
+// it names a row without operator kernels (amx, GEMM only), the next
 // operator family of the table this CPU runs (the wrapper script runs this
 // program once per family the CPU can run).
 // (families.def's rows: a family with operators but no table for this CPU's

@@ -150,8 +150,8 @@ def print_tables(profile, out, top):
     if profile.machine is not None and profile.machine.sources:
         print(f"\n%peak: of {'; '.join(sorted(profile.machine.sources))} on {profile.machine.model}, "
               f"at each call's thread count ({profile.threads} where the log does not say)", file=out)
-    print("rate: GFLOPS for GEMMs, matmul, inner product and convolution (2 flops per multiply-add); GB/s for "
-          "operators (each tensor read or written once) and MPI (bytes reduced)", file=out)
+    print("rate: GFLOPS for GEMMs, matmul, inner product, convolution and attention (2 flops per multiply-add); "
+          "GB/s for the other operators (each tensor read or written once) and MPI (bytes reduced)", file=out)
 
 
 def flop_limit(profile):
@@ -176,7 +176,7 @@ def print_limit(profile, out, steps, skipped, step_seconds, stepped=None):
         print("\nFLOP limit: n/a (no call with flops and a peak: --no-peak, or no GEMM/primitive in the log)",
               file=out)
         return
-    print(f"\nFLOP limit: {gflop:.4g} GFLOP of GEMMs and primitives (from their shapes) take {limit_ms:.4g} ms at the "
+    print(f"\nFLOP limit: {gflop:.4g} GFLOP of GEMMs, primitives and attention (from their shapes) take {limit_ms:.4g} ms at the "
           f"peak; those calls took {took_ms:.4g} ms ({100 * limit_ms / took_ms:.0f}% of the limit's rate)"
           + (f"; {skipped} warm-up step(s) left out" if skipped else ""), file=out)
     if steps and stepped is not None:
