@@ -34,6 +34,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # block_model
+from block_model import block_source  # noqa: E402
+
 PYTHON = os.environ["PYTHON"]
 RUN = os.environ.get("HCOPS_RUN", os.path.join(os.environ.get("HCOPS_TEST_TOP_BUILDDIR", ".."), "tools", "hcops-run"))
 TOL = {"f32": 1e-5, "bf16": 1e-2}
@@ -53,20 +56,7 @@ torch.manual_seed(0)
 torch.set_num_threads(2)
 dtype, mode = sys.argv[1], sys.argv[2]
 
-class Block(nn.Module):
-    def __init__(self, d=96, heads=4):
-        super().__init__()
-        self.heads = heads
-        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.n1(x)).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-        return x + self.fc2(F.gelu(self.fc1(self.n2(x)), approximate="tanh"))
-
+''' + block_source("sdpa") + r'''
 model = nn.Sequential(Block(), Block())
 net = model if mode == "eager" else torch.compile(model, mode=mode)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)

@@ -16,6 +16,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # block_model
+from block_model import block_source  # noqa: E402
+
 PYTHON = os.environ["PYTHON"]
 RUN = os.environ.get("HCOPS_RUN", "../tools/hcops-run")
 LIB2 = os.environ["HCOPS_TORCH_LIB"]
@@ -28,20 +31,7 @@ import torch.nn.functional as F
 torch.manual_seed(0)
 dtype = sys.argv[1]
 
-class Block(nn.Module):
-    def __init__(self, d=96, heads=4):
-        super().__init__()
-        self.heads = heads
-        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.n1(x)).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        a = (q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5).softmax(-1)
-        x = x + self.proj((a @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.fc2(F.gelu(self.fc1(self.n2(x)), approximate="tanh"))
-
+''' + block_source("matmul") + r'''
 model = nn.Sequential(Block(), Block())
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 x, y = torch.randn(4, 64, 96), torch.randn(4, 64, 96)

@@ -43,24 +43,26 @@ struct HwTiles {
     HCOPS_TILE_LITERALS(HCOPS_TILE_ZERO);
 #undef HCOPS_TILE_ZERO
   }
-  template <int T>
+  // Once: with TILELOADDT1's hint that the data will not be reused soon (it
+  // need not stay in L1), for a tile whose rows the next blocks do not read
+  // again from L1, so that it does not evict those they do.
+  template <int T, bool Once = false>
   static void load(const void *base, long stride_bytes) {
     static_assert(T >= 0 && T < kTiles, "palette 1 has tiles 0-7");
 #define HCOPS_TILE_LOAD(N) _tile_loadd(N, base, stride_bytes)
+#define HCOPS_TILE_LOAD_ONCE(N) _tile_stream_loadd(N, base, stride_bytes)
     memory_barrier();
-    HCOPS_TILE_LITERALS(HCOPS_TILE_LOAD);
+    if constexpr (Once) {
+      HCOPS_TILE_LITERALS(HCOPS_TILE_LOAD_ONCE);
+    } else {
+      HCOPS_TILE_LITERALS(HCOPS_TILE_LOAD);
+    }
 #undef HCOPS_TILE_LOAD
+#undef HCOPS_TILE_LOAD_ONCE
   }
-  // The same, with TILELOADDT1's hint that the data will not be reused soon
-  // (it need not stay in L1): for a tile whose rows the next blocks do not
-  // read again from L1, so that it does not evict those they do.
   template <int T>
   static void load_once(const void *base, long stride_bytes) {
-    static_assert(T >= 0 && T < kTiles, "palette 1 has tiles 0-7");
-#define HCOPS_TILE_STREAM_LOAD(N) _tile_stream_loadd(N, base, stride_bytes)
-    memory_barrier();
-    HCOPS_TILE_LITERALS(HCOPS_TILE_STREAM_LOAD);
-#undef HCOPS_TILE_STREAM_LOAD
+    load<T, true>(base, stride_bytes);
   }
   template <int T>
   static void store(void *base, long stride_bytes) {
