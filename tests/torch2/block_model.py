@@ -1,9 +1,11 @@
-"""The model of the torch2 tests that train in a child process (python -c):
-a transformer block in DiT's shape (LayerNorm, qkv, attention, proj, fc1,
-tanh GeLU, fc2, residuals; hidden 96, 4 heads), as source text that
-defines `Block` (with torch, nn and F imported). attention: "matmul" (q k^T,
-softmax, @ v: the dispatcher's bmm and softmax) or "sdpa"
-(scaled_dot_product_attention: the CPU flash kernel)."""
+"""The training of the torch2 tests that train in a child process (python
+-c), as source text (with json, sys, torch, nn and F imported, the seed
+set): two transformer blocks in DiT's shape (LayerNorm, qkv, attention,
+proj, fc1, tanh GeLU, fc2, residuals; hidden 96, 4 heads, 64 tokens, batch
+4) trained 5 steps with AdamW (lr 1e-3) under bf16 autocast when `dtype` is
+"bf16", leaving `model`, `net` (what ran the steps) and `losses`.
+attention: "matmul" (q k^T, softmax, @ v: the dispatcher's bmm and softmax)
+or "sdpa" (scaled_dot_product_attention: the CPU flash kernel)."""
 
 _BLOCK = """
 class Block(nn.Module):
@@ -26,5 +28,22 @@ _ATTENTION = {
 }
 
 
-def block_source(attention):
-    return _BLOCK.replace("ATTENTION", _ATTENTION[attention])
+_TRAIN = """
+model = nn.Sequential(Block(), Block())
+net = NET
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+x, y = torch.randn(4, 64, 96), torch.randn(4, 64, 96)
+losses = []
+for _ in range(5):
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+        loss = F.mse_loss(net(x).float(), y)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+"""
+
+
+def training_source(attention, net="model"):
+    """net: the expression that runs the model (e.g. a torch.compile of it)."""
+    return _BLOCK.replace("ATTENTION", _ATTENTION[attention]) + _TRAIN.replace("NET", net)

@@ -35,7 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # block_model
-from block_model import block_source  # noqa: E402
+from block_model import training_source  # noqa: E402
 
 PYTHON = os.environ["PYTHON"]
 RUN = os.environ.get("HCOPS_RUN", os.path.join(os.environ.get("HCOPS_TEST_TOP_BUILDDIR", ".."), "tools", "hcops-run"))
@@ -56,19 +56,7 @@ torch.manual_seed(0)
 torch.set_num_threads(2)
 dtype, mode = sys.argv[1], sys.argv[2]
 
-''' + block_source("sdpa") + r'''
-model = nn.Sequential(Block(), Block())
-net = model if mode == "eager" else torch.compile(model, mode=mode)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-x, y = torch.randn(4, 64, 96), torch.randn(4, 64, 96)
-losses = []
-for _ in range(5):
-    opt.zero_grad()
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-        loss = F.mse_loss(net(x).float(), y)
-    loss.backward()
-    opt.step()
-    losses.append(loss.item())
+''' + training_source("sdpa", 'model if mode == "eager" else torch.compile(model, mode=mode)') + r'''
 with torch.no_grad():  # the trained model on a probe: every parameter's updates show in it
     probe = net(torch.randn(1, 64, 96, generator=torch.Generator().manual_seed(1))).float().flatten().tolist()
 print(json.dumps({"losses": losses, "probe": probe}))

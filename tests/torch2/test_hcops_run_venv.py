@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # block_model
-from block_model import block_source  # noqa: E402
+from block_model import training_source  # noqa: E402
 
 PYTHON = os.environ["PYTHON"]
 RUN = os.environ.get("HCOPS_RUN", "../tools/hcops-run")
@@ -31,18 +31,7 @@ import torch.nn.functional as F
 torch.manual_seed(0)
 dtype = sys.argv[1]
 
-''' + block_source("matmul") + r'''
-model = nn.Sequential(Block(), Block())
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-x, y = torch.randn(4, 64, 96), torch.randn(4, 64, 96)
-losses = []
-for _ in range(5):
-    opt.zero_grad()
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-        loss = F.mse_loss(model(x).float(), y)
-    loss.backward()
-    opt.step()
-    losses.append(loss.item())
+''' + training_source("matmul") + r'''
 out = {"losses": losses, "torch": torch.__version__}
 try:
     import hcops.torch as ht
