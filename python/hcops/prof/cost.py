@@ -21,7 +21,7 @@ FORWARD_TENSORS = 2
 ADAM_TENSORS = 7
 
 
-def _ints(text):
+def ints(text):
     return [int(x) for x in re.findall(r"\d+", text)]
 
 
@@ -83,7 +83,7 @@ ATTENTION_FLOPS = {"_scaled_dot_product_flash_attention_for_cpu": 4,
 
 
 def attention_flops(name, shape, keys):
-    d = _ints(shape)
+    d = ints(shape)
     if len(d) < 4:
         return 0.0
     b, h, l, e = d[:4]
@@ -95,7 +95,7 @@ def operator_bytes(name, dtype, shape):
     if name.startswith("adam"):
         m = re.search(r"(\d+) elements", shape)
         return float(ADAM_TENSORS * 4 * int(m.group(1))) if m else 0.0
-    elems = _prod(_ints(shape)) if _ints(shape) else 0
+    elems = _prod(ints(shape)) if ints(shape) else 0
     tensors = BACKWARD_TENSORS if "backward" in name else FORWARD_TENSORS
     return float(tensors * size * elems)
 

@@ -29,17 +29,15 @@ Any other line is the program's own output and is skipped. Open MPI's
 import re
 from dataclasses import dataclass, field
 
+from . import cost
+
 TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:")
 GEMM_ROUTINE = re.compile(r"^((cblas_)?[sdchz]?[a-z0-9_]*gemm[a-z0-9_]*|aten::(mm|addmm|bmm|baddbmm))$")
 DETAIL = re.compile(r"\b(batches|dtype)=([a-z0-9]+)")
 TRANSPOSES = {"N", "T", "C", "n", "t", "c"}
-# The attention operators (shim/torch/attention.cpp): flops, not bytes (cost.py).
-ATTENTION_OPS = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward")
+# The attention operators' keys (their verbose details: "S=<keys>"); cost.py
+# counts their flops.
 ATTENTION_KEYS = re.compile(r"\bS=(\d+)")
-
-
-def _ints_of(text):
-    return [int(x) for x in re.findall(r"\d+", text)]
 
 
 class LogError(Exception):
@@ -130,14 +128,14 @@ def _operator(f, lineno):
     threads = _number(f[3], lineno, "threads", int)
     ms = _time(f[4], lineno)
     dims, shape = {"shape": f[2]}, f[2]
-    if f[0] in ATTENTION_OPS:
+    if f[0] in cost.ATTENTION_FLOPS:
         # Attention's shape is B x H x L x E (queries); its keys S are in
         # the details. Keys other than the queries' count are part of the
         # shape (calls of other S are other rows).
         m = ATTENTION_KEYS.search(",".join(f[6:]))
         if m:
             dims["keys"] = int(m.group(1))
-            lengths = _ints_of(f[2])
+            lengths = cost.ints(f[2])
             if len(lengths) == 4 and lengths[2] != dims["keys"]:
                 shape = f"{f[2]} S={m.group(1)}"
     return Record("operator", f[0], shape, f[1], f[5], ms, threads, dims=dims, lineno=lineno)

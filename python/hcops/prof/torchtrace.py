@@ -38,8 +38,7 @@ import math
 from . import cost as logcost
 
 GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
-ATTENTION = {"aten::_scaled_dot_product_flash_attention_for_cpu": 4,
-             "aten::_scaled_dot_product_flash_attention_for_cpu_backward": 10}
+ATTENTION = {"aten::" + name: per for name, per in logcost.ATTENTION_FLOPS.items()}
 # Leaves that touch no data (views, allocations, metadata) or only dispatch.
 NO_DATA = {
     "aten::view", "aten::_unsafe_view", "aten::as_strided", "aten::t", "aten::transpose", "aten::permute",
