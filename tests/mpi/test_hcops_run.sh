@@ -1,9 +1,10 @@
 #!/bin/sh
 # hcops-run's split of CPUs between local ranks (--dry-run prints its choice):
 # whole cores, between the ranks given the same CPU set only, on this machine
-# and on an SMT topology from HCOPS_TOPOLOGY_DIR (HWLOC_XMLFILE).
+# and on an SMT topology from HCOPS_TOPOLOGY_DIR (HWLOC_XMLFILE); and the
+# malloc tunables it gives the command (GLIBC_TUNABLES).
 run=${HCOPS_RUN:?HCOPS_RUN must name the hcops-run to test}
-unset PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE \
+unset PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE GLIBC_TUNABLES \
   MPI_LOCALRANKID MPI_LOCALNRANKS PMI_LOCAL_RANK PMI_LOCAL_SIZE SLURM_LOCALID SLURM_NTASKS_PER_NODE
 TMPDIR=$(mktemp -d)
 export TMPDIR
@@ -82,6 +83,44 @@ if [ -f "$xml" ]; then
 else
   echo "FAIL: no $xml (the checkout's tests/topologies): topology cases not run"
   failed=1
+fi
+
+echo "== malloc tunables"
+# tunables ARGS...: the GLIBC_TUNABLES the command sees.
+tunables() { "$run" "$@" sh -c 'echo "${GLIBC_TUNABLES-unset}"'; }
+mmap=glibc.malloc.mmap_threshold=33554432 trim=glibc.malloc.trim_threshold=4294967296
+check_tunables() {  # WHAT GOT WANT
+  echo "$1: $2"
+  [ "$2" = "$3" ] || { echo "FAIL: $1: '$2', expected '$3'"; failed=1; }
+}
+check_tunables "default" "$(tunables)" "$mmap:$trim"
+check_tunables "--no-malloc-tuning" "$(tunables --no-malloc-tuning)" unset
+check_tunables "the caller's trim threshold kept" \
+  "$(GLIBC_TUNABLES=glibc.malloc.trim_threshold=5:glibc.cpu.x86_rep_movsb_threshold=4096 tunables)" \
+  "glibc.malloc.trim_threshold=5:glibc.cpu.x86_rep_movsb_threshold=4096:$mmap"
+check_tunables "hcops-run under hcops-run adds nothing twice" \
+  "$("$run" "$run" sh -c 'echo "$GLIBC_TUNABLES"')" "$mmap:$trim"
+check_tunables "--no-malloc-tuning keeps the caller's" \
+  "$(GLIBC_TUNABLES=glibc.malloc.arena_max=2 tunables --no-malloc-tuning)" glibc.malloc.arena_max=2
+# glibc accepts them (an out-of-range value is ignored silently; this one is
+# the largest mmap threshold it takes): a 16 MiB block comes from the heap,
+# not from mmap, once they apply.
+# Where a 16 MiB malloc comes from (mallinfo2's count of mmapped blocks).
+probe='
+import ctypes, ctypes.util
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                              "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = Mallinfo2
+libc.malloc.restype = ctypes.c_void_p
+before = libc.mallinfo2().hblks
+p = libc.malloc(16 << 20)
+print("mmapped" if libc.mallinfo2().hblks > before else "heap")
+libc.free(ctypes.c_void_p(p))'
+if command -v python3 >/dev/null 2>&1; then
+  check_tunables "a 16 MiB malloc under hcops-run" "$("$run" --no-ops python3 -c "$probe")" heap
+  check_tunables "a 16 MiB malloc without it (the control)" "$(python3 -c "$probe")" mmapped
 fi
 
 [ $failed = 0 ] && echo "test_hcops_run.sh: all cases passed"
