@@ -38,8 +38,8 @@ std::string kernel_line(const char *name, const Topology &topo) {
   const char *packing =
       k.b_in_place ? (b_packing() == BPacking::always
                           ? "always packed (HCOPS_PACK_B=always)"
-                          : "read in place when the family's tiles can load it (AMX: op(B) = B of bf16, k and n "
-                            "multiples of 32); else packed")
+                          : "read in place where the family's kernels can (op(B) = B of bf16: AMX with k and n "
+                            "multiples of 32, avx512_bf16 with k even); else packed")
       : !k.full_direct                  ? "always packed (no in-place kernel)"
       : b_packing() == BPacking::always ? "always packed (HCOPS_PACK_B=always)"
       : b_packing() == BPacking::never

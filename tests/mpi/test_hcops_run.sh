@@ -5,6 +5,7 @@
 # malloc tunables it gives the command (GLIBC_TUNABLES).
 run=${HCOPS_RUN:?HCOPS_RUN must name the hcops-run to test}
 unset PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE GLIBC_TUNABLES \
+  MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ \
   MPI_LOCALRANKID MPI_LOCALNRANKS PMI_LOCAL_RANK PMI_LOCAL_SIZE SLURM_LOCALID SLURM_NTASKS_PER_NODE
 TMPDIR=$(mktemp -d)
 export TMPDIR
@@ -100,6 +101,8 @@ check_tunables "the caller's trim threshold kept" \
   "glibc.malloc.trim_threshold=5:glibc.cpu.x86_rep_movsb_threshold=4096:$mmap"
 check_tunables "hcops-run under hcops-run adds nothing twice" \
   "$("$run" "$run" sh -c 'echo "$GLIBC_TUNABLES"')" "$mmap:$trim"
+check_tunables "glibc's MALLOC_TRIM_THRESHOLD_ left to the caller" \
+  "$(MALLOC_TRIM_THRESHOLD_=65536 tunables)" "$mmap"
 check_tunables "--no-malloc-tuning keeps the caller's" \
   "$(GLIBC_TUNABLES=glibc.malloc.arena_max=2 tunables --no-malloc-tuning)" glibc.malloc.arena_max=2
 # glibc accepts them (an out-of-range value is ignored silently; this one is
@@ -112,13 +115,19 @@ libc = ctypes.CDLL(ctypes.util.find_library("c"))
 class Mallinfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+if not hasattr(libc, "mallinfo2"):  # glibc before 2.33
+    raise SystemExit(print("unknown"))
 libc.mallinfo2.restype = Mallinfo2
 libc.malloc.restype = ctypes.c_void_p
 before = libc.mallinfo2().hblks
 p = libc.malloc(16 << 20)
 print("mmapped" if libc.mallinfo2().hblks > before else "heap")
 libc.free(ctypes.c_void_p(p))'
-if command -v python3 >/dev/null 2>&1; then
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "SKIP: where a malloc comes from: no python3"
+elif [ "$(python3 -c "$probe")" = unknown ]; then
+  echo "SKIP: where a malloc comes from: this glibc has no mallinfo2 (before 2.33)"
+else
   check_tunables "a 16 MiB malloc under hcops-run" "$("$run" --no-ops python3 -c "$probe")" heap
   check_tunables "a 16 MiB malloc without it (the control)" "$(python3 -c "$probe")" mmapped
 fi

@@ -236,7 +236,7 @@ void fused_macro_kernel(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk) {
   const __m512 vb = _mm512_set1_ps(blk.beta);
   for (long jr = blk.j0; jr < blk.j1; jr += kNr) {
     const int n = static_cast<int>(std::min<long>(kNr, blk.j1 - jr));
-    const bf16 *b = blk.b_packed + jr * kc;
+    const bf16 *b = direct ? nullptr : blk.b_packed + jr * kc;  // (no offset on a null panel)
     if constexpr (can_be_direct)
       if (direct) b = blk.b + jr * blk.csb;
     for (long ir = 0; ir < blk.mc; ir += kMr) {
@@ -256,16 +256,20 @@ void fused_macro_kernel(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk) {
       }
       tile_into(scratch, long(kMr), 0.0f, nullptr);
       const __mmask16 lo = rows_mask(std::min(m, 16)), hi = m > 16 ? rows_mask(m - 16) : 0;
+      // Rows past m of the scratch were never written: masked off, so that
+      // nothing computes on them (no floating-point flags from stale values).
       for (int j = 0; j < n && blk.beta != 0.0f; ++j) {  // + beta C, the fma the kernel makes
         float *s = scratch + j * kMr;
         const C *cj = c + j * blk.ldc;
-        _mm512_store_ps(s, _mm512_fmadd_ps(vb, Out<C>::load(cj, lo), _mm512_load_ps(s)));
-        if (hi) _mm512_store_ps(s + 16, _mm512_fmadd_ps(vb, Out<C>::load(cj + 16, hi), _mm512_load_ps(s + 16)));
+        _mm512_mask_store_ps(s, lo, _mm512_fmadd_ps(vb, Out<C>::load(cj, lo), _mm512_maskz_load_ps(lo, s)));
+        if (hi)
+          _mm512_mask_store_ps(s + 16, hi,
+                               _mm512_fmadd_ps(vb, Out<C>::load(cj + 16, hi), _mm512_maskz_load_ps(hi, s + 16)));
       }
       blk.epilogue.apply(blk.epilogue.ctx, scratch, kMr, i0, m, j0, n);
       for (int j = 0; j < n; ++j) {
-        Out<C>::store(c + j * blk.ldc, _mm512_load_ps(scratch + j * kMr), lo);
-        if (hi) Out<C>::store(c + j * blk.ldc + 16, _mm512_load_ps(scratch + j * kMr + 16), hi);
+        Out<C>::store(c + j * blk.ldc, _mm512_maskz_load_ps(lo, scratch + j * kMr), lo);
+        if (hi) Out<C>::store(c + j * blk.ldc + 16, _mm512_maskz_load_ps(hi, scratch + j * kMr + 16), hi);
       }
     }
   }
