@@ -105,10 +105,10 @@ check_tunables "glibc's MALLOC_TRIM_THRESHOLD_ left to the caller" \
   "$(MALLOC_TRIM_THRESHOLD_=65536 tunables)" "$mmap"
 check_tunables "--no-malloc-tuning keeps the caller's" \
   "$(GLIBC_TUNABLES=glibc.malloc.arena_max=2 tunables --no-malloc-tuning)" glibc.malloc.arena_max=2
-# glibc accepts them (an out-of-range value is ignored silently; this one is
-# the largest mmap threshold it takes): a 16 MiB block comes from the heap,
-# not from mmap, once they apply.
-# Where a 16 MiB malloc comes from (mallinfo2's count of mmapped blocks).
+# That glibc applies them (it ignores an out-of-range value silently; 32 MiB
+# is the largest mmap threshold it takes): where a 16 MiB malloc comes from,
+# by mallinfo2's count of mmapped blocks, under hcops-run (the heap) and
+# without it (mmap).
 probe='
 import ctypes, ctypes.util
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -116,7 +116,8 @@ class Mallinfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
 if not hasattr(libc, "mallinfo2"):  # glibc before 2.33
-    raise SystemExit(print("unknown"))
+    print("unknown")
+    raise SystemExit(0)
 libc.mallinfo2.restype = Mallinfo2
 libc.malloc.restype = ctypes.c_void_p
 before = libc.mallinfo2().hblks

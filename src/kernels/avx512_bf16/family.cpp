@@ -72,30 +72,30 @@ struct Out<bf16> {
 struct Packed {
   const word *pb;
   Packed(const bf16 *b, long) : pb(reinterpret_cast<const word *>(b)) {}
-  word at(int j) const { return pb[j]; }
+  __m512bh pair(int j) const { return (__m512bh)_mm512_set1_epi32(pb[j]); }
   void next() { pb += kNr; }
   // The panel is one stream, 48 bytes a step: 16 steps ahead.
   void prefetch() const { _mm_prefetch(reinterpret_cast<const char *>(pb) + 768, _MM_HINT_T0); }
 };
 
 // op(B) read where it is (B not transposed: column j at b + j * ldb, its
-// pair q the 32-bit word q of it). This is how nn.Linear's forward and input
-// gradient get their activations (the large operand: 2048 x 1536 in DiT-S/2)
-// with no packing pass of their own, which, with the operands cold, the
-// units had to wait for. Up to 12 streams of 4 bytes a step: each step
-// prefetches one of them 64 steps ahead, in turn, so each line is asked for
-// once or twice before it is read.
-using uword = int32_t __attribute__((may_alias, aligned(2)));  // ldb may be odd
+// pair q the 32-bit word q of it, broadcast as the skinny kernel's b_pair
+// does). This is how nn.Linear's forward and input gradient get their
+// activations (the large operand: 2048 x 1536 in DiT-S/2) with no packing
+// pass of their own, which, with the operands cold, the units had to wait
+// for. Up to 12 streams of 4 bytes a step: each step prefetches one of them
+// 64 steps ahead, in turn, so each line is asked for once or twice before it
+// is read.
 template <int N>
 struct InPlace {
-  const char *row0;
-  long ld;  // bytes between columns
+  const bf16 *col0;
+  long ldb;
   int turn = 0;
-  InPlace(const bf16 *b, long ldb) : row0(reinterpret_cast<const char *>(b)), ld(2 * ldb) {}
-  word at(int j) const { return *reinterpret_cast<const uword *>(row0 + j * ld); }
-  void next() { row0 += 4; }
+  InPlace(const bf16 *b, long ld) : col0(b), ldb(ld) {}
+  __m512bh pair(int j) const { return skinny_bf16::b_pair(col0 + j * ldb, 0); }
+  void next() { col0 += 2; }
   void prefetch() {
-    _mm_prefetch(row0 + turn * ld + 256, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(col0 + turn * ldb) + 256, _MM_HINT_T0);
     turn = turn + 1 == N ? 0 : turn + 1;
   }
 };
@@ -134,7 +134,7 @@ __attribute__((always_inline)) inline void tile(long kcp, float alpha, const bf1
     if constexpr (MV == 2) a1 = (__m512bh)_mm512_load_si512(pa + 64);
 #pragma GCC unroll 12
     for (int j = 0; j < N; ++j) {
-      const __m512bh bj = (__m512bh)_mm512_set1_epi32(src.at(j));
+      const __m512bh bj = src.pair(j);
       c0[j] = _mm512_dpbf16_ps(c0[j], a0, bj);
       if constexpr (MV == 2) c1[j] = _mm512_dpbf16_ps(c1[j], a1, bj);
     }
