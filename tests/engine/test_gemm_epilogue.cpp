@@ -411,10 +411,12 @@ void test_every_op(void **) {
 // without beta.
 template <typename Ty>
 void test_exactly_once(void **) {
-  // k = 4133: deeper than a bf16 C takes in one block on any family
-  // (blocking.h's kNarrowCMaxKc), so through the f32 copy of C.
-  const long shapes[][3] = {{1, 1, 1}, {17, 13, 7}, {300, 257, 129}, {61, 45, 2101}, {97, 400, 520}, {33, 21, 4133}};
-  static_assert(4133 > hcops::kNarrowCMaxKc, "a k deeper than a bf16 C's one block");
+  // k = 4608 (DiT-XL's fc2): one deep k block for a bf16 C on a family that
+  // fuses the epilogue; k = 8221: deeper than a bf16 C takes in one block on
+  // any family (blocking.h's kNarrowCMaxKc), so through the f32 copy of C.
+  const long shapes[][3] = {{1, 1, 1},     {17, 13, 7},    {300, 257, 129}, {61, 45, 2101},
+                            {97, 400, 520}, {37, 29, 4608}, {33, 21, 8221}};
+  static_assert(4608 <= hcops::kNarrowCMaxKc && 8221 > hcops::kNarrowCMaxKc, "one deep k block, then the f32 copy");
   bool two_threads = false;
   for (const auto &s : shapes)
     for (int t = 0; t < 4; ++t) {

@@ -13,7 +13,7 @@
 //
 // Blocking is gemm/blocking.h's: with 2-byte panels it gives kc = 512 (the
 // clamp; a 12 KiB B micro-panel, a quarter of Zen 5's L1), mc = 512 (a 512
-// KiB A block, half of L2), nc up to 8184; a bf16 C takes k up to 4096 in one
+// KiB A block, half of L2), nc up to 8184; a bf16 C takes k up to 8192 in one
 // block instead, because the macro-kernel fuses the epilogue
 // (fused_macro_kernel), and its B micro-panel then streams from L2 beside
 // A, both prefetched. op(B) = B (nn.Linear's activations in its forward and
