@@ -71,6 +71,14 @@ inline void transpose_square(__m512d r[8]) {
   for (int j = 0; j < 2; ++j) transpose_lanes(t + j, r + j, 2);
 }
 
+// How many lanes x lanes blocks ahead transpose_rows prefetches. Each block
+// reads one line from each of `lanes` rows, and a row of an A block is only
+// kc values (24 lines at DiT's kc = 384): streams too short and too many for
+// the hardware prefetchers to follow. On Zen 5, DiT-XL's forward Linear
+// 512 x 3456 x 1152 f32 (A = the weight, transposed) went from 9.27 to 8.68
+// ms on 2 threads, level with the same product on a contiguous W^T (8.6).
+constexpr long kPrefetchBlocks = 4;
+
 // interleave_rows' contract (pack.h) for A panels, whose width MR is a
 // multiple of the lane count: dst[p * width + r] = src[r * ld + p] for
 // r < rows, zero for rows <= r < width. W is the family's vector traits
@@ -78,10 +86,18 @@ inline void transpose_square(__m512d r[8]) {
 template <typename W, typename T>
 void transpose_rows(T *dst, const T *src, long ld, long kc, long rows, int width) {
   constexpr int n = W::lanes;
+  const long steps = (kc + n - 1) / n * n;  // a row block's k, in blocks of n
   for (int r0 = 0; r0 < width; r0 += n) {
     const int nrows = static_cast<int>(std::clamp<long>(rows - r0, 0, n));
     for (long p0 = 0; p0 < kc; p0 += n) {
       const int np = static_cast<int>(std::min<long>(n, kc - p0));
+      // The block kPrefetchBlocks ahead in this loop's order, possibly in the
+      // next row block: a line of each of its rows.
+      const long ahead = p0 + kPrefetchBlocks * n;
+      const long pa = ahead < kc ? ahead : ahead - steps, ra = ahead < kc ? r0 : r0 + n;
+      if (pa >= 0 && pa < kc)
+        for (long i = ra; i < std::min<long>(rows, ra + n); ++i)
+          _mm_prefetch(reinterpret_cast<const char *>(src + i * ld + pa), _MM_HINT_T0);
       typename W::V v[n];
       for (int i = 0; i < n; ++i) v[i] = i < nrows ? W::loadu(src + (r0 + i) * ld + p0, W::mask(np)) : W::zero();
       if (nrows) transpose_square(v);
