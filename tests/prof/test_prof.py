@@ -358,7 +358,49 @@ def trace_tests():
           "real trace: GeLU with its bytes")
 
 
+def machine_cache():
+    """The measured peaks are cached per CPU and boot: the same boot reads
+    them back, another boot (a guest moved, a clock changed) measures again
+    and replaces the entry."""
+    sys.path.insert(0, os.path.join(SRC, "python"))
+    from hcops.prof import machine
+    fake = os.path.join(TMP, "fake-peak")
+    runs = os.path.join(TMP, "fake-peak.runs")
+    with open(fake, "w") as f:
+        f.write(f"#!/bin/sh\necho run >> {runs}\n"
+                "echo '{\"avx512\": {\"f32\": {\"1\": 100.0, \"2\": 200.0}}}'\n")
+    os.chmod(fake, 0o755)
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "machine-cache")
+    try:
+        def count():
+            return sum(1 for _ in open(runs)) if os.path.exists(runs) else 0
+        first = machine.Machine(lambda name: fake).peak("f32", 2)
+        again = machine.Machine(lambda name: fake).peak("f32", 2)
+        check(first == 200.0 and again == 200.0 and count() == 1,
+              f"peaks measured once and read back on the same boot ({first}, {again}, {count()} run(s))")
+        path = os.path.join(os.environ["XDG_CACHE_HOME"], "hcops", "prof-machine.json")
+        with open(path) as f:
+            cache = json.load(f)
+        for entry in cache.values():
+            entry["boot"] = "an-earlier-boot"
+            entry["peak"]["f32:2"] = 1.0
+        with open(path, "w") as f:
+            json.dump(cache, f)
+        other = machine.Machine(lambda name: fake).peak("f32", 2)
+        with open(path) as f:
+            boots = [e.get("boot") for e in json.load(f).values()]
+        check(other == 200.0 and count() == 2 and boots == [machine.boot_id()],
+              f"another boot's peaks measured again and replaced ({other}, {count()} run(s), boots {boots})")
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
+
+
 with tempfile.TemporaryDirectory(prefix="hcops-prof-test.") as TMP:
+    machine_cache()
     hand_logs()
     step_logs()
     bad_logs()

@@ -1,10 +1,14 @@
 """This machine's measured peaks, which make a call's GFLOPS or GB/s a
 fraction: the FMA peak per precision and thread count (hcops-peak: the best
 of the ISA families that run the precision), and the STREAM triad bandwidth
-(hcops-stream). Measured once per machine and thread count, then cached in
-$XDG_CACHE_HOME/hcops/prof-machine.json (~/.cache/...), keyed by the CPU's
-model name, its flags and the number of CPUs: another CPU (sessions on
-clouds change them) measures again."""
+(hcops-stream). Measured once per machine, boot and thread count, then
+cached in $XDG_CACHE_HOME/hcops/prof-machine.json (~/.cache/...), keyed by
+the CPU's model name, its flags, the number of CPUs and the boot: another
+CPU (sessions on clouds change them) measures again, and so does the same
+model after a reboot, which may be a guest on another host or at another
+clock (a 2-core "AMD EPYC" guest measured 263 f32 GFLOPS on one thread in
+one session and 287 in the next). Only the current boot's entry for a CPU
+is kept."""
 import hashlib
 import json
 import os
@@ -28,6 +32,15 @@ def cpu_identity():
         pass
     key = hashlib.sha1(f"{model}|{flags}|{os.cpu_count()}".encode()).hexdigest()[:16]
     return model, key
+
+
+def boot_id():
+    """The kernel's identifier of this boot ("" where there is none)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def _cache_path():
@@ -73,6 +86,7 @@ class Machine:
     def __init__(self, find, peak_gflops=None, bandwidth=None, measure=True):
         self.find = find
         self.model, self.key = cpu_identity()
+        self.boot = boot_id()
         self.given_peak = peak_gflops
         self.given_bw = bandwidth
         self.measure = measure
@@ -80,7 +94,10 @@ class Machine:
         self.sources = set()
 
     def _entry(self):
-        return self.cache.setdefault(self.key, {"model": self.model, "peak": {}, "triad": {}})
+        entry = self.cache.get(self.key)
+        if entry is None or entry.get("boot", "") != self.boot:
+            entry = self.cache[self.key] = {"model": self.model, "boot": self.boot, "peak": {}, "triad": {}}
+        return entry
 
     def peak(self, precision, threads):
         if self.given_peak:
