@@ -12,8 +12,9 @@ Runs perf/dit/dit.py (the authors' DiT; its attention is matmul + softmax,
 which the dispatcher takes) with the venv's python, each configuration in a
 process of its own, alternating the two in every round (A-B, B-A, ...), and
 reports the median of the per-round ratios of median step times (each
-variant's against hcops-run's), the losses
-of both (which must agree: f32 1e-4, bf16 1e-2 relative), the machine's
+variant's against hcops-run's), the losses (hcops-run's against stock eager's,
+hcops-run + compile's against compile's, which must agree: f32 1e-4, bf16
+1e-2 relative; compiled stock against eager is shown), the machine's
 FLOP rate of the step against hcops-peak's, and where HCOps' step spends its
 time (one verbose step read by hcops-prof).
 
@@ -201,12 +202,24 @@ def main():
         med = {n: statistics.median(t) for n, t in times.items()}
         print("median step: " + ", ".join(f"{n} {med[n]:.3f} s" for n in variants) + "; hcops' speedup (median of "
               "per-round ratios) over " + ", ".join(f"{n} {statistics.median(ratios[n]):.3f}x" for n in others))
-        for n in others:
-            rel = max(rel_diff(a, b) for a, b in zip(losses[n], losses["hcops"]))
+        # Each variant's losses against those computed the same way but for
+        # HCOps: hcops-run + torch.compile against torch.compile in the same
+        # mode, every eager variant against hcops-run. A compiled stock step
+        # against eager is inductor's own numerics (its fused reductions and
+        # optimizer, which DiT's 20 steps take 5e-4 apart in f32): shown, not
+        # judged.
+        for n in variants:
+            if n == "hcops":
+                continue
+            ref = n.replace("hcops+", "", 1) if n.startswith("hcops+") else "hcops"
+            if ref not in losses:
+                ref = "hcops"
+            rel = max(rel_diff(a, b) for a, b in zip(losses[n], losses[ref]))
+            judged = not (n.startswith("compile") and ref == "hcops")
             agree = rel <= LOSS_RTOL[amp]
-            ok = ok and agree
-            print(f"losses of {n} and hcops agree within {rel:.2e} (limit {LOSS_RTOL[amp]:g}): "
-                  f"{'yes' if agree else 'NO'}")
+            ok = ok and (agree or not judged)
+            verdict = ("yes" if agree else "NO") if judged else "inductor's own numerics, not judged"
+            print(f"losses of {n} and {ref} agree within {rel:.2e} (limit {LOSS_RTOL[amp]:g}): {verdict}")
         key = "f32_gflops" if amp == "none" else "bf16_gflops"
         if peak and key in peak:
             print(f"FLOP limit of the step: {flops / 1e9:.1f} GFLOP of GEMMs at hcops-peak's {peak[key]:.0f} GFLOPS = "
