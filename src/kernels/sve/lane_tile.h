@@ -1,11 +1,12 @@
 // The SVE "by lane" microkernel, vector-length agnostic, shared by the sve
-// family (FMLA by lane, f32 and f64) and sve_bf16 (BFDOT by lane on k
-// pairs): a tile of two vectors of C's rows by 12 columns, mr = 2 VL /
-// (accumulator bits). One step is two A vectors, three 128-bit quadwords of
-// B replicated across the vector (LD1RQ; f64: six), and 24 multiply-adds by
-// lane, each an A vector times one column of a quadword: 24 accumulators +
-// 2 A + the quadwords fit SVE's 32 registers, and 5 loads (f64: 8) feed 24
-// multiply-adds, where a broadcast per column (LD1R) would take 14.
+// family (FMLA by lane or of B's values broadcast, f32 and f64) and
+// sve_bf16 (BFDOT by lane on k pairs): a tile of two vectors of C's rows
+// by 12 columns, mr = 2 VL / (accumulator bits). One step is two A
+// vectors, B's 12 columns as replicated quadwords (three LD1RQ; sve's f64:
+// six) or as single values broadcast (twelve LD1RW / LD1RD), and 24
+// multiply-adds, each an A vector times one column: 24 accumulators + 2 A
+// + B's registers fit SVE's 32. sve takes the quadwords below 512-bit
+// vectors and the broadcasts from 512 (sve/family.cpp says why).
 //
 // SVE registers are sizeless: no arrays of them, so the 12 columns are
 // spelled by a macro. Partial tiles run the same code: fewer rows are
@@ -19,10 +20,10 @@
 //   T                    the accumulators' type (float, double)
 //   In                   the packed panels' element type
 //   kIn                  panel elements per row or column per step (pairs: 2)
-//   kPerQuad             columns per 128-bit quadword of B
+//   kPerQuad             columns per load of B (a quadword's, or 1)
 //   AV                   A's and B's vector type
 //   load(p)              one vector of the panel at p
-//   load_quad(p)         the quadword at p, replicated
+//   load_quad(p)         B's kPerQuad columns at p, replicated
 //   fma_lane<L>(acc, a, q)   acc + a * (column L of each quadword of q)
 // Included by each family's source, compiled with its flags (the anonymous
 // namespace keeps every family's copy its own, as pack.h's).
