@@ -89,20 +89,20 @@ fi
 echo "== malloc tunables"
 # tunables ARGS...: the GLIBC_TUNABLES the command sees.
 tunables() { "$run" "$@" sh -c 'echo "${GLIBC_TUNABLES-unset}"'; }
-mmap=glibc.malloc.mmap_threshold=33554432 trim=glibc.malloc.trim_threshold=4294967296
+mmap=glibc.malloc.mmap_threshold=33554432 trim=glibc.malloc.trim_threshold=4294967296 thp=glibc.malloc.hugetlb=1
 check_tunables() {  # WHAT GOT WANT
   echo "$1: $2"
   [ "$2" = "$3" ] || { echo "FAIL: $1: '$2', expected '$3'"; failed=1; }
 }
-check_tunables "default" "$(tunables)" "$mmap:$trim"
+check_tunables "default" "$(tunables)" "$mmap:$trim:$thp"
 check_tunables "--no-malloc-tuning" "$(tunables --no-malloc-tuning)" unset
 check_tunables "the caller's trim threshold kept" \
   "$(GLIBC_TUNABLES=glibc.malloc.trim_threshold=5:glibc.cpu.x86_rep_movsb_threshold=4096 tunables)" \
-  "glibc.malloc.trim_threshold=5:glibc.cpu.x86_rep_movsb_threshold=4096:$mmap"
+  "glibc.malloc.trim_threshold=5:glibc.cpu.x86_rep_movsb_threshold=4096:$mmap:$thp"
 check_tunables "hcops-run under hcops-run adds nothing twice" \
-  "$("$run" "$run" sh -c 'echo "$GLIBC_TUNABLES"')" "$mmap:$trim"
+  "$("$run" "$run" sh -c 'echo "$GLIBC_TUNABLES"')" "$mmap:$trim:$thp"
 check_tunables "glibc's MALLOC_TRIM_THRESHOLD_ left to the caller" \
-  "$(MALLOC_TRIM_THRESHOLD_=65536 tunables)" "$mmap"
+  "$(MALLOC_TRIM_THRESHOLD_=65536 tunables)" "$mmap:$thp"
 check_tunables "--no-malloc-tuning keeps the caller's" \
   "$(GLIBC_TUNABLES=glibc.malloc.arena_max=2 tunables --no-malloc-tuning)" glibc.malloc.arena_max=2
 # That glibc applies them (it ignores an out-of-range value silently; 32 MiB
@@ -131,6 +131,37 @@ elif [ "$(python3 -c "$probe")" = unknown ]; then
 else
   check_tunables "a 16 MiB malloc under hcops-run" "$("$run" --no-ops python3 -c "$probe")" heap
   check_tunables "a 16 MiB malloc without it (the control)" "$(python3 -c "$probe")" mmapped
+fi
+
+# hugetlb=1 applied: a 64 MiB malloc (mapped: past the mmap threshold),
+# touched, is backed by transparent huge pages (AnonHugePages in
+# smaps_rollup) under hcops-run and not without it. Only where the kernel's
+# THP mode is "madvise" (with "always" both have them, with "never"
+# neither), and on a glibc that knows the tunable (2.35 and later).
+thp_probe='
+import ctypes, ctypes.util
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.malloc.restype = ctypes.c_void_p
+n = 64 << 20
+p = libc.malloc(n)
+ctypes.memset(p, 1, n)
+kb = 0
+with open("/proc/self/smaps_rollup") as f:
+    for line in f:
+        if line.startswith("AnonHugePages:"):
+            kb = int(line.split()[1])
+print("huge" if kb >= 2048 else "small")'
+thp_mode=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || true)
+glibc_minor=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc 2\.\([0-9]*\).*/\1/p')
+if ! command -v python3 >/dev/null 2>&1 || [ ! -r /proc/self/smaps_rollup ]; then
+  echo "SKIP: huge pages for malloc: no python3 or no /proc/self/smaps_rollup"
+elif [ "$thp_mode" != madvise ]; then
+  echo "SKIP: huge pages for malloc: the kernel's THP mode is '${thp_mode:-unknown}', not madvise"
+elif [ "${glibc_minor:-0}" -lt 35 ]; then
+  echo "SKIP: huge pages for malloc: glibc 2.${glibc_minor:-?} has no glibc.malloc.hugetlb"
+else
+  check_tunables "a 64 MiB malloc under hcops-run" "$("$run" --no-ops python3 -c "$thp_probe")" huge
+  check_tunables "a 64 MiB malloc without it (the control)" "$(python3 -c "$thp_probe")" small
 fi
 
 [ $failed = 0 ] && echo "test_hcops_run.sh: all cases passed"
