@@ -11,6 +11,11 @@
 //                                the 2w f32 of A~'s step p, b_p the 2w of B~'s
 //   bfmopa(pairs, a, b, acc)     the same over pairs of k steps, each a_p a
 //                                2w x 2 bf16 pair row (kernels/pack_pairs.h)
+//   fmopa_to_c(kc, a, b, acc, alpha, beta, c, ldc, m, n), bfmopa_to_c(...)
+//                                the same sums into m x n of an f32 C:
+//                                fma(beta, C, alpha sum) (C not read when
+//                                beta = 0), written from the tiles (acc:
+//                                the caller's block, for an emulation)
 // acc is the 2w x 2w f32 block of C, column-major (leading dimension 2w):
 // the four f32 tiles ZA0-ZA3 (w x w each) as 2 x 2.
 //
@@ -20,11 +25,12 @@
 // vector loads for four outer products (4 w^2 multiply-adds): the ZA
 // array holds the accumulators, so no register limits the tile.
 //
-// The tiles write their sums to acc, and the C++ around them scales, adds
-// beta C and stores the m x n part: the streaming-mode code stays a few
-// instructions in one place (HwTiles), and the family's logic is testable on
-// emulated tiles. The cost is one pass over the 2w x 2w block per kc steps
-// (doc/aarch64.md gives the projected share).
+// An f32 C without an epilogue is written from ZA inside the streaming
+// region (HwTiles::fmopa_to_c). Otherwise (a bf16 C, rounded once; an
+// epilogue) the tiles write their sums to acc, and the C++ around them
+// scales, adds beta C, applies the epilogue and stores the m x n part, at
+// the cost of one pass over the 2w x 2w block per kc steps. The family's
+// logic is testable on emulated tiles.
 #pragma once
 
 #include <algorithm>
@@ -89,8 +95,17 @@ struct TileKernel {
 
   // One tile into acc (2w x 2w), then C: kcp is the packed depth (pairs of
   // steps for bf16 panels).
+  // An f32 C without an epilogue is written from the tiles themselves
+  // (Tiles::*_to_c): no pass over acc.
   static void tile(float *acc, long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m,
                    int n, const Epilogue<float> &ep, long i0, long j0) {
+    if constexpr (std::is_same_v<C, float>) {
+      if (!ep) {
+        if constexpr (kPairs) Tiles::bfmopa_to_c(kcp / 2, a, b, acc, alpha, beta, c, ldc, m, n);
+        else Tiles::fmopa_to_c(kcp, a, b, acc, alpha, beta, c, ldc, m, n);
+        return;
+      }
+    }
     if constexpr (kPairs) Tiles::bfmopa(kcp / 2, a, b, acc);
     else Tiles::fmopa(kcp, a, b, acc);
     write_back(acc, width(), alpha, beta, c, ldc, m, n, ep, i0, j0);

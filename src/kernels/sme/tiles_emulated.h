@@ -28,23 +28,60 @@ struct EmulatedTiles {
   static_assert(W >= 4 && W <= 64 && (W & (W - 1)) == 0, "SVL is 128 to 2048 bits, a power of two");
   static long words() { return W; }
 
-  static void fmopa(long kc, const float *a, const float *b, float *acc) {
+  static void fmopa(long kc, const float *a, const float *b, float *acc, bool zero = true) {
     constexpr int n = 2 * W;
-    for (int x = 0; x < n * n; ++x) acc[x] = 0.0f;  // zero {za}
+    if (zero)
+      for (int x = 0; x < n * n; ++x) acc[x] = 0.0f;  // zero {za}
     for (long p = 0; p < kc; ++p, a += n, b += n)
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < n; ++i) acc[i + j * n] = std::fma(a[i], b[j], acc[i + j * n]);
     emulated_mopa_count.fetch_add(4 * kc, std::memory_order_relaxed);
   }
 
-  static void bfmopa(long pairs, const bf16 *a, const bf16 *b, float *acc) {
+  static void bfmopa(long pairs, const bf16 *a, const bf16 *b, float *acc, bool zero = true) {
     constexpr int n = 2 * W;
-    for (int x = 0; x < n * n; ++x) acc[x] = 0.0f;
+    if (zero)
+      for (int x = 0; x < n * n; ++x) acc[x] = 0.0f;
     for (long q = 0; q < pairs; ++q, a += 2 * n, b += 2 * n)
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < n; ++i)
           acc[i + j * n] += float(a[2 * i]) * float(b[2 * j]) + float(a[2 * i + 1]) * float(b[2 * j + 1]);
     emulated_mopa_count.fetch_add(4 * pairs, std::memory_order_relaxed);
+  }
+
+  // The sums into m x n of an f32 C as HwTiles writes them from ZA: with
+  // alpha = 1 and beta = 1, C loaded into the tiles before the outer
+  // products; otherwise FMUL by alpha, then FMLA of beta C (one rounding),
+  // C not read when beta = 0.
+  static void to_c(const float *acc, float alpha, float beta, float *c, long ldc, int m, int n) {
+    constexpr int w2 = 2 * W;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        const float r = alpha * acc[i + j * w2];
+        c[i + j * ldc] = beta == 0.0f ? r : std::fma(c[i + j * ldc], beta, r);
+      }
+  }
+  static void c_into(float *acc, const float *c, long ldc, int m, int n) {
+    constexpr int w2 = 2 * W;
+    for (int x = 0; x < w2 * w2; ++x) acc[x] = 0.0f;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) acc[i + j * w2] = c[i + j * ldc];
+  }
+  static void fmopa_to_c(long kc, const float *a, const float *b, float *acc, float alpha, float beta, float *c,
+                         long ldc, int m, int n) {
+    const bool onto_c = alpha == 1.0f && beta == 1.0f;
+    if (onto_c) c_into(acc, c, ldc, m, n);
+    fmopa(kc, a, b, acc, !onto_c);
+    if (onto_c) to_c(acc, 1.0f, 0.0f, c, ldc, m, n);
+    else to_c(acc, alpha, beta, c, ldc, m, n);
+  }
+  static void bfmopa_to_c(long pairs, const bf16 *a, const bf16 *b, float *acc, float alpha, float beta, float *c,
+                          long ldc, int m, int n) {
+    const bool onto_c = alpha == 1.0f && beta == 1.0f;
+    if (onto_c) c_into(acc, c, ldc, m, n);
+    bfmopa(pairs, a, b, acc, !onto_c);
+    if (onto_c) to_c(acc, 1.0f, 0.0f, c, ldc, m, n);
+    else to_c(acc, alpha, beta, c, ldc, m, n);
   }
 };
 

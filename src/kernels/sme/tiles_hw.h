@@ -1,8 +1,9 @@
 // SME's outer products on the hardware: FMOPA (f32) and BFMOPA (bf16 pairs
 // into f32) into the four f32 tiles of ZA, for gemm_family.h. Each call is
 // one streaming-mode region: SMSTART (streaming mode and ZA on), ZERO
-// {ZA}, the k loop (two A and two B vector loads, four outer products),
-// the tiles stored to acc column by column (vertical slices), SMSTOP. Only
+// {ZA} (or C loaded into it), the k loop (two A and two B vector loads,
+// four outer products), the tiles stored column by column (vertical
+// slices) to acc or, for an f32 C, to C itself (fmopa_to_c), SMSTOP. Only
 // these instructions run in streaming mode: no compiled code, which GCC 12
 // would build for non-streaming SVE/NEON (many NEON instructions are
 // illegal in streaming mode without FEAT_SME_FA64), and the k loop holds no
@@ -18,7 +19,10 @@
 // themselves raise no flags: SME's ZA-targeting floating-point
 // instructions never update FPSR (nor trap), so an overflowing sgemm on
 // this family leaves the caller's flags as they were, where the other
-// families add overflow and inexact (tests/abi/test_fp_env.c).
+// families add overflow and inexact (tests/abi/test_fp_env.c). The alpha
+// and beta arithmetic of fmopa_to_c, inside the region, raises none
+// either; that of a bf16 C or an epilogue (gemm_family.h's write_back, in
+// C++ after the region) does.
 //
 // ZA is private to these calls (AAPCS64's SME rules for a function that
 // neither shares ZA with its caller nor leaves it on): a caller that keeps
@@ -39,6 +43,12 @@
 namespace hcops::kernels::sme {
 
 struct HwTiles {
+  static unsigned bits_of(float x) {
+    unsigned u;
+    __builtin_memcpy(&u, &x, sizeof u);
+    return u;
+  }
+
   // SVL/32: RDSVL runs outside streaming mode too.
   static long words() {
     static const long w = [] {
@@ -138,6 +148,125 @@ struct HwTiles {
                  : HCOPS_SME_CLOBBERS);
   }
 #undef HCOPS_SME_REGION
+
+// C = alpha ZA + beta C for an f32 C, from the tiles inside the region:
+// m x n of C (m, n <= 2w), column j of C as the vertical slices j of ZA0
+// (rows 0..w-1) and ZA1 (rows w..2w-1) for j < w, of ZA2 and ZA3 for the
+// columns from w; rows past m predicated off (WHILELT). Three ways, by
+// `mode`:
+//   1 (alpha = 1, beta = 0; PyTorch's mm): ZA stored to C (ST1W of each
+//     slice), C never read;
+//   2 (alpha = 1, beta = 1; the k blocks after the first): C loaded into
+//     ZA before the k loop (LD1W of each slice), the outer products added
+//     to it, ZA stored back;
+//   0 (any other alpha, beta): each slice read (MOVA), scaled by alpha
+//     (FMUL), beta C added (FMLA, one rounding; C not read when beta = 0),
+//     stored.
+// No pass over a block in memory, and nothing of it outside streaming
+// mode. The region gives the caller's FPSR back, so this arithmetic raises
+// no flags, as the outer products.
+#define HCOPS_SME_COLUMNS(LABEL, BODY)          \
+  "mov w12, #0\n" LABEL ":\n\t"                 \
+  "cmp x12, x15\n\t"                             \
+  "b.ge " LABEL "f\n\t" BODY                    \
+  "add x11, x11, %[ldc]\n\t"                    \
+  "add w12, w12, #1\n\t"                        \
+  "b " LABEL "b\n" LABEL ":\n\t"
+
+// Every column of C in two passes: tiles ZA0/ZA1 (columns 0..n1-1), then
+// ZA2/ZA3 (columns w..w+n2-1); x11 walks C's columns.
+#define HCOPS_SME_ALL_COLUMNS(BODY, L1, L2)                                         \
+  "mov x11, %[c]\n\t"                                                               \
+  "mov x15, %[n1]\n\t" HCOPS_SME_COLUMNS(L1, BODY("za0", "za1")) "mov x15, %[n2]\n\t" \
+      HCOPS_SME_COLUMNS(L2, BODY("za2", "za3"))
+
+#define HCOPS_SME_LOAD_C(TOP, BOTTOM)                   \
+  "ld1w {" TOP "v.s[w12, 0]}, p1/z, [x11]\n\t"          \
+  "ld1w {" BOTTOM "v.s[w12, 0]}, p2/z, [x11, x9, lsl #2]\n\t"
+#define HCOPS_SME_STORE_C(TOP, BOTTOM)                 \
+  "st1w {" TOP "v.s[w12, 0]}, p1, [x11]\n\t"           \
+  "st1w {" BOTTOM "v.s[w12, 0]}, p2, [x11, x9, lsl #2]\n\t"
+#define HCOPS_SME_SCALE_C(TOP, BOTTOM)                  \
+  "mova z4.s, p0/m, " TOP "v.s[w12, 0]\n\t"             \
+  "mova z5.s, p0/m, " BOTTOM "v.s[w12, 0]\n\t"          \
+  "fmul z4.s, z4.s, z30.s\n\t"                          \
+  "fmul z5.s, z5.s, z30.s\n\t"                          \
+  "cbz %[has_beta], 7f\n\t"                             \
+  "ld1w {z6.s}, p1/z, [x11]\n\t"                        \
+  "ld1w {z7.s}, p2/z, [x11, x9, lsl #2]\n\t"            \
+  "fmla z4.s, p0/m, z6.s, z31.s\n\t"                    \
+  "fmla z5.s, p0/m, z7.s, z31.s\n"                      \
+  "7:\n\t"                                              \
+  "st1w {z4.s}, p1, [x11]\n\t"                          \
+  "st1w {z5.s}, p2, [x11, x9, lsl #2]\n\t"
+
+#define HCOPS_SME_REGION_TO_C(LD1, T, MOPA)                                     \
+  ".arch_extension sme\n\t"                                                   \
+  "mrs x14, fpsr\n\t"                                                         \
+  "smstart\n\t"                                                               \
+  "ptrue p0.b\n\t"                                                            \
+  "zero {za}\n\t"                                                             \
+  "cntw x9\n\t" /* w */                                                       \
+  "mov x10, #0\n\t"                                                           \
+  "whilelt p1.s, x10, %[m]\n\t" /* rows 0..w-1 of C present */               \
+  "whilelt p2.s, x9, %[m]\n\t"  /* rows w..2w-1 */                            \
+  "cmp %[mode], #2\n\t"                                                       \
+  "b.ne 8f\n\t" HCOPS_SME_ALL_COLUMNS(HCOPS_SME_LOAD_C, "5", "6") "8:\n\t"    \
+  "cbz %[n], 2f\n"                                                            \
+  "1:\n\t" LD1 " {z0." T "}, p0/z, [%[a]]\n\t" LD1 " {z1." T "}, p0/z, [%[a], #1, mul vl]\n\t" LD1 \
+  " {z2." T "}, p0/z, [%[b]]\n\t" LD1 " {z3." T "}, p0/z, [%[b], #1, mul vl]\n\t" MOPA                \
+  " za0.s, p0/m, p0/m, z0." T ", z2." T "\n\t" MOPA " za1.s, p0/m, p0/m, z1." T ", z2." T "\n\t" MOPA \
+  " za2.s, p0/m, p0/m, z0." T ", z3." T "\n\t" MOPA " za3.s, p0/m, p0/m, z1." T ", z3." T "\n\t"      \
+  "addvl %[a], %[a], #2\n\t"                                                  \
+  "addvl %[b], %[b], #2\n\t"                                                  \
+  "subs %[n], %[n], #1\n\t"                                                   \
+  "b.ne 1b\n"                                                                 \
+  "2:\n\t"                                                                    \
+  "cbz %[mode], 9f\n\t" HCOPS_SME_ALL_COLUMNS(HCOPS_SME_STORE_C, "3", "4")    \
+  "b 10f\n"                                                                   \
+  "9:\n\t"                                                                    \
+  "dup z30.s, %w[alpha]\n\t"                                                  \
+  "dup z31.s, %w[beta]\n\t" HCOPS_SME_ALL_COLUMNS(HCOPS_SME_SCALE_C, "3", "4") \
+  "10:\n\t"                                                                   \
+  "smstop\n\t"                                                                \
+  "msr fpsr, x14\n\t"
+
+#define HCOPS_SME_TO_C_OPERANDS                                                                          \
+  [alpha] "r"(bits_of(alpha)), [beta] "r"(bits_of(beta)), [has_beta] "r"(long(beta != 0.0f)), [c] "r"(c), \
+      [ldc] "r"(ldc * long(sizeof(float))), [m] "r"(long(m)), [n1] "r"(n1), [n2] "r"(n2),                  \
+      [mode] "r"(to_c_mode(alpha, beta))
+
+  static long to_c_mode(float alpha, float beta) {
+    return alpha == 1.0f && beta == 0.0f ? 1 : alpha == 1.0f && beta == 1.0f ? 2 : 0;
+  }
+
+  // m x n of C = alpha (sum over kc steps of a_p (x) b_p) + beta C, from ZA.
+  // (acc, the emulation's block, is not used: the sums stay in ZA.)
+  static void fmopa_to_c(long kc, const float *a, const float *b, float * /*acc*/, float alpha, float beta, float *c,
+                         long ldc, int m, int n) {
+    const long w = words(), n1 = n < w ? n : w, n2 = n - w;
+    commit_lazy_save();
+    asm volatile(HCOPS_SME_REGION_TO_C("ld1w", "s", "fmopa")
+                 : [n] "+r"(kc), [a] "+r"(a), [b] "+r"(b)
+                 : HCOPS_SME_TO_C_OPERANDS
+                 : HCOPS_SME_CLOBBERS, "x15");
+  }
+  static void bfmopa_to_c(long pairs, const bf16 *a, const bf16 *b, float * /*acc*/, float alpha, float beta,
+                          float *c, long ldc, int m, int n) {
+    const long w = words(), n1 = n < w ? n : w, n2 = n - w;
+    commit_lazy_save();
+    asm volatile(HCOPS_SME_REGION_TO_C("ld1h", "h", "bfmopa")
+                 : [n] "+r"(pairs), [a] "+r"(a), [b] "+r"(b)
+                 : HCOPS_SME_TO_C_OPERANDS
+                 : HCOPS_SME_CLOBBERS, "x15");
+  }
+#undef HCOPS_SME_TO_C_OPERANDS
+#undef HCOPS_SME_REGION_TO_C
+#undef HCOPS_SME_SCALE_C
+#undef HCOPS_SME_STORE_C
+#undef HCOPS_SME_LOAD_C
+#undef HCOPS_SME_ALL_COLUMNS
+#undef HCOPS_SME_COLUMNS
 #undef HCOPS_SME_STORE_ZA
 #undef HCOPS_SME_CLOBBERS
 };
