@@ -45,9 +45,12 @@ constexpr long kNarrowCMaxKc = 8192;
 // beside A, which costs less than writing and reading back C in f32 (AMX,
 // DiT's k = 1152 to 2048 with 2048 tokens: 1.2-1.7x faster products;
 // avx512_bf16 on Zen 5, DiT-XL's k = 4608 with 512 tokens: 68 -> 92-100 %
-// of the peak). At kNarrowCMaxKc a micro-panel of 32 rows or columns (AMX's
-// and avx512_bf16's mr, AMX's nr) is 512 KiB of bf16, still within the L2
-// of the cores that run these families; deeper, C goes through the f32
+// of the peak). At kNarrowCMaxKc MC falls to mr and the A block is one
+// micro-panel of 32 rows (AMX's and avx512_bf16's mr): 512 KiB of bf16,
+// half of Zen 5's 1 MiB L2 beside avx512_bf16's 192 KiB B micro-panel, and
+// with AMX's 512 KiB one (32 columns) half of Sapphire Rapids' 2 MiB. SME
+// at streaming vectors longer than 512 bits (mr 64-128) outgrows L2 at
+// that depth (no such core exists yet). Deeper, C goes through the f32
 // copy.
 template <typename Ty>
 Blocking blocking_for_product(const Topology &topo, const GemmKernel<Ty> &k, long depth) {

@@ -374,7 +374,10 @@ def machine_cache():
     os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "machine-cache")
     try:
         def count():
-            return sum(1 for _ in open(runs)) if os.path.exists(runs) else 0
+            if not os.path.exists(runs):
+                return 0
+            with open(runs) as f:
+                return sum(1 for _ in f)
         first = machine.Machine(lambda name: fake).peak("f32", 2)
         again = machine.Machine(lambda name: fake).peak("f32", 2)
         check(first == 200.0 and again == 200.0 and count() == 1,
