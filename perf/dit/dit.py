@@ -22,6 +22,7 @@ none through oneDNN's convolution) and the epsilon MSE alone.
   $PYTHON dit.py --model S --batch 8 --steps 3 --warmup 1 --threads 2 --seed 0 --json
   $PYTHON dit.py --autocast bf16 ...   # forward and loss under torch.autocast("cpu", bfloat16)
   $PYTHON dit.py --loader-workers 1 ...  # latents from a DataLoader worker's CPU-side augmentation
+  $PYTHON dit.py --trace step.json ...   # the last step under torch.profiler: hcops-prof step.json --csv F
 
 --loader-workers N takes each batch's latents from a torch DataLoader with N
 worker processes, which prepare every sample on the CPU as DiT's ImageNet
@@ -422,7 +423,7 @@ def ipex_optimize(model, opt, amp):
 
 
 def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="dit", loader_workers=0,
-        compile_mode="none", ipex=False):
+        compile_mode="none", ipex=False, trace=None):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     model = DiT(*CONFIGS[model_name], variant=variant)
@@ -443,8 +444,16 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         if loader:  # the wait for the worker's batch is part of the step
             x0, y = next(loader)
             data = (x0, y, data[2], data[3])
+        # --trace: the last step under torch.profiler (shapes recorded), for
+        # hcops-prof's whole-step table (its time is the profiled step's).
+        profiler = torch.profiler.profile(record_shapes=True) if trace and i == warmup + steps - 1 else None
+        if profiler:
+            profiler.__enter__()
         loss = train_step(net, opt, abar, data, amp)
         elapsed = time.perf_counter() - start
+        if profiler:
+            profiler.__exit__(None, None, None)
+            profiler.export_chrome_trace(trace)
         if i >= warmup:
             step_times.append(elapsed)
             losses.append(loss)
@@ -491,6 +500,8 @@ def main():
     ap.add_argument("--ipex", action="store_true",
                     help="ipex.optimize(model, optimizer, dtype) first (intel-extension-for-pytorch, in its own venv)")
     ap.add_argument("--json", action="store_true", help="print one JSON line instead of a summary")
+    ap.add_argument("--trace", metavar="FILE", help="the last step under torch.profiler (shapes recorded), written "
+                    "as a Chrome trace for hcops-prof FILE [--csv]")
     args = ap.parse_args()
     if args.compile != "none" and not hasattr(torch, "compile"):
         ap.error(f"--compile: torch {torch.__version__} has no torch.compile")
@@ -499,8 +510,10 @@ def main():
     if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
         ap.error(f"--attention sdpa: torch {torch.__version__} has no F.scaled_dot_product_attention")
     Attention.fused = args.attention == "sdpa"
+    if args.trace and not hasattr(torch, "profiler"):
+        ap.error(f"--trace: torch {torch.__version__} has no torch.profiler")
     result = run(args.model, args.batch, args.steps, args.warmup, args.threads, args.seed, args.autocast,
-                 args.variant, args.loader_workers, args.compile, args.ipex)
+                 args.variant, args.loader_workers, args.compile, args.ipex, args.trace)
     if args.json:
         print(json.dumps(result))
         return
