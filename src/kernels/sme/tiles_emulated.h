@@ -67,21 +67,22 @@ struct EmulatedTiles {
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) acc[i + j * w2] = c[i + j * ldc];
   }
-  static void fmopa_to_c(long kc, const float *a, const float *b, float *acc, float alpha, float beta, float *c,
-                         long ldc, int m, int n) {
+  // sums(acc, zero): the outer products into acc, zeroed first or not.
+  template <typename Sums>
+  static void sums_to_c(Sums sums, float *acc, float alpha, float beta, float *c, long ldc, int m, int n) {
     const bool onto_c = alpha == 1.0f && beta == 1.0f;
     if (onto_c) c_into(acc, c, ldc, m, n);
-    fmopa(kc, a, b, acc, !onto_c);
+    sums(acc, !onto_c);
     if (onto_c) to_c(acc, 1.0f, 0.0f, c, ldc, m, n);
     else to_c(acc, alpha, beta, c, ldc, m, n);
   }
+  static void fmopa_to_c(long kc, const float *a, const float *b, float *acc, float alpha, float beta, float *c,
+                         long ldc, int m, int n) {
+    sums_to_c([&](float *s, bool zero) { fmopa(kc, a, b, s, zero); }, acc, alpha, beta, c, ldc, m, n);
+  }
   static void bfmopa_to_c(long pairs, const bf16 *a, const bf16 *b, float *acc, float alpha, float beta, float *c,
                           long ldc, int m, int n) {
-    const bool onto_c = alpha == 1.0f && beta == 1.0f;
-    if (onto_c) c_into(acc, c, ldc, m, n);
-    bfmopa(pairs, a, b, acc, !onto_c);
-    if (onto_c) to_c(acc, 1.0f, 0.0f, c, ldc, m, n);
-    else to_c(acc, alpha, beta, c, ldc, m, n);
+    sums_to_c([&](float *s, bool zero) { bfmopa(pairs, a, b, s, zero); }, acc, alpha, beta, c, ldc, m, n);
   }
 };
 

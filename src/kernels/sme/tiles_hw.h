@@ -112,24 +112,28 @@ struct HwTiles {
   "cmp x12, x9\n\t"                                \
   "b.lt 3b\n\t"
 
-// One streaming-mode region: the k loop of LD1 loads (element T) and MOPA
-// outer products over %[n] steps, then the tiles to acc.
+// The k loop: LD1 loads (element T) of two A and two B vectors and four
+// MOPA outer products a step, over %[n] steps (none when %[n] = 0).
+#define HCOPS_SME_K_LOOP(LD1, T, MOPA)                                                                  \
+  "cbz %[n], 2f\n"                                                                                    \
+  "1:\n\t" LD1 " {z0." T "}, p0/z, [%[a]]\n\t" LD1 " {z1." T "}, p0/z, [%[a], #1, mul vl]\n\t" LD1 \
+  " {z2." T "}, p0/z, [%[b]]\n\t" LD1 " {z3." T "}, p0/z, [%[b], #1, mul vl]\n\t" MOPA                \
+  " za0.s, p0/m, p0/m, z0." T ", z2." T "\n\t" MOPA " za1.s, p0/m, p0/m, z1." T ", z2." T "\n\t" MOPA \
+  " za2.s, p0/m, p0/m, z0." T ", z3." T "\n\t" MOPA " za3.s, p0/m, p0/m, z1." T ", z3." T "\n\t"      \
+  "addvl %[a], %[a], #2\n\t"                                                                          \
+  "addvl %[b], %[b], #2\n\t"                                                                          \
+  "subs %[n], %[n], #1\n\t"                                                                           \
+  "b.ne 1b\n"                                                                                         \
+  "2:\n\t"
+
+// One streaming-mode region: the k loop, then the tiles to acc.
 #define HCOPS_SME_REGION(LD1, T, MOPA)                                          \
   ".arch_extension sme\n\t"                                                   \
   "mrs x14, fpsr\n\t"                                                         \
   "smstart\n\t"                                                               \
   "ptrue p0.b\n\t"                                                            \
-  "zero {za}\n\t"                                                             \
-  "cbz %[n], 2f\n"                                                            \
-  "1:\n\t" LD1 " {z0." T "}, p0/z, [%[a]]\n\t" LD1 " {z1." T "}, p0/z, [%[a], #1, mul vl]\n\t" LD1 \
-  " {z2." T "}, p0/z, [%[b]]\n\t" LD1 " {z3." T "}, p0/z, [%[b], #1, mul vl]\n\t" MOPA                \
-  " za0.s, p0/m, p0/m, z0." T ", z2." T "\n\t" MOPA " za1.s, p0/m, p0/m, z1." T ", z2." T "\n\t" MOPA \
-  " za2.s, p0/m, p0/m, z0." T ", z3." T "\n\t" MOPA " za3.s, p0/m, p0/m, z1." T ", z3." T "\n\t"      \
-  "addvl %[a], %[a], #2\n\t"                                                  \
-  "addvl %[b], %[b], #2\n\t"                                                  \
-  "subs %[n], %[n], #1\n\t"                                                   \
-  "b.ne 1b\n"                                                                 \
-  "2:\n\t" HCOPS_SME_STORE_ZA "smstop\n\t"                                     \
+  "zero {za}\n\t" HCOPS_SME_K_LOOP(LD1, T, MOPA) HCOPS_SME_STORE_ZA           \
+  "smstop\n\t"                                                                \
   "msr fpsr, x14\n\t"
 
   static void fmopa(long kc, const float *a, const float *b, float *acc) {
@@ -212,16 +216,7 @@ struct HwTiles {
   "whilelt p2.s, x9, %[m]\n\t"  /* rows w..2w-1 */                            \
   "cmp %[mode], #2\n\t"                                                       \
   "b.ne 8f\n\t" HCOPS_SME_ALL_COLUMNS(HCOPS_SME_LOAD_C, "5", "6") "8:\n\t"    \
-  "cbz %[n], 2f\n"                                                            \
-  "1:\n\t" LD1 " {z0." T "}, p0/z, [%[a]]\n\t" LD1 " {z1." T "}, p0/z, [%[a], #1, mul vl]\n\t" LD1 \
-  " {z2." T "}, p0/z, [%[b]]\n\t" LD1 " {z3." T "}, p0/z, [%[b], #1, mul vl]\n\t" MOPA                \
-  " za0.s, p0/m, p0/m, z0." T ", z2." T "\n\t" MOPA " za1.s, p0/m, p0/m, z1." T ", z2." T "\n\t" MOPA \
-  " za2.s, p0/m, p0/m, z0." T ", z3." T "\n\t" MOPA " za3.s, p0/m, p0/m, z1." T ", z3." T "\n\t"      \
-  "addvl %[a], %[a], #2\n\t"                                                  \
-  "addvl %[b], %[b], #2\n\t"                                                  \
-  "subs %[n], %[n], #1\n\t"                                                   \
-  "b.ne 1b\n"                                                                 \
-  "2:\n\t"                                                                    \
+  HCOPS_SME_K_LOOP(LD1, T, MOPA)                                              \
   "cbz %[mode], 9f\n\t" HCOPS_SME_ALL_COLUMNS(HCOPS_SME_STORE_C, "3", "4")    \
   "b 10f\n"                                                                   \
   "9:\n\t"                                                                    \
@@ -267,6 +262,7 @@ struct HwTiles {
 #undef HCOPS_SME_LOAD_C
 #undef HCOPS_SME_ALL_COLUMNS
 #undef HCOPS_SME_COLUMNS
+#undef HCOPS_SME_K_LOOP
 #undef HCOPS_SME_STORE_ZA
 #undef HCOPS_SME_CLOBBERS
 };
