@@ -92,9 +92,6 @@ KERNELS = [
 SME_SVL = 512
 SME_MOPA_PER_CYCLE = 1.0
 
-DTYPE_OPS = {"f32": "fma32", "f64": "fma64", "bf16": "dot16"}
-
-
 def flops_of(arch, line, vl):
     """Flops of one instruction (0 if it multiplies nothing): 2 per
     multiply-add, at vector length vl (bits; SME: its streaming length)."""
@@ -127,9 +124,12 @@ def flops_of(arch, line, vl):
     return 0
 
 
-def peak_block(arch, dtype):
+def peak_block(arch, dtype, family=""):
     """Assembly of 24 independent multiply-adds of the kernel's kind: the
     model's peak per cycle, in the same terms as the loop."""
+    if family == "neon":
+        t = "4s" if dtype == "f32" else "2d"
+        return [f"fmla v{i}.{t}, v30.{t}, v31.{t}" for i in range(24)]
     if arch == "aarch64":
         if dtype == "f32":
             return [f"fmla z{i}.s, p0/m, z30.s, z31.s" for i in range(24)]
@@ -141,10 +141,6 @@ def peak_block(arch, dtype):
     if dtype == "f64":
         return [f"vfmadd231pd %zmm30, %zmm31, %zmm{i}" for i in range(24)]
     return [f"vdpbf16ps %zmm30, %zmm31, %zmm{i}" for i in range(24)]
-
-
-def neon_peak_block():
-    return [f"fmla v{i}.4s, v30.4s, v31.4s" for i in range(24)]
 
 
 CLOCK_PROBE = r"""
@@ -244,25 +240,18 @@ def innermost_loop(arch, body, vl):
         m = BRANCH.match(text)
         if m:
             target = int(m.group(2), 16)
-            label = ".Lloop" if target == body[s][0] else ".Lout"
-            text = text[:m.start(2)].rstrip().rstrip("#") + (" " if text[:m.start(2)].endswith(" ") else "") + label
-            text = re.sub(r"\s+\.L", " .L", text)
+            text = text[:m.start(2)].rstrip(" #") + " " + (".Lloop" if target == body[s][0] else ".Lout")
         text = re.sub(r"\s*<[^>]*>$", "", text)
         lines.append(text)
     lines.append(".Lout:")
     return lines, best_flops
 
 
-def mca(tool, arch, cpu, mattr, lines, iterations=1000, skip_unsupported=False):
+def mca(tool, arch, cpu, mattr, lines, iterations=1000):
     """Cycles per iteration of `lines` on the model, or None and why."""
-    triple = "aarch64" if arch == "aarch64" else "x86_64"
-    cmd = [tool, f"-mtriple={triple}", f"-mcpu={cpu}", f"-iterations={iterations}"]
+    cmd = [tool, f"-mtriple={arch}", f"-mcpu={cpu}", f"-iterations={iterations}"]
     if mattr:
         cmd.append(f"-mattr={mattr}")
-    if arch == "aarch64":
-        cmd.append("-mattr=+sme" if "sme" in " ".join(lines) or "za" in " ".join(lines) else "-mattr=+neon")
-    if skip_unsupported:
-        cmd.append("-skip-unsupported-instructions=lack-sched")
     p = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True, text=True)
     m = re.search(r"Total Cycles:\s+(\d+)", p.stdout)
     if p.returncode != 0 or not m:
@@ -291,47 +280,41 @@ def analyse(args):
         if not names:
             notes.append(f"{family} {dtype}: no symbol matching {pattern}")
             continue
-        body = disasm[arch][names[0]]
+        # The loop with the most multiply-adds is the same at any vector
+        # length (their flops all scale with it): taken once, counted per core.
+        loop, _ = innermost_loop(arch, disasm[arch][names[0]], 128)
+        if not loop:
+            notes.append(f"{family} {dtype}: no loop with multiply-adds in {names[0]}")
+            continue
+        fma = sum(1 for t in loop if flops_of(arch, t, 128))
+        row = dict(arch=arch, family=family, dtype=dtype, loop_instructions=len(loop) - 2, multiply_adds=fma)
+        if family == "sme":  # no core model of it: the assumption, the rest on V2's model
+            flops = sum(flops_of(arch, t, SME_SVL) for t in loop)
+            _, cpu, mattr = CORES["neoverse-v2"][:3]
+            rest, _ = mca(tool, arch, cpu, mattr, [t for t in loop if not flops_of(arch, t, SME_SVL)])
+            cyc = max(fma / SME_MOPA_PER_CYCLE, rest or 0)
+            peak = SME_MOPA_PER_CYCLE * flops / fma
+            rows.append(dict(row, core="sme (assumed)", vector_bits=SME_SVL, flops_per_iteration=flops,
+                             cycles_per_iteration=round(cyc, 3), flops_per_cycle=round(flops / cyc, 2),
+                             model_peak_per_cycle=round(peak, 2), share_of_peak=round(flops / cyc / peak, 4),
+                             source=f"assumed: {SME_MOPA_PER_CYCLE:g} MOPA a cycle at SVL {SME_SVL}; "
+                                    f"the other {len(loop) - 2 - fma} instructions on {cpu}'s model: "
+                                    f"{rest if rest is not None else 'n/a'} cycles"))
+            continue
         for core, (carch, cpu, mattr, vl, ghz, bw, machine) in CORES.items():
-            if carch != arch:
+            if carch != arch or (cpu == "a64fx" and dtype == "bf16"):  # A64FX has no FEAT_BF16
                 continue
-            if cpu == "a64fx" and dtype == "bf16":
-                continue  # A64FX has no FEAT_BF16
-            if family == "sme" and core != "neoverse-v2":
-                continue  # one row for sme: no core model of it (said below)
-            if family == "neon":
-                vl = 128
-            loop, flops = innermost_loop(arch, body, vl)
-            if not loop:
-                notes.append(f"{family} {dtype}: no loop with multiply-adds in {names[0]}")
-                break
-            fma = sum(1 for t in loop if flops_of(arch, t, vl))
-            if family == "sme":
-                rest, why = mca(tool, arch, cpu, mattr, [t for t in loop if not flops_of(arch, t, vl)])
-                cyc = max(fma / SME_MOPA_PER_CYCLE, rest or 0)
-                peak = SME_MOPA_PER_CYCLE * flops / fma
-                rows.append(dict(arch=arch, family=family, dtype=dtype, core="sme (assumed)", vector_bits=SME_SVL,
-                                 loop_instructions=len(loop) - 2, multiply_adds=fma, flops_per_iteration=flops,
-                                 cycles_per_iteration=round(cyc, 3), flops_per_cycle=round(flops / cyc, 2),
-                                 model_peak_per_cycle=round(peak, 2), share_of_peak=round(flops / cyc / peak, 4),
-                                 source=f"assumed: {SME_MOPA_PER_CYCLE:g} MOPA a cycle at SVL {SME_SVL}; "
-                                        f"the other {len(loop) - 2 - fma} instructions on {cpu}'s model: "
-                                        f"{rest if rest is not None else 'n/a'} cycles"))
-                continue
+            vl = 128 if family == "neon" else vl
+            flops = sum(flops_of(arch, t, vl) for t in loop)
+            pblock = peak_block(arch, dtype, family)
+            pflops = sum(flops_of(arch, t, vl) for t in pblock)
             cyc, why = mca(tool, arch, cpu, mattr, loop)
-            if family == "neon":
-                pblock = neon_peak_block() if dtype == "f32" else [t.replace(".4s", ".2d") for t in neon_peak_block()]
-                pflops = sum(flops_of(arch, t, vl) for t in pblock)
-            else:
-                pblock = peak_block(arch, dtype)
-                pflops = sum(flops_of(arch, t, vl) for t in pblock)
             pcyc, pwhy = mca(tool, arch, cpu, mattr, pblock)
             if cyc is None or pcyc is None:
                 notes.append(f"{family} {dtype} on {core}: llvm-mca: {why or pwhy}")
                 continue
             peak = pflops / pcyc
-            rows.append(dict(arch=arch, family=family, dtype=dtype, core=core, vector_bits=vl,
-                             loop_instructions=len(loop) - 2, multiply_adds=fma, flops_per_iteration=flops,
+            rows.append(dict(row, core=core, vector_bits=vl, flops_per_iteration=flops,
                              cycles_per_iteration=round(cyc, 3), flops_per_cycle=round(flops / cyc, 2),
                              model_peak_per_cycle=round(peak, 2), share_of_peak=round(flops / cyc / peak, 4),
                              source=f"llvm-mca {cpu}"))
@@ -361,60 +344,58 @@ def read_profile(path):
 GEMM_LIKE = re.compile(r"(mm|addmm|bmm|matmul|linear|attention|_scaled_dot_product)")
 
 
+def arm_family(dtype, vl):
+    """The family an SVE core of vector length vl runs a precision's GEMMs on
+    (sve/family.cpp: broadcasts from 512 bits)."""
+    return "sve_bf16" if dtype == "bf16" else "sve-broadcast" if vl >= 512 else "sve-lane"
+
+
+def step_time(ops, gflops, efficiency, gbps):
+    """A step's seconds: each operator at max(its flops at the GEMMs' rate,
+    its bytes at the bandwidth); the operators without flops at the latter."""
+    return sum(max(g / (gflops * efficiency) if GEMM_LIKE.search(n) else 0.0, b / gbps) for n, d, g, b, ms in ops)
+
+
 def project(rows, profiles, measured_gemm, measured_steps, peaks_here):
     """Step time per core for each profile, each core with a row for the
     profile's precision: the projection and its inputs."""
     out = []
     share = {(r["family"], r["dtype"], r["core"]): r["share_of_peak"] for r in rows}
     peak = {(r["family"], r["dtype"], r["core"]): r["model_peak_per_cycle"] for r in rows}
-    # The driver factor: the GEMMs' measured share of hcops-peak here. The
-    # loop itself runs at the FMA peak here (hcops-peak's own loop is the
-    # same kind), so what the share loses is the driver's: packing, C's
-    # write-back, edges, operands cold from memory. The same driver runs
-    # on every family.
-    # Given by precision, else each profiled step's own GEMMs (mm, addmm,
-    # bmm: their flops over their time, against the peak here).
     here = {"f32": "avx512", "bf16": "avx512_bf16"}
     driver = {}
     for name, path in profiles.items():
+        ops = read_profile(path)
         dt = "bf16" if "bf16" in name else "f32"
-        gemms = [(g, ms) for n, d, g, b, ms in read_profile(path) if re.search(r"::(mm|addmm|bmm)$", n)]
+        # The driver factor: the GEMMs' measured share of hcops-peak here,
+        # given by precision or else the profiled step's own mm, addmm and
+        # bmm (their flops over their time). The loop itself runs at the FMA
+        # peak here (hcops-peak's own loop is the same kind), so what the
+        # share loses is the driver's: packing, C's write-back, edges,
+        # operands cold from memory. The same driver runs on every family.
+        gemms = [(g, ms) for n, d, g, b, ms in ops if re.search(r"::(mm|addmm|bmm)$", n)]
         if dt in measured_gemm:
             driver[name] = measured_gemm[dt]
         elif gemms and peaks_here.get(dt):
             driver[name] = sum(g for g, _ in gemms) / (sum(ms for _, ms in gemms) / 1e3) / peaks_here[dt]
-    # The family the core's vector length takes (sve/family.cpp).
-    families = {"f32": lambda vl: ["sve-broadcast" if vl >= 512 else "sve-lane"], "bf16": lambda vl: ["sve_bf16"]}
-    for name, path in profiles.items():
-        ops = read_profile(path)
-        dt = "bf16" if "bf16" in name else "f32"
-        gemm_flops = sum(g for n, d, g, b, ms in ops if GEMM_LIKE.search(n))
-        other_gb = sum(b for n, d, g, b, ms in ops if not GEMM_LIKE.search(n))
+        common = dict(step=name, gemm_gflop=round(sum(g for n, d, g, b, ms in ops if GEMM_LIKE.search(n)), 2),
+                      other_gb=round(sum(b for n, d, g, b, ms in ops if not GEMM_LIKE.search(n)), 3))
         for core, (arch, cpu, mattr, vl, ghz, bw, machine) in CORES.items():
-            if arch != "aarch64":
-                continue
-            fam = next((f for f in families[dt](vl) if (f, dt, core) in share), None)
-            if not fam:
+            fam = arm_family(dt, vl)
+            if arch != "aarch64" or (fam, dt, core) not in share:
                 continue
             p1 = peak[(fam, dt, core)] * ghz  # GFLOPS per core
             eff = share[(fam, dt, core)] * driver.get(name, 1.0)
-            t = sum(max((g / (p1 * eff)) if GEMM_LIKE.search(n) else 0.0, b / bw) for n, d, g, b, ms in ops)
-            out.append(dict(step=name, core=core, machine=machine, family=fam, ghz=ghz, gbps_per_core=bw,
+            out.append(dict(common, core=core, machine=machine, family=fam, ghz=ghz, gbps_per_core=bw,
                             peak_gflops_per_core=round(p1, 1), gemm_efficiency=round(eff, 3),
-                            gemm_gflop=round(gemm_flops, 2), other_gb=round(other_gb, 3),
-                            projected_s_per_core=round(t, 3), measured_s=""))
-        if name in measured_steps and peaks_here:
-            key = "f32" if dt == "f32" else "bf16"
-            p = peaks_here.get(key)
-            bw = peaks_here.get("bw")
-            if p and bw:
-                eff = driver.get(name, 1.0)
-                t = sum(max((g / (p * eff)) if GEMM_LIKE.search(n) else 0.0, b / bw) for n, d, g, b, ms in ops)
-                out.append(dict(step=name, core="this machine (2 cores)", machine=cpu_label(), family=here[dt],
-                                ghz="", gbps_per_core=round(bw, 1), peak_gflops_per_core=round(p, 1),
-                                gemm_efficiency=round(eff, 3), gemm_gflop=round(gemm_flops, 2),
-                                other_gb=round(other_gb, 3), projected_s_per_core=round(t, 3),
-                                measured_s=measured_steps[name]))
+                            projected_s_per_core=round(step_time(ops, p1, eff, bw), 3), measured_s=""))
+        p, bw = peaks_here.get(dt), peaks_here.get("bw")
+        if name in measured_steps and p and bw:
+            eff = driver.get(name, 1.0)
+            out.append(dict(common, core=f"this machine ({os.cpu_count()} cores)", machine=cpu_label(),
+                            family=here[dt], ghz="", gbps_per_core=round(bw, 1), peak_gflops_per_core=round(p, 1),
+                            gemm_efficiency=round(eff, 3), projected_s_per_core=round(step_time(ops, p, eff, bw), 3),
+                            measured_s=measured_steps[name]))
     return out, driver
 
 
@@ -434,7 +415,7 @@ def plot(kernel_rows, step_rows, png):
     ax.set_title("Microkernel loops on LLVM 19's models (projection)", fontsize=9)
     ax.set_xlim(0, 110)
     ax = axes[1]
-    steps = [r for r in step_rows if r["core"] != "this machine (2 cores)"]
+    steps = [r for r in step_rows if not r["core"].startswith("this machine")]
     names = sorted({r["step"] for r in steps})
     cores = sorted({r["core"] for r in steps})
     for i, c in enumerate(cores):

@@ -446,13 +446,11 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
             data = (x0, y, data[2], data[3])
         # --trace: the last step under torch.profiler (shapes recorded), for
         # hcops-prof's whole-step table (its time is the profiled step's).
-        profiler = torch.profiler.profile(record_shapes=True) if trace and i == warmup + steps - 1 else None
-        if profiler:
-            profiler.__enter__()
-        loss = train_step(net, opt, abar, data, amp)
-        elapsed = time.perf_counter() - start
-        if profiler:
-            profiler.__exit__(None, None, None)
+        traced = trace and i == warmup + steps - 1
+        with torch.profiler.profile(record_shapes=True) if traced else contextlib.nullcontext() as profiler:
+            loss = train_step(net, opt, abar, data, amp)
+            elapsed = time.perf_counter() - start
+        if traced:
             profiler.export_chrome_trace(trace)
         if i >= warmup:
             step_times.append(elapsed)
