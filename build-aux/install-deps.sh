@@ -34,11 +34,13 @@ set -eu
 # should it be made from Debian's python3).
 # libblas-test: netlib's own BLAS/CBLAS testers (tests/abi/test_netlib_testers.sh).
 # iproute2: tests/torch2/test_dist_netns.sh's two network namespaces (ip, tc).
+# llvm-19: llvm-mca and its core models for perf/kernel_mca.py, which
+# tests/perf/test_kernel_mca.py runs on the build's kernels.
 packages="build-essential autoconf automake libtool pkg-config binutils
 libhwloc-dev libnuma-dev libopenblas-dev libopenblas0-pthread libblas3 libblas-test
 libdnnl-dev libtorch-dev libcmocka-dev libopenmpi-dev openmpi-bin libblis4-openmp
 libmemkind0 python3-torch python3-numpy python3-matplotlib python3-mpi4py python3-pytest
-python3-scipy python3-hypothesis hwloc lmod tcl ocl-icd-opencl-dev python3-dev pybind11-dev iproute2"
+python3-scipy python3-hypothesis hwloc lmod tcl ocl-icd-opencl-dev python3-dev pybind11-dev iproute2 llvm-19"
 
 # The packages downloaded, not installed (see above), into $deb_cache
 # (deps-common.sh); tests/modules looks there.
