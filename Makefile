@@ -81,15 +81,26 @@ check-external: deps $(BUILD)/Makefile
 # the emulated CPU runs, and the oneDNN layer against Debian's arm64
 # libdnnl 2.6 (its headers unpacked from libdnnl-dev's arm64 .deb into
 # $(AARCH64_DNNL_DEV): multiarch cannot install them beside the amd64 ones,
-# their dnnl_config.h differ). The layers Debian has no cross-installable
-# arm64 development files for (Open MPI for the cross compiler, PyTorch's
-# headers) are configured out, and configured_out.sh says so. Not part of
-# `make check` (CI).
+# their dnnl_config.h differ). With AARCH64_PYTHON=yes (the default) the
+# PyTorch layers too: libhcops_torch2.so cross-built against PyTorch 2.x's
+# aarch64 wheel (build-aux/torch2-aarch64.sh installs it into
+# $(AARCH64_TORCH2_DIR)), whose python is Debian's arm64 python3 in the
+# root of the Python suites (below) with that folder first on its path
+# ($(AARCH64_TORCH2_PYTHON), written here), and libhcops_torch.so against
+# Debian's arm64 PyTorch 1.13 (libtorch-dev's arm64 .deb unpacked into
+# $(AARCH64_TORCH_DEV), the libraries the root's). Open MPI, which Debian
+# has no cross-installable arm64 development files for, is configured out,
+# and configured_out.sh says so. Not part of `make check` (CI).
 BUILD_AARCH64 ?= build-aarch64
 AARCH64_DNNL_DEV = $(abspath $(BUILD_AARCH64))/dnnl-dev
-AARCH64_CONFIGURE = --host=aarch64-linux-gnu --with-dnnl --without-mpi --without-torch \
+AARCH64_TORCH_DEV = $(abspath $(BUILD_AARCH64))/torch-dev
+AARCH64_CONFIGURE = --host=aarch64-linux-gnu --with-dnnl --without-mpi \
 	HWLOC_CFLAGS=' ' HWLOC_LIBS=-lhwloc CMOCKA_CFLAGS=' ' CMOCKA_LIBS=-lcmocka \
-	CPPFLAGS='-I$(AARCH64_DNNL_DEV)/usr/include' LDFLAGS='-L$(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu'
+	CPPFLAGS='-I$(AARCH64_DNNL_DEV)/usr/include' \
+	LDFLAGS='-L$(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,$(abspath $(AARCH64_ROOT))/usr/lib/aarch64-linux-gnu:$(abspath $(AARCH64_ROOT))/usr/lib'
+AARCH64_TORCH2_DIR = $(abspath $(BUILD_AARCH64))/torch2-aarch64
+AARCH64_PYTHON3 = $(abspath $(BUILD_AARCH64))/python3-arm64
+AARCH64_TORCH2_PYTHON = $(abspath $(BUILD_AARCH64))/python3-torch2
 deps-aarch64:
 	@sh build-aux/install-deps-aarch64.sh
 $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
@@ -100,21 +111,49 @@ $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 	v=$$(dpkg-query -W -f='$${Version}' libdnnl2:arm64) && \
 	  dpkg-deb -x "$${HCOPS_DEB_CACHE:-/var/cache/hcops}/libdnnl-dev_$${v}_arm64.deb" '$(AARCH64_DNNL_DEV)'
 	ln -sf /usr/lib/aarch64-linux-gnu/libdnnl.so.2 '$(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu/libdnnl.so'
-	# A build configured before the oneDNN layer was (--without-dnnl) is
-	# configured again, not rechecked with its old arguments.
-	if [ -f $(BUILD_AARCH64)/config.status ] && grep -q -e '--with-dnnl' $(BUILD_AARCH64)/config.status; then \
-	  cd $(BUILD_AARCH64) && ./config.status --recheck && ./config.status; \
-	else \
-	  cd $(BUILD_AARCH64) && ../configure $(AARCH64_CONFIGURE) $(CONFIGURE_FLAGS); \
-	fi
+	# With the Python suites: the PyTorch layers. Debian's PyTorch 1.13:
+	# libtorch-dev's headers, and its libraries' links to the root's
+	# libraries (which need the root's other libraries: -rpath-link). The
+	# torch 2.x wheel and the python that runs it (configure asks it for
+	# the wheel's version, C++ ABI and folder); without the package index,
+	# the build goes on without libhcops_torch2.so, saying so.
+	rm -rf '$(AARCH64_TORCH_DEV)'
+	torch1=--without-torch torch2=; \
+	if [ '$(AARCH64_PYTHON)' = yes ]; then \
+	  sh build-aux/aarch64-root.sh '$(AARCH64_ROOT)' || exit 1; \
+	  v=$$(dpkg-deb -f "$${HCOPS_DEB_CACHE:-/var/cache/hcops}/libtorch-dev_"*_arm64.deb Version) && \
+	  [ -f '$(AARCH64_ROOT)/usr/lib/aarch64-linux-gnu/libtorch_cpu.so.1.13' ] && \
+	  dpkg-deb -x "$${HCOPS_DEB_CACHE:-/var/cache/hcops}/libtorch-dev_$${v}_arm64.deb" '$(AARCH64_TORCH_DEV)' && \
+	  for l in torch_cpu c10; do \
+	    ln -sf '$(abspath $(AARCH64_ROOT))'/usr/lib/aarch64-linux-gnu/lib$$l.so.1.13 '$(AARCH64_TORCH_DEV)'/usr/lib/aarch64-linux-gnu/lib$$l.so; \
+	  done && \
+	  torch1="--with-torch TORCH_INCLUDE=$(AARCH64_TORCH_DEV)/usr/include TORCH_LIBDIR=$(AARCH64_TORCH_DEV)/usr/lib/aarch64-linux-gnu TORCH_PYTHON=$(AARCH64_PYTHON3)" && \
+	  { echo '#!/bin/sh'; \
+	    echo '# Debian arm64 python3 of $(abspath $(AARCH64_ROOT)) (written by the Makefile).'; \
+	    echo "AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS='$(AARCH64_ROOT_BINDS)'"; \
+	    echo 'export AARCH64_ROOT AARCH64_ROOT_BINDS'; \
+	    echo "exec sh '$(CURDIR)/build-aux/in-aarch64-root.sh' /usr/bin/python3 \"\$$@\""; } >'$(AARCH64_PYTHON3)' && \
+	  chmod +x '$(AARCH64_PYTHON3)' || exit 1; \
+	  if sh build-aux/torch2-aarch64.sh '$(AARCH64_TORCH2_DIR)' >/dev/null; then \
+	    { echo '#!/bin/sh'; \
+	      echo '# Debian arm64 python3 of $(abspath $(AARCH64_ROOT)) with the torch 2.x wheel of $(AARCH64_TORCH2_DIR) first on its path (written by the Makefile).'; \
+	      echo "AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS='$(AARCH64_ROOT_BINDS)'"' PYTHONPATH="$(AARCH64_TORCH2_DIR)$${PYTHONPATH:+:$$PYTHONPATH}"'; \
+	      echo 'export AARCH64_ROOT AARCH64_ROOT_BINDS PYTHONPATH'; \
+	      echo "exec sh '$(CURDIR)/build-aux/in-aarch64-root.sh' /usr/bin/python3 \"\$$@\""; } >'$(AARCH64_TORCH2_PYTHON)' && \
+	    chmod +x '$(AARCH64_TORCH2_PYTHON)' && torch2='--with-torch-python=$(AARCH64_TORCH2_PYTHON)'; \
+	  else echo "hcops: the AArch64 build goes on without libhcops_torch2.so"; fi; \
+	fi; \
+	cd $(BUILD_AARCH64) && QEMU_CPU=max ../configure $(AARCH64_CONFIGURE) $$torch1 $$torch2 $(CONFIGURE_FLAGS)
 # The whole suite runs on QEMU's "max" CPU (SVE at 512 bits, SME's
 # streaming vectors at 256); then the GEMM suites of the vector-length
 # agnostic families (sme, sve_bf16, sve) and the operators (built once per
 # SVE length) at the other lengths, in bytes SVE:SME: 128:128, 256:512,
 # 1024:1024, 2048:2048 bits.
 AARCH64_VECTOR_LENGTHS = 16:16 32:64 128:128 256:256
+# With the torch 2.x wheel, DiT training on those families against stock
+# (torch2/test_dit_families.sh; it skips without the wheel).
 AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh engine/test_gemm_epilogue.sh test_gemm_sme \
-	abi/test_netlib_testers.sh ops/test_ops_isa.sh ops/test_ops_eltwise.sh
+	abi/test_netlib_testers.sh ops/test_ops_isa.sh ops/test_ops_eltwise.sh torch2/test_dit_families.sh
 # Then the Python suites that preload the cross-built libraries into numpy,
 # scipy and PyTorch (tests/integration), with Debian's arm64 python3,
 # numpy, scipy and PyTorch 1.13 run by QEMU: multiarch cannot install an
@@ -122,14 +161,20 @@ AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh engine/test_
 # their own, made once by debootstrap in $(AARCH64_ROOT) (335 MB fetched,
 # 1.9 GB installed; build-aux/aarch64-root.sh), and entered as root with the
 # source and build trees bind-mounted in place (build-aux/in-aarch64-root.sh).
-# torch's bmm reaches HCOps' oneDNN layer there. The operator, automem and
-# DiT-training suites are left out: libhcops_torch is not cross-built, and a
-# DiT-S step under QEMU takes minutes. AARCH64_PYTHON=no
-# skips this part.
+# torch's bmm reaches HCOps' oneDNN layer there. With libhcops_torch.so
+# cross-built for that PyTorch 1.13, its suites too: the operators against
+# PyTorch's, the edge semantics, the fused Adam, hcops-run's start-up hook
+# and DiT training under hcops-run against PyTorch's own operators. (The
+# torch 2.x suites ran in the whole suite above, through
+# $(AARCH64_TORCH2_PYTHON), which enters the same root.) AARCH64_PYTHON=no
+# skips this part, and the PyTorch layers.
 AARCH64_PYTHON ?= yes
 AARCH64_ROOT   ?= $(BUILD_AARCH64)/debian-arm64
+AARCH64_ROOT_BINDS = $(CURDIR):$(abspath $(BUILD_AARCH64))
 AARCH64_PYTHON_TESTS = integration/test_numpy.py integration/test_numpy_fp_env.py integration/test_lapack_xerbla.py \
 	integration/test_mem_python.py integration/test_mem_scipy.py integration/test_torch.py integration/test_torch_mem.py
+AARCH64_TORCH_TESTS = torch/test_torch_ops.py torch/test_edge_semantics.py torch/test_adam.sh \
+	torch/test_hcops_run_hook.py torch/test_dit_ops.py
 check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	$(MAKE) -C $(BUILD_AARCH64) -j$(JOBS)
 	QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64) check || { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }
@@ -145,8 +190,9 @@ check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	@[ '$(AARCH64_PYTHON)' != yes ] || { \
 	  sh build-aux/aarch64-root.sh '$(AARCH64_ROOT)' && \
 	  echo "check-aarch64: the Python suites in Debian's arm64 python3, numpy, scipy and PyTorch ($(AARCH64_ROOT))" && \
-	  AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS="$(CURDIR):$(abspath $(BUILD_AARCH64))" \
-	    QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64)/tests check TESTS="$(AARCH64_PYTHON_TESTS)" \
+	  AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS='$(AARCH64_ROOT_BINDS)' \
+	    QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64)/tests check \
+	    TESTS="$(AARCH64_PYTHON_TESTS) $$([ ! -f $(BUILD_AARCH64)/shim/torch/.libs/libhcops_torch.so ] || echo '$(AARCH64_TORCH_TESTS)')" \
 	    PYTHON='$(CURDIR)/build-aux/python3-aarch64.sh' || \
 	    { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }; }
 

@@ -8,7 +8,8 @@
 # arm64 runtime (libdnnl2:arm64) installs beside the amd64 one, its headers
 # (libdnnl-dev:arm64) do not (their dnnl_config.h differ): that .deb is
 # downloaded into $HCOPS_DEB_CACHE, and the Makefile unpacks its headers
-# into the build. As root it installs and registers; otherwise it tries sudo
+# into the build; so is libtorch-dev:arm64 (PyTorch 1.13's headers, whose
+# libraries the arm64 root of the Python suites holds). As root it installs and registers; otherwise it tries sudo
 # without a password; failing both it prints the commands for the user to
 # run and stops.
 set -eu
@@ -17,7 +18,7 @@ set -eu
 packages="g++-aarch64-linux-gnu qemu-user-static"
 arm64_packages="libc6-dev:arm64 libgomp1:arm64 libstdc++6:arm64 libopenblas-dev:arm64 libopenblas0-pthread:arm64
 libblas3:arm64 libblas-test:arm64 libhwloc-dev:arm64 libnuma-dev:arm64 libcmocka-dev:arm64 libdnnl2:arm64"
-debs="libdnnl-dev:arm64"
+debs="libdnnl-dev:arm64 libtorch-dev:arm64"
 qemu=/usr/bin/qemu-aarch64-static
 binfmt=/proc/sys/fs/binfmt_misc
 

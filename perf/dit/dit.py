@@ -409,6 +409,14 @@ def param_digest(model):
     return checksum, digest.hexdigest()
 
 
+def grad_norms(model):
+    """Each parameter's gradient norm (float64) as the last step left it: the
+    tests' finer check than the losses, which adaLN-Zero keeps nearly fixed
+    over a few steps (every block starts as the identity)."""
+    with torch.no_grad():
+        return [float(p.grad.double().norm()) if p.grad is not None else None for p in model.parameters()]
+
+
 COMPILE_MODES = ("none", "default", "max-autotune")
 
 
@@ -468,6 +476,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         "losses": losses,
         "param_checksum": checksum,
         "param_sha256": digest,
+        "grad_norms": grad_norms(model),
         "loader_workers": loader_workers,
         "compile": compile_mode,
         "ipex": ipex,

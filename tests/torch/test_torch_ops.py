@@ -85,6 +85,12 @@ def compare(torch, got, ref, exact=None, ulps=None, floor=0.0):
         fixed = nan_r & ~torch.isnan(e) & (g == e)
         r = torch.where(fixed, e, r)
         nan_r = nan_r & ~fixed
+        # And the other way: the aarch64 wheel's f32 GeLU backward (2.10)
+        # gives +-Inf at +-Inf where its f64 kernel (and the x86-64 wheel's
+        # f32 one) give NaN: there HCOps may give NaN, the f64 value.
+        took_f64 = ~nan_r & torch.isnan(e) & nan_g
+        r = torch.where(took_f64, e, r)
+        nan_r = nan_r | took_f64
     if not torch.equal(nan_r, nan_g):
         return False, f"NaN positions differ ({int(nan_r.sum())} vs {int(nan_g.sum())})"
     inf_r = torch.isinf(r)
@@ -139,12 +145,17 @@ def run_case(torch, ht, c, name, fn, inputs, ops, expect_fast, values=True, ulps
     outs_h = fn(*ins_h)
     after = {op: counts(ht, op) for op in ops}
     with ht.enabled(False):
-        outs_r = fn(*ins_r)
+        # A bf16 operator HCOps computes is held to PyTorch's f32 result
+        # rounded once, not to PyTorch's bf16 kernel (which Debian's arm64
+        # 1.13 does not even have for GeLU: its oneDNN 2.6 declines, and
+        # F.gelu raises "could not create a primitive descriptor iterator").
         if expect_fast and any(isinstance(t, torch.Tensor) and t.dtype == torch.bfloat16 for t in inputs):
             outs_r = fn(*[t.detach().float().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
                           for t in inputs])
             outs_r = [o.to(torch.bfloat16) if o is not None else None for o in
                       ([outs_r] if isinstance(outs_r, torch.Tensor) else outs_r)]
+        else:
+            outs_r = fn(*ins_r)
         # PyTorch's f64 result on the same (f32) inputs: how far its f32
         # result is from the exact one, which the f32 bound allows on top.
         outs_x = None
