@@ -50,7 +50,8 @@ bool amx_usable(bool cpu_has_amx, bool os_saves_tiles, bool (*request)()) {
 // SME ones.
 constexpr unsigned long kHwcapAsimd = 1ul << 1, kHwcapSve = 1ul << 22;
 constexpr unsigned long kHwcap2Sve2 = 1ul << 1, kHwcap2SveBf16 = 1ul << 12, kHwcap2I8mm = 1ul << 13, kHwcap2Bf16 = 1ul << 14,
-                        kHwcap2SmeB16F32 = 1ul << 28, kHwcap2SmeF32F32 = 1ul << 29, kHwcap2Sme = 1ul << 23;
+                        kHwcap2SmeB16F32 = 1ul << 28, kHwcap2SmeF32F32 = 1ul << 29, kHwcap2Sme = 1ul << 23,
+                        kHwcap2SmeF64F64 = 1ul << 25;
 
 static CpuFeatures detect() {
   CpuFeatures f;
@@ -64,6 +65,7 @@ static CpuFeatures detect() {
   f.sme = hw2 & kHwcap2Sme;
   f.sme_f32f32 = f.sme && (hw2 & kHwcap2SmeF32F32);
   f.sme_b16f32 = f.sme && (hw2 & kHwcap2SmeB16F32);
+  f.sme_f64f64 = f.sme && (hw2 & kHwcap2SmeF64F64);
   // The implementer and part of the first CPU, for hcops-info (never for dispatch).
   if (FILE *cpuinfo = std::fopen("/proc/cpuinfo", "r")) {
     char line[256];
@@ -146,13 +148,14 @@ constexpr FeatureName kNames[] = {
     {kAmxTile, "amx_tile"},  {kAmxBf16, "amx_bf16"},
     {kNeon, "neon"},         {kSve, "sve"},           {kSve2, "sve2"},
     {kBf16, "bf16"},         {kI8mm, "i8mm"},         {kSme, "sme"},
-    {kSmeF32F32, "sme_f32f32"}, {kSmeB16F32, "sme_b16f32"}, {kSveBf16, "sve_bf16"},
+    {kSmeF32F32, "sme_f32f32"}, {kSmeB16F32, "sme_b16f32"}, {kSveBf16, "sve_bf16"}, {kSmeF64F64, "sme_f64f64"},
 };
 }  // namespace
 
 uint64_t CpuFeatures::mask() const {
   const bool on[] = {sse2,     avx,      fma,   avx2, avx512f, avx512dq, avx512bw,   avx512vl,  avx512_bf16, amx_tile,
-                     amx_bf16, neon,     sve,   sve2, bf16,    i8mm,     sme,        sme_f32f32, sme_b16f32, sve_bf16};
+                     amx_bf16, neon,     sve,   sve2, bf16,    i8mm,     sme,        sme_f32f32, sme_b16f32, sve_bf16,
+                     sme_f64f64};
   static_assert(sizeof on / sizeof *on == sizeof kNames / sizeof *kNames, "one flag per feature name");
   uint64_t m = 0;
   for (size_t i = 0; i < sizeof on / sizeof *on; ++i)

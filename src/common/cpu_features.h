@@ -33,6 +33,7 @@ enum CpuFeature : uint64_t {
   kSmeF32F32 = 1u << 22,
   kSmeB16F32 = 1u << 23,
   kSveBf16 = 1u << 24,  // SVE's BFDOT/BFMMLA (FEAT_BF16 with SVE)
+  kSmeF64F64 = 1u << 25,  // SME's f64 outer products (FEAT_SME_F64F64, optional)
 };
 
 struct CpuFeatures {
@@ -42,7 +43,7 @@ struct CpuFeatures {
   // still lack Linux's permission for it (tile_state_granted).
   bool avx512_bf16 = false, amx_tile = false, amx_bf16 = false;
   bool neon = false, sve = false, sve2 = false, bf16 = false, sve_bf16 = false, i8mm = false;
-  bool sme = false, sme_f32f32 = false, sme_b16f32 = false;
+  bool sme = false, sme_f32f32 = false, sme_b16f32 = false, sme_f64f64 = false;
   std::string vendor, brand;
   uint64_t mask() const;         // the CpuFeature bits of the usable features
   std::string describe() const;  // "avx2 fma avx512f ..." (usable ones only)

@@ -63,6 +63,7 @@ std::string served(const KernelList &list) {
     s += format("%s%s:%s:%s", i ? " " : "", dtype_name(r.a), dtype_name(r.b), dtype_name(r.c));
     if (r.packed_a != r.a || r.packed_b != r.b)
       s += format("(packed %s:%s%s)", dtype_name(r.packed_a), dtype_name(r.packed_b), r.splits == 3 ? "x3" : "");
+    if (r.needs) s += format("(with %s)", feature_names(r.needs).c_str());
   }
   return s;
 }

@@ -170,14 +170,18 @@ struct KernelRef {
   // function-local static, so it is thread-safe and never runs before it is
   // needed.
   const void *(*build)() = nullptr;
+  // CPU features this kernel needs beyond its family's (CpuFeature bits):
+  // an optional part of the family's extension (sme's f64 outer products,
+  // FEAT_SME_F64F64). Without them the datatype goes to the next row.
+  uint64_t needs = 0;
 
   template <typename Ty>
   static constexpr KernelRef of(const GemmKernel<Ty> &k) {
     return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, Ty::splits, &k};
   }
   template <typename Ty>
-  static constexpr KernelRef built(const void *(*make)()) {
-    return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, Ty::splits, nullptr, make};
+  static constexpr KernelRef built(const void *(*make)(), uint64_t needs = 0) {
+    return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, Ty::splits, nullptr, make, needs};
   }
   template <typename Ty>
   constexpr bool serves() const {

@@ -59,7 +59,7 @@ const ChosenKernel<Ty> &chosen_kernel() {
       const KernelList &list = *families[i].kernels;
       for (int j = 0; j < list.count; ++j) {
         const KernelRef &r = list.refs[j];
-        if (r.template serves<Ty>() && family_runs_here(families[i]))
+        if (r.template serves<Ty>() && family_runs_here(families[i]) && features_usable(r.needs))
           return ChosenKernel<Ty>{&families[i], r.template get<Ty>()};
       }
     }

@@ -23,9 +23,9 @@ check() {
 }
 check cortex-a57 "neon" "sve sve2 bf16 sve_bf16 i8mm sme"
 check a64fx "neon sve" "sve2 sve_bf16 sme"
-check max "neon sve sve2 bf16 sve_bf16 i8mm sme sme_f32f32 sme_b16f32" ""
+check max "neon sve sve2 bf16 sve_bf16 i8mm sme sme_f32f32 sme_b16f32 sme_f64f64" ""
 check max,sve=off "neon bf16" "sve sve2 sve_bf16"
-check max,sme=off "neon sve sve2 bf16 sve_bf16" "sme sme_f32f32 sme_b16f32"
+check max,sme=off "neon sve sve2 bf16 sve_bf16" "sme sme_f32f32 sme_b16f32 sme_f64f64"
 
 # The families each model runs: those whose row's features it has.
 for cpu in cortex-a57 max; do

@@ -1,6 +1,7 @@
 // The sme kernel family on the hardware (under QEMU in make check-aarch64):
 // where the CPU has SME, the registry must choose it for f32 and every bf16
-// datatype combination, and it must pass the checks of tile_check.h, the
+// datatype combination (and f64 where FEAT_SME_F64F64), and it must pass
+// the checks of tile_check.h, the
 // same as the emulated-tile test (test_gemm_sme_emulated), through the
 // whole driver (gemm()). Elsewhere it says plainly that it is skipped.
 #include <cstdio>
@@ -22,6 +23,18 @@ void test_bf16_f32_c(void **) { check_family<hcops::Bf16Gemm>(); }
 void test_bf16_bf16_c(void **) { check_family<hcops::Bf16Bf16Gemm>(); }
 void test_f32_as_bf16(void **) { check_family<hcops::SgemmBf16>(); }
 void test_f32_as_bf16x3(void **) { check_family<hcops::SgemmBf16x3>(); }
+// The f64 tiles where the CPU has FEAT_SME_F64F64 (QEMU's max CPU does);
+// elsewhere DGEMM must go to the next row, never to sme.
+void test_f64(void **) {
+  if (hcops::cpu_features().sme_f64f64) {
+    check_family<hcops::Dgemm>();
+  } else {
+    std::printf("# no FEAT_SME_F64F64 here: DGEMM from the next row\n");
+    const hcops::ChosenKernel<hcops::Dgemm> &chosen = hcops::chosen_kernel<hcops::Dgemm>();
+    assert_non_null(chosen.family);
+    assert_string_not_equal(chosen.family->name, "sme");
+  }
+}
 
 }  // namespace
 
@@ -35,7 +48,7 @@ int main() {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_f32),         cmocka_unit_test(test_bf16_f32_c),    cmocka_unit_test(test_bf16_bf16_c),
-      cmocka_unit_test(test_f32_as_bf16), cmocka_unit_test(test_f32_as_bf16x3),
+      cmocka_unit_test(test_f32_as_bf16), cmocka_unit_test(test_f32_as_bf16x3), cmocka_unit_test(test_f64),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -3,7 +3,8 @@
 // beta, the bf16 rounding of C) on outer products emulated in software
 // (kernels/sme/tiles_emulated.h), run through the driver (gemm_with) at
 // streaming vector lengths of 128, 256, 512 and 2048 bits, for every
-// datatype combination the family serves (tile_check.h's checks). First the
+// datatype combination the family serves (tile_check.h's checks), f64 on
+// the f64 tiles (FEAT_SME_F64F64) included. First the
 // emulation itself against the instructions' definitions, so that a family
 // right on the emulation is right on the hardware; make check-aarch64 runs
 // the hardware tiles under QEMU.
@@ -14,6 +15,8 @@ extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
 
+#include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "gemm/gemm_with.h"
@@ -49,6 +52,17 @@ void test_emulated_mopa(void **) {
         ah[(q * n + r) * 2 + e] = bf16(float(r + e + q));
         bh[(q * n + r) * 2 + e] = bf16(float(r - 2 * e) * 0.25f);
       }
+  // FMOPA .d over 3 steps at 128 bits (d = 2, a 4 x 4 block), in f64.
+  double ad[3 * 4], bd[3 * 4], accd[4 * 4];
+  for (int p = 0; p < 3; ++p)
+    for (int i = 0; i < 4; ++i) ad[p * 4 + i] = (i + 1) * (p + 1) / 3.0, bd[p * 4 + i] = (i - p) * 0.1;
+  T::dfmopa(3, ad, bd, accd);
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 4; ++i) {
+      double want = 0;
+      for (int p = 0; p < 3; ++p) want = std::fma(ad[p * 4 + i], bd[p * 4 + j], want);
+      assert_true(accd[i + j * 4] == want);
+    }
   T::bfmopa(2, ah, bh, acc);
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < n; ++i) {
@@ -62,8 +76,9 @@ void test_emulated_mopa(void **) {
 template <int W, typename Ty>
 void check_family() {
   const hcops::GemmKernel<Ty> kern = hcops::kernels::sme::tile_kernel<EmulatedTiles<W>, Ty>();
-  assert_int_equal(kern.mr, 2 * W);
-  assert_int_equal(kern.nr, 2 * W);
+  const int width = std::is_same_v<typename Ty::acc_type, double> ? W : 2 * W;  // 2 SVL/64 or 2 SVL/32
+  assert_int_equal(kern.mr, width);
+  assert_int_equal(kern.nr, width);
   const long before = hcops::kernels::sme::emulated_mopa_count.load();
   tile_check::check_all<Ty>(
       kern, [&](const hcops::GemmArgs<Ty> &g) { return hcops::gemm_with<Ty>(g, kern, "sme-emulated"); },
@@ -81,6 +96,7 @@ void test_all_types(void **) {
   check_family<W, hcops::Bf16Bf16Gemm>();
   check_family<W, hcops::SgemmBf16>();
   check_family<W, hcops::SgemmBf16x3>();
+  check_family<W, hcops::Dgemm>();  // FMOPA .d (FEAT_SME_F64F64)
 }
 template <int W>
 void test_f32_and_bf16(void **) {

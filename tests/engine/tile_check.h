@@ -4,6 +4,7 @@
 // blocks and not a multiple of 32, alpha/beta cases (NaN in C with beta =
 // 0), against an f64 reference of the inputs as the family sees them:
 //   f32 C:  |C - ref| <= k * splits * 2^-24 * sum|a||b| (f32 accumulation)
+//   f64 C:  the same with 2^-53 (sme's f64 tiles)
 //   bf16 C: that plus half a bf16 ulp (round to nearest, so within one
 //           ulp of the rounded reference); with several k blocks, C is
 //           rounded to bf16 between blocks (the driver accumulates in C):
@@ -50,6 +51,7 @@ using hcops::Trans;
 
 inline float as_float(float x) { return x; }
 inline float as_float(bf16 x) { return float(x); }
+inline double as_float(double x) { return x; }  // sme's f64 tiles: checked in f64
 
 // The value the family multiplies for input x: x itself for bf16 inputs
 // and f32 panels, bf16(x) for f32 inputs in bf16 mode; bf16x3 is checked
@@ -73,7 +75,8 @@ struct AddingEpilogue {
   std::vector<int> calls;  // each element by one thread only
   std::atomic<bool> outside{false};
   static float offset(long i, long j) { return float(i % 7 - 3) + 0.25f * float(j % 5); }
-  static void apply(const void *ctx, float *c, long ldc, long i0, long rows, long j0, long cols) {
+  template <typename Acc>  // f32, or f64 for DGEMM
+  static void apply(const void *ctx, Acc *c, long ldc, long i0, long rows, long j0, long cols) {
     auto *self = const_cast<AddingEpilogue *>(static_cast<const AddingEpilogue *>(ctx));
     for (long j = 0; j < cols; ++j)
       for (long i = 0; i < rows; ++i) {
@@ -82,7 +85,7 @@ struct AddingEpilogue {
           self->outside.store(true, std::memory_order_relaxed);
           continue;
         }
-        c[i + j * ldc] += offset(ci, cj);
+        c[i + j * ldc] += Acc(offset(ci, cj));
         ++self->calls[ci + cj * self->m];
       }
   }
@@ -116,7 +119,8 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
   c0 = c;
   hcops::GemmArgs<Ty> args{ta, tb, m, n, k, cs.alpha, a.data(), lda, b.data(), ldb, cs.beta, c.data(), ldc};
   AddingEpilogue added{m, n, std::vector<int>(m * n, 0)};
-  if (with_epilogue) args.epilogue = {&AddingEpilogue::apply, &added};
+  using Acc = typename Ty::acc_type;
+  if (with_epilogue) args.epilogue = {&AddingEpilogue::apply<Acc>, &added};
   const hcops::GemmReport rep = run(args);
   assert_string_equal(rep.family, family);
   if (with_epilogue) {
@@ -141,7 +145,7 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
     hcops::GemmArgs<Ty> again = args;
     again.c = cp.data();
     AddingEpilogue added_again{m, n, std::vector<int>(m * n, 0)};
-    if (with_epilogue) again.epilogue = {&AddingEpilogue::apply, &added_again};
+    if (with_epilogue) again.epilogue = {&AddingEpilogue::apply<Acc>, &added_again};
     const hcops::GemmReport packed = hcops::gemm_with<Ty>(again, packing, family);
     assert_string_equal(packed.b, "packed");
     if (std::memcmp(cp.data(), c.data(), sizeof(C) * c.size()) != 0)
@@ -167,7 +171,9 @@ void check_product(const hcops::GemmKernel<Ty> &kern, Run run, const char *famil
       const double extra = with_epilogue ? double(AddingEpilogue::offset(i, j)) : 0.0;
       const double want = cs.alpha * sum + cs.beta * cin + extra;
       const double scale = std::fabs(cs.alpha) * mag + std::fabs(cs.beta * cin) + std::fabs(extra);
-      double bound = (double(k) * Ty::splits + 2) * std::ldexp(1.0, -24) * scale;
+      // The accumulation's unit roundoff: 2^-24 (f32), 2^-53 (f64 tiles).
+      const double u = std::numeric_limits<Acc>::epsilon() / 2;
+      double bound = (double(k) * Ty::splits + 2) * u * scale;
       if (Ty::splits == 3) bound += std::ldexp(1.0, -14) * std::fabs(cs.alpha) * mag;
       if (sizeof(C) == 2) {
         // Round to nearest: half an ulp, in the binade of the larger of the two.

@@ -1,8 +1,11 @@
 // The sme family: f32 GEMM by FMOPA and the bf16 GEMMs by BFMOPA, outer
 // products into SME's ZA tiles (gemm_family.h on the hardware tiles,
-// tiles_hw.h), 2 SVL/32 x 2 SVL/32 blocks of C. The tests run the same code
-// on emulated tiles (tiles_emulated.h) at several vector lengths. f64
-// (FMOPA .d, FEAT_SME_F64F64, optional) is left to the next row.
+// tiles_hw.h), 2 SVL/32 x 2 SVL/32 blocks of C; f64 by FMOPA .d into its
+// f64 tiles, 2 SVL/64 x 2 SVL/64, where the CPU has FEAT_SME_F64F64 (an
+// optional part of SME: elsewhere DGEMM goes to the next row, sve or
+// neon). The tests run the same code on emulated tiles (tiles_emulated.h)
+// at several vector lengths.
+#include "common/cpu_features.h"
 #include "kernels/family_flags.h"
 #include "kernels/sme/gemm_family.h"
 #include "kernels/sme/tiles_hw.h"
@@ -21,7 +24,8 @@ const void *make() {
 constexpr KernelRef kRefs[] = {KernelRef::built<Sgemm>(&make<Sgemm>), KernelRef::built<Bf16Gemm>(&make<Bf16Gemm>),
                                KernelRef::built<Bf16Bf16Gemm>(&make<Bf16Bf16Gemm>),
                                KernelRef::built<SgemmBf16>(&make<SgemmBf16>),
-                               KernelRef::built<SgemmBf16x3>(&make<SgemmBf16x3>)};
+                               KernelRef::built<SgemmBf16x3>(&make<SgemmBf16x3>),
+                               KernelRef::built<Dgemm>(&make<Dgemm>, kSmeF64F64)};
 
 }  // namespace
 

@@ -16,8 +16,13 @@
 //                                fma(beta, C, alpha sum) (C not read when
 //                                beta = 0), written from the tiles (acc:
 //                                the caller's block, for an emulation)
+//   dwords(), dfmopa(kc, a, b, acc)
+//                                the same in f64 (FEAT_SME_F64F64): d =
+//                                SVL/64 lanes, a_p and b_p 2d f64, acc 2d x 2d
 // acc is the 2w x 2w f32 block of C, column-major (leading dimension 2w):
-// the four f32 tiles ZA0-ZA3 (w x w each) as 2 x 2.
+// the four f32 tiles ZA0-ZA3 (w x w each) as 2 x 2; in f64 the four f64
+// tiles ZA0.D-ZA3.D (d x d each), 2d x 2d, written back in f64 (DGEMM's
+// sums never leave f64).
 //
 // The tile is 2w x 2w: mr = nr = 2 SVL/32 (32 x 32 at 512 bits, 8 x 8 at
 // 128, 128 x 128 at 2048), so both follow the streaming vector length and
@@ -47,58 +52,62 @@ namespace {
 
 // C[0:m, 0:n] = alpha acc + beta C (beta == 0 never reads C), and with the
 // GEMM's epilogue `ep` (the last k block; i0, j0: the tile's place in C)
-// applied to those f32 values in acc before they are rounded to C's type:
-// a bf16 C is rounded once. acc and C never overlap: the loops vectorise.
-template <typename C>
-void write_back(float *__restrict acc, long ld, float alpha, float beta, C *__restrict c, long ldc, int m, int n,
-                const Epilogue<float> &ep, long i0, long j0) {
+// applied to those values (f32 or, for f64 tiles, f64) in acc before they
+// are rounded to C's type: a bf16 C is rounded once. acc and C never
+// overlap: the loops vectorise.
+template <typename Acc, typename C>
+void write_back(Acc *__restrict acc, long ld, Acc alpha, Acc beta, C *__restrict c, long ldc, int m, int n,
+                const Epilogue<Acc> &ep, long i0, long j0) {
   if (!ep) {
     for (int j = 0; j < n; ++j) {
-      const float *__restrict s = acc + j * ld;
+      const Acc *__restrict s = acc + j * ld;
       C *__restrict cj = c + j * ldc;
-      if (beta == 0.0f)
+      if (beta == Acc(0))
         for (int i = 0; i < m; ++i) cj[i] = C(alpha * s[i]);
       else
-        for (int i = 0; i < m; ++i) cj[i] = C(alpha * s[i] + beta * float(cj[i]));
+        for (int i = 0; i < m; ++i) cj[i] = C(alpha * s[i] + beta * Acc(cj[i]));
     }
     return;
   }
   for (int j = 0; j < n; ++j) {
-    float *__restrict s = acc + j * ld;
+    Acc *__restrict s = acc + j * ld;
     const C *__restrict cj = c + j * ldc;
-    if (beta == 0.0f)
+    if (beta == Acc(0))
       for (int i = 0; i < m; ++i) s[i] = alpha * s[i];
     else
-      for (int i = 0; i < m; ++i) s[i] = alpha * s[i] + beta * float(cj[i]);
+      for (int i = 0; i < m; ++i) s[i] = alpha * s[i] + beta * Acc(cj[i]);
   }
   ep.apply(ep.ctx, acc, ld, i0, m, j0, n);
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) c[i + j * ldc] = C(acc[i + j * ld]);
 }
 
-// The tiles' sums for one call: 2w x 2w f32, at most 128 x 128 (SVL 2048),
-// on the stack of the thread that computes them (64 KiB at most; 4 KiB at
-// SVL 512).
-#define HCOPS_SME_ACC_BLOCK(name, w2)                                                      \
-  float *name = static_cast<float *>(__builtin_alloca(sizeof(float) * (w2) * (w2) + 64)); \
-  name = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(name) + 63) & ~uintptr_t(63))
+// The tiles' sums for one call: 2w x 2w f32 (or 2d x 2d f64), at most
+// 128 x 128 f32 (SVL 2048), on the stack of the thread that computes them
+// (64 KiB at most; 4 KiB at SVL 512).
+#define HCOPS_SME_ACC_BLOCK(T, name, w2)                                          \
+  T *name = static_cast<T *>(__builtin_alloca(sizeof(T) * (w2) * (w2) + 64)); \
+  name = reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(name) + 63) & ~uintptr_t(63))
 
 template <typename Tiles, typename Ty>
 struct TileKernel {
   using PA = typename Ty::packed_a_type;
   using PB = typename Ty::packed_b_type;
   using C = typename Ty::c_type;
-  static constexpr bool kPairs = std::is_same_v<PA, bf16>;  // BFMOPA on k pairs, else FMOPA on f32
-  static_assert(std::is_same_v<typename Ty::acc_type, float>, "ZA's f32 tiles");
+  using Acc = typename Ty::acc_type;
+  static constexpr bool kPairs = std::is_same_v<PA, bf16>;  // BFMOPA on k pairs, else FMOPA
+  static constexpr bool kF64 = std::is_same_v<Acc, double>;  // FMOPA .d on the f64 tiles
+  static_assert(std::is_same_v<Acc, float> || (kF64 && std::is_same_v<PA, double>), "ZA's f32 or f64 tiles");
 
-  static int width() { return int(2 * Tiles::words()); }
+  // 2 SVL/32 f32 (2 SVL/64 f64): two tiles of the element each way.
+  static int width() { return int(2 * (kF64 ? Tiles::dwords() : Tiles::words())); }
 
   // One tile into acc (2w x 2w), then C: kcp is the packed depth (pairs of
   // steps for bf16 panels).
   // An f32 C without an epilogue is written from the tiles themselves
   // (Tiles::*_to_c): no pass over acc.
-  static void tile(float *acc, long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m,
-                   int n, const Epilogue<float> &ep, long i0, long j0) {
+  static void tile(Acc *acc, long kcp, Acc alpha, const PA *a, const PB *b, Acc beta, C *c, long ldc, int m, int n,
+                   const Epilogue<Acc> &ep, long i0, long j0) {
     if constexpr (std::is_same_v<C, float>) {
       if (!ep) {
         if constexpr (kPairs) Tiles::bfmopa_to_c(kcp / 2, a, b, acc, alpha, beta, c, ldc, m, n);
@@ -106,15 +115,16 @@ struct TileKernel {
         return;
       }
     }
-    if constexpr (kPairs) Tiles::bfmopa(kcp / 2, a, b, acc);
+    if constexpr (kF64) Tiles::dfmopa(kcp, a, b, acc);
+    else if constexpr (kPairs) Tiles::bfmopa(kcp / 2, a, b, acc);
     else Tiles::fmopa(kcp, a, b, acc);
     write_back(acc, width(), alpha, beta, c, ldc, m, n, ep, i0, j0);
   }
-  static void edge(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc, int m, int n) {
-    HCOPS_SME_ACC_BLOCK(acc, width());
+  static void edge(long kcp, Acc alpha, const PA *a, const PB *b, Acc beta, C *c, long ldc, int m, int n) {
+    HCOPS_SME_ACC_BLOCK(Acc, acc, width());
     tile(acc, kcp, alpha, a, b, beta, c, ldc, m, n, {}, 0, 0);
   }
-  static void full(long kcp, float alpha, const PA *a, const PB *b, float beta, C *c, long ldc) {
+  static void full(long kcp, Acc alpha, const PA *a, const PB *b, Acc beta, C *c, long ldc) {
     edge(kcp, alpha, a, b, beta, c, ldc, width(), width());
   }
 
@@ -122,7 +132,7 @@ struct TileKernel {
   // with the GEMM's epilogue fused into each tile's write-back on the last
   // k block.
   static void macro(const GemmKernel<Ty> &k, const MacroBlock<Ty> &blk) {
-    HCOPS_SME_ACC_BLOCK(acc, k.mr);
+    HCOPS_SME_ACC_BLOCK(Acc, acc, k.mr);
     for (long jr = blk.j0; jr < blk.j1; jr += k.nr) {
       const int ncols = int(std::min<long>(k.nr, blk.j1 - jr));
       for (long ir = 0; ir < blk.mc; ir += k.mr) {

@@ -8,6 +8,7 @@
 //
 // Semantics (Arm ARM, FMOPA and BFMOPA, widening, non-fused):
 //   FMOPA  ZAt[i][j] = fma(Zn[i], Zm[j], ZAt[i][j]), all predicates true
+//          (.s on f32 tiles; .d on f64 ones, FEAT_SME_F64F64)
 //   BFMOPA ZAt[i][j] += Zn[2i] Zm[2j] + Zn[2i+1] Zm[2j+1], the bf16 products
 //          exact in f32 and the sum rounded as the hardware's BFDOT does,
 //          which these tests bound as f32 accumulation (tests/engine/tile_check.h).
@@ -47,6 +48,18 @@ struct EmulatedTiles {
         for (int i = 0; i < n; ++i)
           acc[i + j * n] += float(a[2 * i]) * float(b[2 * j]) + float(a[2 * i + 1]) * float(b[2 * j + 1]);
     emulated_mopa_count.fetch_add(4 * pairs, std::memory_order_relaxed);
+  }
+
+  // FMOPA .d (FEAT_SME_F64F64): the f64 tiles are d x d, d = W/2 lanes of
+  // 64 bits; acc is their 2d x 2d block, fma in f64.
+  static long dwords() { return W / 2; }
+  static void dfmopa(long kc, const double *a, const double *b, double *acc) {
+    constexpr int n = W;  // 2d
+    for (int x = 0; x < n * n; ++x) acc[x] = 0.0;
+    for (long p = 0; p < kc; ++p, a += n, b += n)
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) acc[i + j * n] = std::fma(a[i], b[j], acc[i + j * n]);
+    emulated_mopa_count.fetch_add(4 * kc, std::memory_order_relaxed);
   }
 
   // The sums into m x n of an f32 C as HwTiles writes them from ZA: with

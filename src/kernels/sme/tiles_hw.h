@@ -92,53 +92,58 @@ struct HwTiles {
       "v29", "v30", "v31", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11", "p12", "p13",      \
       "p14", "p15", "ffr", "cc", "memory"
 
-// The tiles to acc: column j of ZA0 (vertical slice j) is acc's column j,
-// rows 0..w-1; ZA1 the rows below; ZA2 and ZA3 the columns w + j.
-#define HCOPS_SME_STORE_ZA                         \
-  "cntw x9\n\t"             /* w */                \
-  "lsl x10, x9, #3\n\t"     /* bytes per column of acc: 2w floats */ \
-  "mov x11, %[acc]\n\t"                            \
-  "mul x13, x9, x10\n\t"                           \
-  "add x13, x11, x13\n\t"   /* acc's column w */   \
-  "mov w12, #0\n"                                  \
-  "3:\n\t"                                         \
-  "st1w {za0v.s[w12, 0]}, p0, [x11]\n\t"           \
-  "st1w {za1v.s[w12, 0]}, p0, [x11, x9, lsl #2]\n\t" \
-  "st1w {za2v.s[w12, 0]}, p0, [x13]\n\t"           \
-  "st1w {za3v.s[w12, 0]}, p0, [x13, x9, lsl #2]\n\t" \
-  "add x11, x11, x10\n\t"                          \
-  "add x13, x13, x10\n\t"                          \
-  "add w12, w12, #1\n\t"                           \
-  "cmp x12, x9\n\t"                                \
+// The tiles to acc: column j of tile 0 (vertical slice j) is acc's column
+// j, rows 0..w-1; tile 1 the rows below; tiles 2 and 3 the columns w + j.
+// By element size: CNT counts the w elements of a slice (cntw, cntd), ST1
+// stores one (st1w, st1d), ZT names the tiles' element (s, d), LG is log2
+// of its bytes (2, 3), LG1 = LG + 1 (a column of acc is 2w elements).
+#define HCOPS_SME_STORE_TILES(CNT, ST1, ZT, LG, LG1)                                                     \
+  CNT " x9\n\t"              /* w */                                                                      \
+  "lsl x10, x9, #" LG1 "\n\t" /* bytes per column of acc */                                              \
+  "mov x11, %[acc]\n\t"                                                                                   \
+  "mul x13, x9, x10\n\t"                                                                                  \
+  "add x13, x11, x13\n\t" /* acc's column w */                                                            \
+  "mov w12, #0\n"                                                                                         \
+  "3:\n\t" ST1 " {za0v." ZT "[w12, 0]}, p0, [x11]\n\t" ST1 " {za1v." ZT "[w12, 0]}, p0, [x11, x9, lsl #" LG \
+  "]\n\t" ST1 " {za2v." ZT "[w12, 0]}, p0, [x13]\n\t" ST1 " {za3v." ZT "[w12, 0]}, p0, [x13, x9, lsl #" LG   \
+  "]\n\t"                                                                                                 \
+  "add x11, x11, x10\n\t"                                                                                 \
+  "add x13, x13, x10\n\t"                                                                                 \
+  "add w12, w12, #1\n\t"                                                                                  \
+  "cmp x12, x9\n\t"                                                                                       \
   "b.lt 3b\n\t"
+#define HCOPS_SME_STORE_ZA HCOPS_SME_STORE_TILES("cntw", "st1w", "s", "2", "3")
 
 // The k loop: LD1 loads (element T) of two A and two B vectors and four
-// MOPA outer products a step, over %[n] steps (none when %[n] = 0).
-#define HCOPS_SME_K_LOOP(LD1, T, MOPA)                                                                  \
-  "cbz %[n], 2f\n"                                                                                    \
-  "1:\n\t" LD1 " {z0." T "}, p0/z, [%[a]]\n\t" LD1 " {z1." T "}, p0/z, [%[a], #1, mul vl]\n\t" LD1 \
-  " {z2." T "}, p0/z, [%[b]]\n\t" LD1 " {z3." T "}, p0/z, [%[b], #1, mul vl]\n\t" MOPA                \
-  " za0.s, p0/m, p0/m, z0." T ", z2." T "\n\t" MOPA " za1.s, p0/m, p0/m, z1." T ", z2." T "\n\t" MOPA \
-  " za2.s, p0/m, p0/m, z0." T ", z3." T "\n\t" MOPA " za3.s, p0/m, p0/m, z1." T ", z3." T "\n\t"      \
-  "addvl %[a], %[a], #2\n\t"                                                                          \
-  "addvl %[b], %[b], #2\n\t"                                                                          \
-  "subs %[n], %[n], #1\n\t"                                                                           \
-  "b.ne 1b\n"                                                                                         \
+// MOPA outer products into the tiles 0-3 (element ZT) a step, over %[n]
+// steps (none when %[n] = 0).
+#define HCOPS_SME_K_LOOP_INTO(LD1, T, MOPA, ZT)                                                              \
+  "cbz %[n], 2f\n"                                                                                          \
+  "1:\n\t" LD1 " {z0." T "}, p0/z, [%[a]]\n\t" LD1 " {z1." T "}, p0/z, [%[a], #1, mul vl]\n\t" LD1          \
+  " {z2." T "}, p0/z, [%[b]]\n\t" LD1 " {z3." T "}, p0/z, [%[b], #1, mul vl]\n\t" MOPA " za0." ZT            \
+  ", p0/m, p0/m, z0." T ", z2." T "\n\t" MOPA " za1." ZT ", p0/m, p0/m, z1." T ", z2." T "\n\t" MOPA          \
+  " za2." ZT ", p0/m, p0/m, z0." T ", z3." T "\n\t" MOPA " za3." ZT ", p0/m, p0/m, z1." T ", z3." T "\n\t"    \
+  "addvl %[a], %[a], #2\n\t"                                                                                \
+  "addvl %[b], %[b], #2\n\t"                                                                                \
+  "subs %[n], %[n], #1\n\t"                                                                                 \
+  "b.ne 1b\n"                                                                                               \
   "2:\n\t"
+// Into ZA's f32 tiles (FMOPA .s; BFMOPA widens into .s).
+#define HCOPS_SME_K_LOOP(LD1, T, MOPA) HCOPS_SME_K_LOOP_INTO(LD1, T, MOPA, "s")
 
 // One streaming-mode region: the k loop, then the tiles to acc.
-#define HCOPS_SME_REGION(LD1, T, MOPA)                                          \
-  ".arch_extension sme\n\t"                                                   \
-  "mrs x14, fpsr\n\t"                                                         \
-  "smstart\n\t"                                                               \
-  "ptrue p0.b\n\t"                                                            \
-  "zero {za}\n\t" HCOPS_SME_K_LOOP(LD1, T, MOPA) HCOPS_SME_STORE_ZA           \
-  "smstop\n\t"                                                                \
+#define HCOPS_SME_REGION(K_LOOP, STORE) \
+  ".arch_extension sme\n\t"             \
+  "mrs x14, fpsr\n\t"                   \
+  "smstart\n\t"                         \
+  "ptrue p0.b\n\t"                      \
+  "zero {za}\n\t" K_LOOP STORE          \
+  "smstop\n\t"                          \
   "msr fpsr, x14\n\t"
 
   static void fmopa(long kc, const float *a, const float *b, float *acc) {
     commit_lazy_save();
-    asm volatile(HCOPS_SME_REGION("ld1w", "s", "fmopa")
+    asm volatile(HCOPS_SME_REGION(HCOPS_SME_K_LOOP("ld1w", "s", "fmopa"), HCOPS_SME_STORE_ZA)
                  : [n] "+r"(kc), [a] "+r"(a), [b] "+r"(b)
                  : [acc] "r"(acc)
                  : HCOPS_SME_CLOBBERS);
@@ -146,8 +151,26 @@ struct HwTiles {
 
   static void bfmopa(long pairs, const bf16 *a, const bf16 *b, float *acc) {
     commit_lazy_save();
-    asm volatile(HCOPS_SME_REGION("ld1h", "h", "bfmopa")
+    asm volatile(HCOPS_SME_REGION(HCOPS_SME_K_LOOP("ld1h", "h", "bfmopa"), HCOPS_SME_STORE_ZA)
                  : [n] "+r"(pairs), [a] "+r"(a), [b] "+r"(b)
+                 : [acc] "r"(acc)
+                 : HCOPS_SME_CLOBBERS);
+  }
+
+  // SVL/64: the f64 lanes of a streaming vector (the f64 tiles are d x d).
+  static long dwords() { return words() / 2; }
+
+  // The f64 outer products (FMOPA .d, FEAT_SME_F64F64: the family lists
+  // this kernel only where the CPU has it) into the tiles ZA0.D-ZA3.D, a
+  // 2d x 2d block of C, to acc (2d x 2d doubles). Like the f32 ones they
+  // raise no floating-point flag; the C++ write-back after the region does.
+  static void dfmopa(long kc, const double *a, const double *b, double *acc) {
+    commit_lazy_save();
+    // (binutils 2.40 names FEAT_SME_F64F64 "sme-f64"; later ones keep it as
+    // an alias of "sme-f64f64".)
+    asm volatile(".arch_extension sme-f64\n\t" HCOPS_SME_REGION(
+                     HCOPS_SME_K_LOOP_INTO("ld1d", "d", "fmopa", "d"), HCOPS_SME_STORE_TILES("cntd", "st1d", "d", "3", "4"))
+                 : [n] "+r"(kc), [a] "+r"(a), [b] "+r"(b)
                  : [acc] "r"(acc)
                  : HCOPS_SME_CLOBBERS);
   }
@@ -263,7 +286,9 @@ struct HwTiles {
 #undef HCOPS_SME_ALL_COLUMNS
 #undef HCOPS_SME_COLUMNS
 #undef HCOPS_SME_K_LOOP
+#undef HCOPS_SME_K_LOOP_INTO
 #undef HCOPS_SME_STORE_ZA
+#undef HCOPS_SME_STORE_TILES
 #undef HCOPS_SME_CLOBBERS
 };
 
