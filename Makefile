@@ -145,10 +145,13 @@ $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 	fi; \
 	cd $(BUILD_AARCH64) && QEMU_CPU=max ../configure $(AARCH64_CONFIGURE) $$torch1 $$torch2 $(CONFIGURE_FLAGS)
 # The whole suite runs on QEMU's "max" CPU (SVE at 512 bits, SME's
-# streaming vectors at 256); then the GEMM suites of the vector-length
+# streaming vectors at 256), the torch 2.x suites with it (through
+# $(AARCH64_TORCH2_PYTHON)), DiT training on every family for DiT-tiny and
+# DiT-S/2 at batch 1 ($(AARCH64_DIT_MODELS)), 2 steps each; then the GEMM suites of the vector-length
 # agnostic families (sme, sve_bf16, sve) and the operators (built once per
 # SVE length) at the other lengths, in bytes SVE:SME: 128:128, 256:512,
 # 1024:1024, 2048:2048 bits.
+AARCH64_DIT_MODELS = tiny S:1
 AARCH64_VECTOR_LENGTHS = 16:16 32:64 128:128 256:256
 # With the torch 2.x wheel, DiT training on those families against stock
 # (torch2/test_dit_families.sh; it skips without the wheel).
@@ -177,7 +180,8 @@ AARCH64_TORCH_TESTS = torch/test_torch_ops.py torch/test_edge_semantics.py torch
 	torch/test_hcops_run_hook.py torch/test_dit_ops.py
 check-aarch64: deps-aarch64 $(BUILD_AARCH64)/Makefile
 	$(MAKE) -C $(BUILD_AARCH64) -j$(JOBS)
-	QEMU_CPU=max $(MAKE) -C $(BUILD_AARCH64) check || { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }
+	QEMU_CPU=max DIT_FAMILIES_MODELS='$(AARCH64_DIT_MODELS)' DIT_STEPS=2 $(MAKE) -C $(BUILD_AARCH64) check || \
+	  { cat $(BUILD_AARCH64)/tests/test-suite.log; exit 1; }
 	@awk '/^# PASS:/ {p = $$3} /^# SKIP:/ {s = $$3} /^# (FAIL|ERROR|XPASS):/ {f += $$3} \
 	  END {printf "check-aarch64: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD_AARCH64)/tests/test-suite.log
 	@for vl in $(AARCH64_VECTOR_LENGTHS); do \

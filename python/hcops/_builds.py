@@ -43,12 +43,16 @@ def _install_paths():
 
 def search_dirs(subdir):
     """Where the builds are: the installed libdir, else the build tree's
-    shim/<subdir>/.libs (the default build/ beside the source tree, or the
-    one an installed package was made from)."""
+    shim/<subdir>/.libs (that of the build-tree hcops-run running this
+    process, HCOPS_RUN_BUILD; the default build/ beside the source tree; or
+    the one an installed package was made from)."""
     paths = _install_paths()
     # Relative: from hcops/torch, where _paths.py is (make install writes it
     # so when the package and libdir are both under the prefix).
     dirs = [os.path.normpath(os.path.join(_HERE, "torch", paths["LIBDIR"]))] if paths.get("LIBDIR") else []
+    run_build = os.environ.get("HCOPS_RUN_BUILD")
+    if run_build:
+        dirs.append(os.path.join(run_build, "shim", subdir, ".libs"))
     dirs.append(os.path.normpath(os.path.join(_HERE, "..", "..", "build", "shim", subdir, ".libs")))
     if paths.get("BUILDDIR"):
         dirs.append(os.path.join(paths["BUILDDIR"], "shim", subdir, ".libs"))

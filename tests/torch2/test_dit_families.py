@@ -4,8 +4,9 @@ length `make check-aarch64` emulates; on x86-64 the same on its families).
 
 For each family F (hcops-info --families; HCOPS_TEST_FAMILIES restricts) and
 each model of DIT_FAMILIES_MODELS (default "tiny"; make check-aarch64 adds
-"S" on the default vector length), perf/dit/dit.py trains DIT_STEPS steps
-(default 3) at batch DIT_BATCH (default 2), 2 threads, attention through
+"S:1", DiT-S/2 at batch 1, on QEMU's default vector lengths; MODEL:BATCH
+sets a model's batch), perf/dit/dit.py trains DIT_STEPS steps (default 3)
+at batch DIT_BATCH (default 2), 2 threads, attention through
 scaled_dot_product_attention as timm's DiT on 2.x does, in f32 and under
 bf16 autocast:
 - stock: the venv's python alone (no hcops-run, no preload), once per model
@@ -20,9 +21,10 @@ Checks, per family, model and precision:
   initialized gates): the losses alone hardly move in a few steps;
 - HCOps ran the step: verbose exec lines of the dispatcher's GEMMs
   (aten::mm / addmm / bmm), of attention and of the fused AdamW;
-- which family ran each call: attention and AdamW on F (the family forced),
-  each dtype's GEMMs all on one family, F or the one below it that has
-  kernels for that dtype; the count of GEMM calls per family is printed.
+- which family ran each call: each dtype's GEMMs all on one family, F (the
+  family forced) or the one below it that has kernels for that dtype;
+  attention and AdamW on one family, F or the one whose operators F uses;
+  the count of GEMM calls per family is printed.
 And under the preload alone: losses within 1e-5 of stock, and where the
 wheel calls a BLAS library of its own (the aarch64 wheels' OpenBLAS), its
 GEMMs taken by HCOps (verbose lines of ?gemm_).
@@ -37,6 +39,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))  # harness.Report: the PASS/FAIL lines
+from harness import Report  # noqa: E402
 DIT = os.path.join(HERE, "..", "..", "perf", "dit", "dit.py")
 # The children run this interpreter (PYTHON may be a wrapper that enters
 # an emulated root, which this process is in already).
@@ -74,12 +78,19 @@ def dynamic_blas():
     return p.stdout.split()[0] if p.returncode == 0 and p.stdout.split() else None
 
 
-def dit(model, amp, hcops_isa=None, run_args=None):
+def model_and_batch(spec):
+    """("S", 1) for "S:1", (spec, DIT_BATCH) without a batch."""
+    name, _, batch = spec.partition(":")
+    return name, int(batch) if batch else BATCH
+
+
+def dit(spec, amp, hcops_isa=None, run_args=None):
     """(result of dit.py --json or None, stderr); under hcops-run RUN_ARGS
     when given (the families' runs: none)."""
     # As a user runs it: no HCOps setting of the tests', no preload but hcops-run's.
     env = {k: v for k, v in os.environ.items() if not k.startswith("HCOPS_") and k != "LD_PRELOAD"}
-    argv = [PYTHON, DIT, "--model", model, "--batch", str(BATCH), "--steps", str(STEPS), "--warmup", "0",
+    model, batch = model_and_batch(spec)
+    argv = [PYTHON, DIT, "--model", model, "--batch", str(batch), "--steps", str(STEPS), "--warmup", "0",
             "--threads", "2", "--attention", "sdpa", "--autocast", amp, "--json"]
     if hcops_isa or run_args is not None:
         env.update(HCOPS_VERBOSE="1")
@@ -116,20 +127,15 @@ def calls_by_family(stderr):
 
 
 def main():
-    passed = failed = 0
-
-    def check(ok, name, detail=""):
-        nonlocal passed, failed
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if detail and not ok else ""), flush=True)
-        passed, failed = passed + bool(ok), failed + (not ok)
-
+    report = Report()
+    check = report.check
     for tool in (RUN, INFO):
         if not os.access(tool, os.X_OK):
             print(f"FAIL: no {tool}")
             return 99
     here, fams = families()
     blas_lib = dynamic_blas()
-    print(f"== families here: {' '.join(here)}; run: {' '.join(fams)}; models {MODELS}, batch {BATCH}, "
+    print(f"== families here: {' '.join(here)}; run: {' '.join(fams)}; models {MODELS} (default batch {BATCH}), "
           f"{STEPS} steps", flush=True)
     for model in MODELS:
         for amp in ("none", "bf16"):
@@ -180,29 +186,32 @@ def main():
                 check(bool(gemms) and bool(attention) and bool(adam),
                       f"{what}: HCOps ran the GEMMs, attention and AdamW",
                       f"verbose exec lines: {sorted(calls)}")
-                # Attention and AdamW on F; the GEMMs of each dtype all on one
-                # family, F or the one F's products of that dtype fall to (a
-                # family has kernels for some dtypes: avx512_bf16's f32 runs
-                # on avx512, avx2's bf16 on generic), never a family above F.
-                stray, gemm_impls = [], collections.defaultdict(set)
+                # The GEMMs of each dtype all on one family, F or the one F's
+                # products of that dtype fall to (a family has kernels for
+                # some dtypes: avx512_bf16's f32 runs on avx512, avx2's bf16
+                # on generic), never a family above F; attention and AdamW
+                # likewise on one family, F or the one whose operators F
+                # uses (sme and sve_bf16 have none of their own: sve).
+                stray, impls_of = [], collections.defaultdict(set)
                 below = {f"hcops:{f}" for f in here[here.index(fam):]}
                 for (name, dtype), impls in calls.items():
-                    if name in GEMMS:
-                        gemm_impls[dtype].update(impls)
-                        stray += [f"{name} {dtype} on {impl}" for impl in impls if impl not in below]
-                    elif name.startswith(("_scaled_dot_product", "adam_step")):
-                        stray += [f"{name} {dtype} on {impl}" for impl in impls if impl != f"hcops:{fam}"]
-                stray += [f"{dtype} GEMMs on {len(i)} families ({sorted(i)})" for dtype, i in gemm_impls.items()
+                    kind = ("GEMMs" if name in GEMMS else
+                            "operators" if name.startswith(("_scaled_dot_product", "adam_step")) else None)
+                    if kind is None:
+                        continue
+                    impls_of[f"{dtype} {kind}" if kind == "GEMMs" else kind].update(impls)
+                    stray += [f"{name} {dtype} on {impl}" for impl in impls if impl not in below]
+                stray += [f"{what_ran} on {len(i)} families ({sorted(i)})" for what_ran, i in impls_of.items()
                           if len(i) > 1]
-                check(not stray, f"{what}: attention and AdamW on {fam}, each dtype's GEMMs on one family at "
-                      "or below it", "; ".join(sorted(set(stray))))
+                check(not stray, f"{what}: each dtype's GEMMs, and attention and AdamW, on one family at or "
+                      f"below {fam}", "; ".join(sorted(set(stray))))
+                print(f"   {what}: attention and AdamW on {sorted(impls_of['operators'])}", flush=True)
                 ran = collections.Counter()
                 for (name, dtype), impls in gemms.items():
                     ran.update({f"{dtype} {impl}": n for impl, n in impls.items()})
                 print(f"   {what}: GEMM calls {dict(ran)}; losses {['%.7f' % v for v in ours['losses']]}",
                       flush=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return report.finish()
 
 
 if __name__ == "__main__":
