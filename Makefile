@@ -83,24 +83,20 @@ check-external: deps $(BUILD)/Makefile
 # $(AARCH64_DNNL_DEV): multiarch cannot install them beside the amd64 ones,
 # their dnnl_config.h differ). With AARCH64_PYTHON=yes (the default) the
 # PyTorch layers too: libhcops_torch2.so cross-built against PyTorch 2.x's
-# aarch64 wheel (build-aux/torch2-aarch64.sh installs it into
-# $(AARCH64_TORCH2_DIR)), whose python is Debian's arm64 python3 in the
-# root of the Python suites (below) with that folder first on its path
-# ($(AARCH64_TORCH2_PYTHON), written here), and libhcops_torch.so against
-# Debian's arm64 PyTorch 1.13 (libtorch-dev's arm64 .deb unpacked into
-# $(AARCH64_TORCH_DEV), the libraries the root's). Open MPI, which Debian
+# aarch64 wheel (installed into $(BUILD_AARCH64)/torch2-aarch64), whose
+# python is Debian's arm64 python3 in the root of the Python suites
+# (below) with that folder first on its path ($(BUILD_AARCH64)/python3-
+# torch2), and libhcops_torch.so against Debian's arm64 PyTorch 1.13 in
+# that root (libtorch-dev's arm64 headers unpacked into
+# $(BUILD_AARCH64)/torch-dev): build-aux/aarch64-torch-layers.sh. Open MPI, which Debian
 # has no cross-installable arm64 development files for, is configured out,
 # and configured_out.sh says so. Not part of `make check` (CI).
 BUILD_AARCH64 ?= build-aarch64
 AARCH64_DNNL_DEV = $(abspath $(BUILD_AARCH64))/dnnl-dev
-AARCH64_TORCH_DEV = $(abspath $(BUILD_AARCH64))/torch-dev
 AARCH64_CONFIGURE = --host=aarch64-linux-gnu --with-dnnl --without-mpi \
 	HWLOC_CFLAGS=' ' HWLOC_LIBS=-lhwloc CMOCKA_CFLAGS=' ' CMOCKA_LIBS=-lcmocka \
 	CPPFLAGS='-I$(AARCH64_DNNL_DEV)/usr/include' \
 	LDFLAGS='-L$(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,$(abspath $(AARCH64_ROOT))/usr/lib/aarch64-linux-gnu:$(abspath $(AARCH64_ROOT))/usr/lib'
-AARCH64_TORCH2_DIR = $(abspath $(BUILD_AARCH64))/torch2-aarch64
-AARCH64_PYTHON3 = $(abspath $(BUILD_AARCH64))/python3-arm64
-AARCH64_TORCH2_PYTHON = $(abspath $(BUILD_AARCH64))/python3-torch2
 deps-aarch64:
 	@sh build-aux/install-deps-aarch64.sh
 $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
@@ -111,42 +107,19 @@ $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 	v=$$(dpkg-query -W -f='$${Version}' libdnnl2:arm64) && \
 	  dpkg-deb -x "$${HCOPS_DEB_CACHE:-/var/cache/hcops}/libdnnl-dev_$${v}_arm64.deb" '$(AARCH64_DNNL_DEV)'
 	ln -sf /usr/lib/aarch64-linux-gnu/libdnnl.so.2 '$(AARCH64_DNNL_DEV)/usr/lib/aarch64-linux-gnu/libdnnl.so'
-	# With the Python suites: the PyTorch layers. Debian's PyTorch 1.13:
-	# libtorch-dev's headers, and its libraries' links to the root's
-	# libraries (which need the root's other libraries: -rpath-link). The
-	# torch 2.x wheel and the python that runs it (configure asks it for
-	# the wheel's version, C++ ABI and folder); without the package index,
-	# the build goes on without libhcops_torch2.so, saying so.
-	rm -rf '$(AARCH64_TORCH_DEV)'
-	torch1=--without-torch torch2=; \
+	# With the Python suites, the PyTorch layers, for Debian's PyTorch 1.13
+	# and PyTorch 2.x's aarch64 wheel, each where it can be had
+	# (build-aux/aarch64-torch-layers.sh makes the arm64 root, unpacks
+	# libtorch-dev's headers, installs the wheel, writes the pythons that
+	# run them, and gives configure its arguments; it says what it leaves out).
+	torch=--without-torch; \
 	if [ '$(AARCH64_PYTHON)' = yes ]; then \
-	  sh build-aux/aarch64-root.sh '$(AARCH64_ROOT)' || exit 1; \
-	  v=$$(dpkg-deb -f "$${HCOPS_DEB_CACHE:-/var/cache/hcops}/libtorch-dev_"*_arm64.deb Version) && \
-	  [ -f '$(AARCH64_ROOT)/usr/lib/aarch64-linux-gnu/libtorch_cpu.so.1.13' ] && \
-	  dpkg-deb -x "$${HCOPS_DEB_CACHE:-/var/cache/hcops}/libtorch-dev_$${v}_arm64.deb" '$(AARCH64_TORCH_DEV)' && \
-	  for l in torch_cpu c10; do \
-	    ln -sf '$(abspath $(AARCH64_ROOT))'/usr/lib/aarch64-linux-gnu/lib$$l.so.1.13 '$(AARCH64_TORCH_DEV)'/usr/lib/aarch64-linux-gnu/lib$$l.so; \
-	  done && \
-	  torch1="--with-torch TORCH_INCLUDE=$(AARCH64_TORCH_DEV)/usr/include TORCH_LIBDIR=$(AARCH64_TORCH_DEV)/usr/lib/aarch64-linux-gnu TORCH_PYTHON=$(AARCH64_PYTHON3)" && \
-	  { echo '#!/bin/sh'; \
-	    echo '# Debian arm64 python3 of $(abspath $(AARCH64_ROOT)) (written by the Makefile).'; \
-	    echo "AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS='$(AARCH64_ROOT_BINDS)'"; \
-	    echo 'export AARCH64_ROOT AARCH64_ROOT_BINDS'; \
-	    echo "exec sh '$(CURDIR)/build-aux/in-aarch64-root.sh' /usr/bin/python3 \"\$$@\""; } >'$(AARCH64_PYTHON3)' && \
-	  chmod +x '$(AARCH64_PYTHON3)' || exit 1; \
-	  if sh build-aux/torch2-aarch64.sh '$(AARCH64_TORCH2_DIR)' >/dev/null; then \
-	    { echo '#!/bin/sh'; \
-	      echo '# Debian arm64 python3 of $(abspath $(AARCH64_ROOT)) with the torch 2.x wheel of $(AARCH64_TORCH2_DIR) first on its path (written by the Makefile).'; \
-	      echo "AARCH64_ROOT='$(abspath $(AARCH64_ROOT))' AARCH64_ROOT_BINDS='$(AARCH64_ROOT_BINDS)'"' PYTHONPATH="$(AARCH64_TORCH2_DIR)$${PYTHONPATH:+:$$PYTHONPATH}"'; \
-	      echo 'export AARCH64_ROOT AARCH64_ROOT_BINDS PYTHONPATH'; \
-	      echo "exec sh '$(CURDIR)/build-aux/in-aarch64-root.sh' /usr/bin/python3 \"\$$@\""; } >'$(AARCH64_TORCH2_PYTHON)' && \
-	    chmod +x '$(AARCH64_TORCH2_PYTHON)' && torch2='--with-torch-python=$(AARCH64_TORCH2_PYTHON)'; \
-	  else echo "hcops: the AArch64 build goes on without libhcops_torch2.so"; fi; \
+	  torch=$$(sh build-aux/aarch64-torch-layers.sh '$(BUILD_AARCH64)' '$(AARCH64_ROOT)' '$(AARCH64_ROOT_BINDS)') || exit 1; \
 	fi; \
-	cd $(BUILD_AARCH64) && QEMU_CPU=max ../configure $(AARCH64_CONFIGURE) $$torch1 $$torch2 $(CONFIGURE_FLAGS)
+	cd $(BUILD_AARCH64) && QEMU_CPU=max ../configure $(AARCH64_CONFIGURE) $$torch $(CONFIGURE_FLAGS)
 # The whole suite runs on QEMU's "max" CPU (SVE at 512 bits, SME's
 # streaming vectors at 256), the torch 2.x suites with it (through
-# $(AARCH64_TORCH2_PYTHON)), DiT training on every family for DiT-tiny and
+# $(BUILD_AARCH64)/python3-torch2), DiT training on every family for DiT-tiny and
 # DiT-S/2 at batch 1 ($(AARCH64_DIT_MODELS)), 2 steps each; then the GEMM suites of the vector-length
 # agnostic families (sme, sve_bf16, sve) and the operators (built once per
 # SVE length) at the other lengths, in bytes SVE:SME: 128:128, 256:512,
@@ -169,7 +142,7 @@ AARCH64_VL_TESTS = engine/test_gemm_isa.sh engine/test_gemm_bf16.sh engine/test_
 # PyTorch's, the edge semantics, the fused Adam, hcops-run's start-up hook
 # and DiT training under hcops-run against PyTorch's own operators. (The
 # torch 2.x suites ran in the whole suite above, through
-# $(AARCH64_TORCH2_PYTHON), which enters the same root.) AARCH64_PYTHON=no
+# $(BUILD_AARCH64)/python3-torch2, which enters the same root.) AARCH64_PYTHON=no
 # skips this part, and the PyTorch layers.
 AARCH64_PYTHON ?= yes
 AARCH64_ROOT   ?= $(BUILD_AARCH64)/debian-arm64

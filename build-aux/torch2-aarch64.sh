@@ -1,6 +1,6 @@
 #!/bin/sh
 # torch2-aarch64.sh DIR: PyTorch 2.x's aarch64 wheel from the Python package
-# index, with numpy and expecttest, installed into the folder DIR for the
+# index, with numpy, expecttest and setuptools, installed into the folder DIR for the
 # arm64 python3 of the root that aarch64-root.sh makes (Debian 12's
 # CPython 3.11): `make check-aarch64` puts DIR on that python's PYTHONPATH
 # (build-aux/python3-aarch64.sh with AARCH64_TORCH2=DIR), cross-builds
@@ -27,10 +27,14 @@ set -eu
 dir=${1:?usage: torch2-aarch64.sh DIR}
 spec=${HCOPS_TORCH2_AARCH64_SPEC:-torch==2.10.0}
 python_version=3.11  # Debian 12's python3 in the arm64 root
+# Beside torch: what the suites import, and setuptools, which a venv has
+# and torch.compile needs (torch.utils.cpp_extension imports it; torch
+# asks for it only from Python 3.12 on).
+extras="numpy expecttest setuptools"
 stamp="$dir/.hcops-torch2-spec"
 say() { echo "hcops: torch 2.x for aarch64: $*" >&2; }
 
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$spec $python_version" ] && [ -d "$dir/torch/lib" ]; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$spec $python_version $extras" ] && [ -d "$dir/torch/lib" ]; then
   echo "$dir"
   exit 0
 fi
@@ -57,7 +61,7 @@ new="$dir.new"
 log="$dir.log"
 rm -rf "$new"
 mkdir -p "$(dirname "$dir")"
-say "installing $spec, numpy, expecttest for CPython $python_version into $dir (first time: ~170 MB from the package index)"
+say "installing $spec, $extras for CPython $python_version into $dir (first time: ~170 MB from the package index)"
 # pip evaluates the requirements' markers for this machine, not for the
 # --platform given: torch's own dependencies marked for x86-64 (its CUDA
 # wheels) would come too. So torch comes alone, then what its metadata
@@ -80,7 +84,7 @@ requires=$(sed -n 's/^Requires-Dist: //p' "$new"/torch-*.dist-info/METADATA | gr
 old_ifs=$IFS
 IFS='|'
 # shellcheck disable=SC2086  # split at | only: a requirement keeps its spaces
-set -- $requires numpy expecttest
+set -- $requires$(echo $extras | tr ' ' '|')
 IFS=$old_ifs
 pip_target "$@" || failed "torch's requirements ($*)"
 if [ ! -f "$new/torch/lib/libtorch_cpu.so" ] || [ ! -f "$new/torch/include/torch/library.h" ]; then
@@ -90,5 +94,5 @@ if [ ! -f "$new/torch/lib/libtorch_cpu.so" ] || [ ! -f "$new/torch/include/torch
 fi
 rm -rf "$dir"
 mv "$new" "$dir"
-echo "$spec $python_version" >"$stamp"
+echo "$spec $python_version $extras" >"$stamp"
 echo "$dir"

@@ -105,8 +105,11 @@ def stock_runs_bf16():
     oneDNN 2.6 has no bf16 convolution on AArch64: "could not create a
     primitive descriptor iterator")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
-    p = subprocess.run([sys.executable, "-c", STOCK_BF16_PROBE], env=env, capture_output=True, text=True,
-                       timeout=TIMEOUT_S)
+    try:
+        p = subprocess.run([sys.executable, "-c", STOCK_BF16_PROBE], env=env, capture_output=True, text=True,
+                           timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return ""  # not a refusal: the children's own runs will say what happens
     return "" if p.returncode == 0 else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
 
 

@@ -170,13 +170,16 @@ def main():
                 if ours is None:
                     continue
                 rel = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(ours["losses"], stock["losses"]))
-                check(rel <= LOSS_RTOL[amp], f"{what}: losses within {LOSS_RTOL[amp]:g} of stock ({rel:.2g})",
+                check(rel <= LOSS_RTOL[amp] and len(ours["losses"]) == len(stock["losses"]),
+                      f"{what}: losses within {LOSS_RTOL[amp]:g} of stock ({rel:.2g})",
                       f"{ours['losses']} vs {stock['losses']}")
                 # Each parameter's gradient norm of the last step, relative to
-                # the largest (the zero-initialized gates' are ~0).
+                # the largest (the zero-initialized gates' are ~0); a gradient
+                # one side has and the other not is a difference too.
                 top = max(abs(g) for g in stock["grad_norms"] if g is not None)
-                grel = max(abs(a - b) / max(abs(b), 1e-3 * top) for a, b in
-                           zip(ours["grad_norms"], stock["grad_norms"]) if b is not None)
+                pairs = list(zip(ours["grad_norms"], stock["grad_norms"]))
+                grel = max((abs(a - b) / max(abs(b), 1e-3 * top) if a is not None and b is not None
+                            else 0.0 if a is None and b is None else float("inf")) for a, b in pairs)
                 check(grel <= GRAD_RTOL[amp] and len(ours["grad_norms"]) == len(stock["grad_norms"]),
                       f"{what}: the last step's gradient norms within {GRAD_RTOL[amp]:g} of stock ({grel:.2g})")
                 calls = calls_by_family(err)
