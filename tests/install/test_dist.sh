@@ -2,7 +2,7 @@
 # `make dist`'s tarball (what pip, EasyBuild and Spack build from) holds
 # every file of the checkout but those below, which serve only a checkout:
 # the top Makefile (it drives autotools in build/; the tarball has its
-# configure), the AArch64 root scripts (make check-aarch64, from the top
+# configure), the AArch64 scripts (make check-aarch64, from the top
 # Makefile), CI's and the editor's settings. A header or script left out of
 # the automake lists fails here, not in a user's build. Without git (a
 # tarball's own tree) there is nothing to compare: skipped.
@@ -11,7 +11,7 @@ top_srcdir=$HCOPS_TEST_TOP_SRCDIR
 top_builddir=$HCOPS_TEST_TOP_BUILDDIR
 git -C "$top_srcdir" rev-parse --is-inside-work-tree > /dev/null 2>&1 ||
   { echo "SKIP: $top_srcdir is not a git checkout"; exit 77; }
-not_distributed='^(Makefile|\.gitignore|\.clang-format|m4/\.keep|build-aux/(aarch64-root|in-aarch64-root|python3-aarch64)\.sh)$'
+not_distributed='^(Makefile|\.gitignore|\.clang-format|m4/\.keep|build-aux/(aarch64-root|in-aarch64-root|python3-aarch64|aarch64-torch-layers|torch2-aarch64)\.sh)$'
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/hcops-dist.XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
 name=hcops-dist-test-$$
