@@ -11,9 +11,13 @@
 #include <cstdio>
 #endif
 
+#include <strings.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "common/env.h"
 #include "common/log.h"
 
 namespace hcops {
@@ -150,7 +154,78 @@ constexpr FeatureName kNames[] = {
     {kBf16, "bf16"},         {kI8mm, "i8mm"},         {kSme, "sme"},
     {kSmeF32F32, "sme_f32f32"}, {kSmeB16F32, "sme_b16f32"}, {kSveBf16, "sve_bf16"}, {kSmeF64F64, "sme_f64f64"},
 };
+
+// What each feature extends: turning one off turns off those that extend
+// it (architecturally an extension: AVX-512's subsets of AVX-512F, SME's
+// datatypes of SME, SVE's BF16 of both SVE and BF16).
+struct Extends {
+  uint64_t bit, base;
+};
+constexpr Extends kExtends[] = {
+    {kAvx, kSse2},         {kFma, kAvx},           {kAvx2, kAvx},           {kAvx512f, kAvx2},
+    {kAvx512dq, kAvx512f}, {kAvx512bw, kAvx512f},  {kAvx512vl, kAvx512f},   {kAvx512Bf16, kAvx512f},
+    {kAmxTile, kAvx512f},  {kAmxBf16, kAmxTile},   {kSve, kNeon},           {kSve2, kSve},
+    {kBf16, kNeon},        {kSveBf16, kSve},       {kSveBf16, kBf16},       {kI8mm, kNeon},
+    {kSme, kNeon},         {kSmeF32F32, kSme},     {kSmeB16F32, kSme},      {kSmeF64F64, kSme},
+};
+
+#if defined(__aarch64__)
+constexpr uint64_t kBaseline = kNeon;
+constexpr uint64_t kOtherArch = kSse2 | kAvx | kFma | kAvx2 | kAvx512f | kAvx512dq | kAvx512bw | kAvx512vl |
+                                kAvx512Bf16 | kAmxTile | kAmxBf16;
+#else
+constexpr uint64_t kBaseline = kSse2;
+constexpr uint64_t kOtherArch =
+    kNeon | kSve | kSve2 | kBf16 | kI8mm | kSme | kSmeF32F32 | kSmeB16F32 | kSveBf16 | kSmeF64F64;
+#endif
+
+// `off` and every feature that extends one of them, transitively.
+uint64_t with_extensions(uint64_t off) {
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const Extends &e : kExtends)
+      if ((off & e.base) && !(off & e.bit)) off |= e.bit, grew = true;
+  }
+  return off;
+}
 }  // namespace
+
+void apply_cpu_disable(CpuFeatures &f, const char *value) {
+  if (!value) return;
+  uint64_t asked = 0;
+  std::string unknown, baseline;
+  const std::string v = value;
+  for (size_t i = 0; i < v.size();) {
+    const size_t j = std::min(v.find_first_of(", ", i), v.size());
+    const std::string name = v.substr(i, j - i);
+    i = j + 1;
+    if (name.empty()) continue;
+    uint64_t bit = 0;
+    for (const FeatureName &n : kNames)
+      if (strcasecmp(name.c_str(), n.name) == 0) bit = n.bit;
+    if (!bit)
+      unknown += (unknown.empty() ? "" : " ") + quoted(name.c_str());
+    else if (bit & kBaseline)
+      baseline = name;
+    else if (!(bit & kOtherArch))
+      asked |= bit;
+  }
+  if (!unknown.empty())
+    warn_once("HCOPS_CPU_DISABLE", "HCOPS_CPU_DISABLE: unknown feature %s (known here: %s); ignored",
+              unknown.c_str(), feature_names(~(kOtherArch | kBaseline)).c_str());
+  if (!baseline.empty())
+    warn_once("HCOPS_CPU_DISABLE/baseline",
+              "HCOPS_CPU_DISABLE: %s is the baseline every kernel family needs; not disabled", baseline.c_str());
+  const uint64_t off = with_extensions(asked) & f.mask();
+  bool *const flags[] = {&f.sse2,     &f.avx,      &f.fma,   &f.avx2, &f.avx512f, &f.avx512dq, &f.avx512bw,
+                         &f.avx512vl, &f.avx512_bf16, &f.amx_tile, &f.amx_bf16, &f.neon, &f.sve, &f.sve2,
+                         &f.bf16,     &f.i8mm,     &f.sme,   &f.sme_f32f32, &f.sme_b16f32, &f.sve_bf16,
+                         &f.sme_f64f64};
+  static_assert(sizeof flags / sizeof *flags == sizeof kNames / sizeof *kNames, "one flag per feature name");
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; ++i)
+    if (off & kNames[i].bit) *flags[i] = false;
+  f.disabled |= off;
+}
 
 uint64_t CpuFeatures::mask() const {
   const bool on[] = {sse2,     avx,      fma,   avx2, avx512f, avx512dq, avx512bw,   avx512vl,  avx512_bf16, amx_tile,
@@ -173,7 +248,11 @@ std::string feature_names(uint64_t mask) {
 std::string CpuFeatures::describe() const { return feature_names(mask()); }
 
 const CpuFeatures &cpu_features() {
-  static const CpuFeatures f = detect();
+  static const CpuFeatures f = [] {
+    CpuFeatures d = detect();
+    apply_cpu_disable(d, env_raw("HCOPS_CPU_DISABLE"));
+    return d;
+  }();
   return f;
 }
 

@@ -45,6 +45,9 @@ struct CpuFeatures {
   bool neon = false, sve = false, sve2 = false, bf16 = false, sve_bf16 = false, i8mm = false;
   bool sme = false, sme_f32f32 = false, sme_b16f32 = false, sme_f64f64 = false;
   std::string vendor, brand;
+  // What HCOPS_CPU_DISABLE turned off (CpuFeature bits, with the features
+  // that extend them): the CPU has them, HCOps does not use them.
+  uint64_t disabled = 0;
   uint64_t mask() const;         // the CpuFeature bits of the usable features
   std::string describe() const;  // "avx2 fma avx512f ..." (usable ones only)
 };
@@ -52,8 +55,18 @@ struct CpuFeatures {
 // "avx2 fma" for a set of CpuFeature bits.
 std::string feature_names(uint64_t mask);
 
-// Detected once; a feature counts only when the OS also saves its registers.
+// Detected once; a feature counts only when the OS also saves its registers,
+// and HCOPS_CPU_DISABLE has not turned it off.
 const CpuFeatures &cpu_features();
+
+// HCOPS_CPU_DISABLE's value applied to detected features `f`: each name
+// (comma- or space-separated, case-insensitive) is turned off, with every
+// feature that extends it (avx512f takes avx512_bf16 and the AMX bits with
+// it, sme its datatypes), and recorded in f.disabled. A name of the other
+// architecture does nothing (one setting serves a mixed cluster); an unknown
+// name, or the baseline (sse2, neon: the generic family needs it), warns
+// once and is ignored. Never turns a feature on. (Exposed for the tests.)
+void apply_cpu_disable(CpuFeatures &f, const char *value);
 
 // Whether this process may execute tile instructions: on a CPU with AMX,
 // Linux's permission is asked on the first call (request_tile_permission)

@@ -42,9 +42,13 @@ int first_allowed_row() {
       if (strcasecmp(asked, kRows[i].name) != 0) continue;
       if (row_runs_here(i)) return i;
       const std::string missing = feature_names(kRows[i].needs & ~cpu_features().mask());
+      const std::string disabled = feature_names(kRows[i].needs & cpu_features().disabled);
       if (missing.empty())  // the CPU has it all: Linux refused the AMX tile state
         warn_once("HCOPS_ISA", "HCOPS_ISA=%s cannot run: Linux refused the AMX tile state; using %s", kRows[i].name,
                   kRows[best_row()].name);
+      else if (!disabled.empty())
+        warn_once("HCOPS_ISA", "HCOPS_ISA=%s needs %s, which HCOPS_CPU_DISABLE turns off; using %s", kRows[i].name,
+                  disabled.c_str(), kRows[best_row()].name);
       else
         warn_once("HCOPS_ISA", "HCOPS_ISA=%s is not supported by this CPU (it needs %s); using %s", kRows[i].name,
                   missing.c_str(), kRows[best_row()].name);

@@ -101,6 +101,7 @@ std::string engine_info(long m, long n, long k) {
   std::string s;
   s += format("cpu: %s (%s)\n", f.brand.c_str(), f.vendor.c_str());
   s += format("cpu features: %s\n", f.describe().c_str());
+  if (f.disabled) s += format("cpu features turned off (HCOPS_CPU_DISABLE): %s\n", feature_names(f.disabled).c_str());
   s += format("kernel family: %s (best for this CPU: %s)\n", family_name(), best_f32_family());
   // Which family and tile serve each datatype combination (first fit each).
 #define HCOPS_KERNEL_LINE(Ty, name) s += kernel_line<Ty>(name, topo);
@@ -114,7 +115,10 @@ std::string engine_info(long m, long n, long k) {
   for (int i = 0; i < kernel_family_count(); ++i) {
     const KernelFamily &fam = kernel_families()[i];
     s += format("  %-8s %-13s needs %s; serves %s; %s\n", fam.name,
-                family_runs_here(fam) ? "runs here," : "not on this CPU,", feature_names(fam.needs).c_str(),
+                family_runs_here(fam)             ? "runs here,"
+                : !(fam.needs & ~(f.mask() | f.disabled)) ? "turned off,"
+                                           : "not on this CPU,",
+                feature_names(fam.needs).c_str(),
                 served(*fam.kernels).c_str(), fam.summary);
   }
   s += format("topology: %s; %d NUMA node(s), %zu compute domain(s), %d core(s); L1d %zu KiB, L2 %zu KiB, L3 %zu KiB\n",

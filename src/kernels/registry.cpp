@@ -5,6 +5,8 @@
 #include <cassert>
 
 #include "common/cpu_features.h"
+#include "common/dtype.h"
+#include "common/log.h"
 
 namespace hcops {
 
@@ -59,8 +61,15 @@ const ChosenKernel<Ty> &chosen_kernel() {
       const KernelList &list = *families[i].kernels;
       for (int j = 0; j < list.count; ++j) {
         const KernelRef &r = list.refs[j];
-        if (r.template serves<Ty>() && family_runs_here(families[i]) && features_usable(r.needs))
-          return ChosenKernel<Ty>{&families[i], r.template get<Ty>()};
+        if (!r.template serves<Ty>() || !family_runs_here(families[i])) continue;
+        if (features_usable(r.needs)) return ChosenKernel<Ty>{&families[i], r.template get<Ty>()};
+        // The family runs, this kernel's optional part of its extension
+        // does not: said once under HCOPS_VERBOSE, the next row serves.
+        const uint64_t missing = r.needs & ~cpu_features().mask();
+        note_once(families[i].name, "kernel family %s: its %s:%s:%s kernel needs %s (%s); the next family serves it",
+                  families[i].name, dtype_name(r.a), dtype_name(r.b), dtype_name(r.c),
+                  feature_names(missing).c_str(),
+                  (missing & cpu_features().disabled) ? "turned off by HCOPS_CPU_DISABLE" : "not on this CPU");
       }
     }
     return ChosenKernel<Ty>{nullptr, nullptr};

@@ -88,5 +88,64 @@ else
   echo "SKIP: every kernel family of the table runs on this CPU; the unsupported-family fallback is not exercised"
 fi
 
+# HCOPS_CPU_DISABLE turns CPU features off (never on): a name it does not
+# know warns once and changes nothing; a family needing a feature turned off
+# is passed over as on a CPU without it (hcops-info: "turned off"), its
+# GEMMs going to the next one, with the right results.
+run "HCOPS_CPU_DISABLE=nosuchfeature" HCOPS_CPU_DISABLE=nosuchfeature
+n=$(count '^hcops: warning: HCOPS_CPU_DISABLE: unknown feature "nosuchfeature"')
+[ "$n" = 1 ] && [ "$(grep -vc '^hcops_verbose' "$err")" = 1 ] && ok "an unknown HCOPS_CPU_DISABLE name warns once" ||
+  ko "HCOPS_CPU_DISABLE=nosuchfeature: $(cat "$err")"
+HCOPS_CPU_DISABLE=nosuchfeature $info 2>/dev/null | grep -q "^kernel family: $best " &&
+  ok "and changes nothing ($best)" || ko "HCOPS_CPU_DISABLE=nosuchfeature changed the family"
+needs() { $info | sed -n "s/^  $1 .* needs \([^;]*\);.*/\1/p"; }
+prev=
+for isa in $f32_families; do
+  if [ -n "$prev" ]; then
+    # A feature $prev needs and $isa (the next f32 family) does not.
+    feature=$(for x in $(needs "$prev"); do echo " $(needs "$isa") " | grep -q " $x " || echo "$x"; done | head -n 1)
+    if [ -z "$feature" ]; then
+      echo "== $prev needs nothing $isa does not: not turned off alone"
+    else
+      # sgemm's family then: one that runs here and does not need $feature
+      # (not necessarily $isa: sme does not need sve).
+      want=$(HCOPS_CPU_DISABLE=$feature $info | sed -n 's/^kernel family: \([a-z0-9_]*\) .*/\1/p')
+      echo " $(needs "$want") " | grep -q " $feature " || [ "$want" = "$prev" ] ||
+        ! echo "$f32_families" | grep -qx "$want" && ko "HCOPS_CPU_DISABLE=$feature: sgemm's family is $want" ||
+        ok "HCOPS_CPU_DISABLE=$feature: sgemm's family is $want"
+      run "HCOPS_CPU_DISABLE=$feature" HCOPS_CPU_DISABLE=$feature HCOPS_VERBOSE=1
+      c=$(count "^hcops_verbose,exec,sgemm_,.*,hcops:$want,tile=")
+      [ "$c" = 2 ] && ok "HCOPS_CPU_DISABLE=$feature: sgemm on $want, not $prev" ||
+        ko "HCOPS_CPU_DISABLE=$feature: sgemm not on $want: $(grep exec,sgemm_ "$err" | head -n 1)"
+      HCOPS_CPU_DISABLE=$feature $info | grep -q "^  $prev  *turned off," && ok "hcops-info: $prev turned off" ||
+        ko "hcops-info does not say $prev is turned off"
+      HCOPS_CPU_DISABLE=$feature HCOPS_ISA=$prev $probe >/dev/null 2>"$err"
+      n=$(count "^hcops: warning: HCOPS_ISA=$prev needs .*$feature.*, which HCOPS_CPU_DISABLE turns off; using $want")
+      [ "$n" = 1 ] && ok "HCOPS_ISA=$prev with $feature turned off: one warning, $want" ||
+        ko "HCOPS_ISA=$prev with $feature turned off: $(cat "$err")"
+    fi
+  fi
+  prev=$isa
+done
+# A kernel that needs an optional part of its family's extension (hcops-info:
+# "(with FEATURE)", as sme's f64 tiles need FEAT_SME_F64F64): that part
+# turned off, its datatype goes to the next family, said under HCOPS_VERBOSE.
+optional=$(for isa in $families; do $info | sed -n "s/^  $isa  *runs here,.*serves \([^;]*\);.*/\1/p" |
+  grep -o 'f64:f64:f64(with [a-z0-9_]*)' | sed "s/.*(with \([a-z0-9_]*\))/$isa \1/"; done)
+if [ -z "$optional" ]; then
+  echo "SKIP: no f64 kernel here needs an optional feature (sme's f64 tiles, FEAT_SME_F64F64): that decline is not exercised"
+else
+  set -- $optional
+  while [ $# -ge 2 ]; do
+    isa=$1 feature=$2
+    shift 2
+    run "HCOPS_CPU_DISABLE=$feature" HCOPS_CPU_DISABLE=$feature HCOPS_VERBOSE=1
+    grep -q "^hcops_verbose,info,kernel family $isa: its f64:f64:f64 kernel needs $feature (turned off by HCOPS_CPU_DISABLE); the next family serves it" "$err" &&
+      ok "verbose says why $isa does not serve f64" || ko "no verbose line for $isa's f64 kernel: $(grep info "$err")"
+    grep "^hcops_verbose,exec,dgemm_," "$err" | grep -q ",hcops:$isa," &&
+      ko "dgemm still on $isa with $feature turned off" || ok "dgemm not on $isa with $feature turned off"
+  done
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
