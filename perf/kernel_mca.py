@@ -82,6 +82,9 @@ KERNELS = [
     ("aarch64", "sme", "bf16",
      r"sme::.*TileKernel<hcops::kernels::sme::HwTiles, hcops::GemmTypes<hcops::bf16, hcops::bf16, float, float, "
      r"hcops::bf16, hcops::bf16, 1> >::macro$"),
+    ("aarch64", "sme", "f64",
+     r"sme::.*TileKernel<hcops::kernels::sme::HwTiles, hcops::GemmTypes<double, double, double, double, double, double, "
+     r"1> >::macro$"),
     ("x86_64", "avx512", "f32", r"SimdKernel<hcops::kernels::avx512::\(anonymous namespace\)::F32, float, 12>::full$"),
     ("x86_64", "avx512_bf16", "bf16", r"avx512_bf16::\(anonymous namespace\)::Kernel<float>::full$"),
 ]
