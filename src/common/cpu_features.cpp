@@ -156,8 +156,11 @@ constexpr FeatureName kNames[] = {
 };
 
 // What each feature extends: turning one off turns off those that extend
-// it (architecturally an extension: AVX-512's subsets of AVX-512F, SME's
-// datatypes of SME, SVE's BF16 of both SVE and BF16).
+// it. Architectural where the ISA says so (AVX-512's subsets of AVX-512F,
+// SME's datatypes of SME, SVE's BF16 of both SVE and BF16; FEAT_SME
+// requires FEAT_BF16, not SVE: a CPU may stream without SVE proper); AMX
+// under AVX-512F by HCOps' choice (its family packs and converts with
+// AVX-512, so AMX without AVX-512 is not a configuration it runs).
 struct Extends {
   uint64_t bit, base;
 };
@@ -166,7 +169,8 @@ constexpr Extends kExtends[] = {
     {kAvx512dq, kAvx512f}, {kAvx512bw, kAvx512f},  {kAvx512vl, kAvx512f},   {kAvx512Bf16, kAvx512f},
     {kAmxTile, kAvx512f},  {kAmxBf16, kAmxTile},   {kSve, kNeon},           {kSve2, kSve},
     {kBf16, kNeon},        {kSveBf16, kSve},       {kSveBf16, kBf16},       {kI8mm, kNeon},
-    {kSme, kNeon},         {kSmeF32F32, kSme},     {kSmeB16F32, kSme},      {kSmeF64F64, kSme},
+    {kSme, kNeon},         {kSme, kBf16},          {kSmeF32F32, kSme},      {kSmeB16F32, kSme},
+    {kSmeF64F64, kSme},
 };
 
 #if defined(__aarch64__)
@@ -196,15 +200,16 @@ void apply_cpu_disable(CpuFeatures &f, const char *value) {
   std::string unknown, baseline;
   const std::string v = value;
   for (size_t i = 0; i < v.size();) {
-    const size_t j = std::min(v.find_first_of(", ", i), v.size());
+    const size_t j = std::min(v.find_first_of(", \t\n", i), v.size());
     const std::string name = v.substr(i, j - i);
     i = j + 1;
     if (name.empty()) continue;
     uint64_t bit = 0;
     for (const FeatureName &n : kNames)
       if (strcasecmp(name.c_str(), n.name) == 0) bit = n.bit;
-    if (!bit)
-      unknown += (unknown.empty() ? "" : " ") + quoted(name.c_str());
+    if (!bit) {
+      if (unknown.size() < 200) unknown += (unknown.empty() ? "" : " ") + quoted(name.c_str());
+    }
     else if (bit & kBaseline)
       baseline = name;
     else if (!(bit & kOtherArch))

@@ -60,9 +60,9 @@ std::string feature_names(uint64_t mask);
 const CpuFeatures &cpu_features();
 
 // HCOPS_CPU_DISABLE's value applied to detected features `f`: each name
-// (comma- or space-separated, case-insensitive) is turned off, with every
+// (separated by commas or white space, case-insensitive) is turned off, with every
 // feature that extends it (avx512f takes avx512_bf16 and the AMX bits with
-// it, sme its datatypes), and recorded in f.disabled. A name of the other
+// it, sme its datatypes, bf16 sme), and recorded in f.disabled. A name of the other
 // architecture does nothing (one setting serves a mixed cluster); an unknown
 // name, or the baseline (sse2, neon: the generic family needs it), warns
 // once and is ignored. Never turns a feature on. (Exposed for the tests.)

@@ -3,6 +3,7 @@
 #include "config.h"  // HCOPS_HAVE_AMX, for families.def
 
 #include <cassert>
+#include <string>
 
 #include "common/cpu_features.h"
 #include "common/dtype.h"
@@ -66,7 +67,9 @@ const ChosenKernel<Ty> &chosen_kernel() {
         // The family runs, this kernel's optional part of its extension
         // does not: said once under HCOPS_VERBOSE, the next row serves.
         const uint64_t missing = r.needs & ~cpu_features().mask();
-        note_once(families[i].name, "kernel family %s: its %s:%s:%s kernel needs %s (%s); the next family serves it",
+        const std::string key = std::string("kernel needs ") + families[i].name + " " + dtype_name(r.a) + ":" +
+                                dtype_name(r.b) + ":" + dtype_name(r.c);
+        note_once(key.c_str(), "kernel family %s: its %s:%s:%s kernel needs %s (%s); passed over",
                   families[i].name, dtype_name(r.a), dtype_name(r.b), dtype_name(r.c),
                   feature_names(missing).c_str(),
                   (missing & cpu_features().disabled) ? "turned off by HCOPS_CPU_DISABLE" : "not on this CPU");
