@@ -44,6 +44,10 @@ TOL = {"f32": 1e-5, "bf16": 1e-2}
 # their largest: f32 rounding in another order, and bf16's products.
 PROBE_TOL = {"f32": 1e-4, "bf16": 1e-2}
 MODES = ("default", "max-autotune")
+# A run's limit: a hang is reported, not waited out. Under QEMU's user-mode
+# emulation (make check-aarch64 sets QEMU_CPU) inductor's g++ runs emulated
+# too, a minute or more a kernel: the same limit, 8 times longer.
+TIMEOUT_S = 1800 * (8 if os.environ.get("QEMU_CPU") else 1)
 # What HCOps must have computed in a compiled step (HCOPS_VERBOSE's exec lines).
 EXPECTED = ("aten::mm", "aten::addmm", "_scaled_dot_product_flash_attention_for_cpu",
             "_scaled_dot_product_flash_attention_for_cpu_backward", "adam_step_")
@@ -66,7 +70,7 @@ print(json.dumps({"losses": losses, "probe": probe}))
 def steps(prefix, dtype, mode, env):
     t = time.monotonic()
     p = subprocess.run(prefix + [PYTHON, "-c", STEPS, dtype, mode], env=env, capture_output=True, text=True,
-                       timeout=1800)
+                       timeout=TIMEOUT_S)
     out = None
     for line in reversed(p.stdout.splitlines()):
         if line.startswith("{"):
