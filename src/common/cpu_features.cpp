@@ -141,18 +141,35 @@ static CpuFeatures detect() {
 #endif
 
 namespace {
+// Each feature's bit, name and flag: one table, read by mask(), the names
+// and HCOPS_CPU_DISABLE alike.
 struct FeatureName {
   uint64_t bit;
   const char *name;
+  bool CpuFeatures::*flag;
 };
 constexpr FeatureName kNames[] = {
-    {kSse2, "sse2"},         {kAvx, "avx"},           {kFma, "fma"},
-    {kAvx2, "avx2"},         {kAvx512f, "avx512f"},   {kAvx512dq, "avx512dq"},
-    {kAvx512bw, "avx512bw"}, {kAvx512vl, "avx512vl"}, {kAvx512Bf16, "avx512_bf16"},
-    {kAmxTile, "amx_tile"},  {kAmxBf16, "amx_bf16"},
-    {kNeon, "neon"},         {kSve, "sve"},           {kSve2, "sve2"},
-    {kBf16, "bf16"},         {kI8mm, "i8mm"},         {kSme, "sme"},
-    {kSmeF32F32, "sme_f32f32"}, {kSmeB16F32, "sme_b16f32"}, {kSveBf16, "sve_bf16"}, {kSmeF64F64, "sme_f64f64"},
+    {kSse2, "sse2", &CpuFeatures::sse2},
+    {kAvx, "avx", &CpuFeatures::avx},
+    {kFma, "fma", &CpuFeatures::fma},
+    {kAvx2, "avx2", &CpuFeatures::avx2},
+    {kAvx512f, "avx512f", &CpuFeatures::avx512f},
+    {kAvx512dq, "avx512dq", &CpuFeatures::avx512dq},
+    {kAvx512bw, "avx512bw", &CpuFeatures::avx512bw},
+    {kAvx512vl, "avx512vl", &CpuFeatures::avx512vl},
+    {kAvx512Bf16, "avx512_bf16", &CpuFeatures::avx512_bf16},
+    {kAmxTile, "amx_tile", &CpuFeatures::amx_tile},
+    {kAmxBf16, "amx_bf16", &CpuFeatures::amx_bf16},
+    {kNeon, "neon", &CpuFeatures::neon},
+    {kSve, "sve", &CpuFeatures::sve},
+    {kSve2, "sve2", &CpuFeatures::sve2},
+    {kBf16, "bf16", &CpuFeatures::bf16},
+    {kI8mm, "i8mm", &CpuFeatures::i8mm},
+    {kSme, "sme", &CpuFeatures::sme},
+    {kSmeF32F32, "sme_f32f32", &CpuFeatures::sme_f32f32},
+    {kSmeB16F32, "sme_b16f32", &CpuFeatures::sme_b16f32},
+    {kSveBf16, "sve_bf16", &CpuFeatures::sve_bf16},
+    {kSmeF64F64, "sme_f64f64", &CpuFeatures::sme_f64f64},
 };
 
 // What each feature extends: turning one off turns off those that extend
@@ -222,24 +239,15 @@ void apply_cpu_disable(CpuFeatures &f, const char *value) {
     warn_once("HCOPS_CPU_DISABLE/baseline",
               "HCOPS_CPU_DISABLE: %s is the baseline every kernel family needs; not disabled", baseline.c_str());
   const uint64_t off = with_extensions(asked) & f.mask();
-  bool *const flags[] = {&f.sse2,     &f.avx,      &f.fma,   &f.avx2, &f.avx512f, &f.avx512dq, &f.avx512bw,
-                         &f.avx512vl, &f.avx512_bf16, &f.amx_tile, &f.amx_bf16, &f.neon, &f.sve, &f.sve2,
-                         &f.bf16,     &f.i8mm,     &f.sme,   &f.sme_f32f32, &f.sme_b16f32, &f.sve_bf16,
-                         &f.sme_f64f64};
-  static_assert(sizeof flags / sizeof *flags == sizeof kNames / sizeof *kNames, "one flag per feature name");
-  for (size_t i = 0; i < sizeof flags / sizeof *flags; ++i)
-    if (off & kNames[i].bit) *flags[i] = false;
+  for (const FeatureName &n : kNames)
+    if (off & n.bit) f.*n.flag = false;
   f.disabled |= off;
 }
 
 uint64_t CpuFeatures::mask() const {
-  const bool on[] = {sse2,     avx,      fma,   avx2, avx512f, avx512dq, avx512bw,   avx512vl,  avx512_bf16, amx_tile,
-                     amx_bf16, neon,     sve,   sve2, bf16,    i8mm,     sme,        sme_f32f32, sme_b16f32, sve_bf16,
-                     sme_f64f64};
-  static_assert(sizeof on / sizeof *on == sizeof kNames / sizeof *kNames, "one flag per feature name");
   uint64_t m = 0;
-  for (size_t i = 0; i < sizeof on / sizeof *on; ++i)
-    if (on[i]) m |= kNames[i].bit;
+  for (const FeatureName &n : kNames)
+    if (this->*n.flag) m |= n.bit;
   return m;
 }
 
@@ -289,6 +297,11 @@ int sve_vector_bits() {
 #else
   return 0;
 #endif
+}
+
+bool features_turned_off(uint64_t needs) {
+  const CpuFeatures &f = cpu_features();
+  return (needs & f.disabled) && !(needs & ~(f.mask() | f.disabled));
 }
 
 bool features_usable(uint64_t needs) {

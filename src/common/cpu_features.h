@@ -84,6 +84,11 @@ bool tile_state_refused();
 // process unless it changes it), 0 without SVE.
 int sve_vector_bits();
 
+// Whether `needs` is out of reach only because HCOPS_CPU_DISABLE turned some
+// of it off: the CPU has all the rest (what hcops-info, HCOPS_ISA's warning
+// and the registry's verbose note blame on the variable).
+bool features_turned_off(uint64_t needs);
+
 // Whether the CPU (and OS, and for AMX Linux's permission) provide every
 // CpuFeature bit of `needs`: what a kernel family needs to run here.
 bool features_usable(uint64_t needs);

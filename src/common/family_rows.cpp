@@ -42,9 +42,8 @@ int first_allowed_row() {
       if (strcasecmp(asked, kRows[i].name) != 0) continue;
       if (row_runs_here(i)) return i;
       const std::string missing = feature_names(kRows[i].needs & ~cpu_features().mask());
-      // Blamed on HCOPS_CPU_DISABLE only when the CPU has all the rest.
-      const uint64_t absent = kRows[i].needs & ~(cpu_features().mask() | cpu_features().disabled);
-      const std::string disabled = absent ? "" : feature_names(kRows[i].needs & cpu_features().disabled);
+      const std::string disabled =
+          features_turned_off(kRows[i].needs) ? feature_names(kRows[i].needs & cpu_features().disabled) : "";
       if (missing.empty())  // the CPU has it all: Linux refused the AMX tile state
         warn_once("HCOPS_ISA", "HCOPS_ISA=%s cannot run: Linux refused the AMX tile state; using %s", kRows[i].name,
                   kRows[best_row()].name);

@@ -115,9 +115,9 @@ std::string engine_info(long m, long n, long k) {
   for (int i = 0; i < kernel_family_count(); ++i) {
     const KernelFamily &fam = kernel_families()[i];
     s += format("  %-8s %-13s needs %s; serves %s; %s\n", fam.name,
-                family_runs_here(fam)             ? "runs here,"
-                : (fam.needs & f.disabled) && !(fam.needs & ~(f.mask() | f.disabled)) ? "turned off,"
-                                           : "not on this CPU,",
+                family_runs_here(fam)               ? "runs here,"
+                : features_turned_off(fam.needs) ? "turned off,"
+                                                 : "not on this CPU,",
                 feature_names(fam.needs).c_str(),
                 served(*fam.kernels).c_str(), fam.summary);
   }

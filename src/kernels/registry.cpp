@@ -72,7 +72,7 @@ const ChosenKernel<Ty> &chosen_kernel() {
         note_once(key.c_str(), "kernel family %s: its %s:%s:%s kernel needs %s (%s); passed over",
                   families[i].name, dtype_name(r.a), dtype_name(r.b), dtype_name(r.c),
                   feature_names(missing).c_str(),
-                  (missing & cpu_features().disabled) ? "turned off by HCOPS_CPU_DISABLE" : "not on this CPU");
+                  features_turned_off(r.needs) ? "turned off by HCOPS_CPU_DISABLE" : "not on this CPU");
       }
     }
     return ChosenKernel<Ty>{nullptr, nullptr};
