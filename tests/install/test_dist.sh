@@ -11,7 +11,7 @@ top_srcdir=$HCOPS_TEST_TOP_SRCDIR
 top_builddir=$HCOPS_TEST_TOP_BUILDDIR
 git -C "$top_srcdir" rev-parse --is-inside-work-tree > /dev/null 2>&1 ||
   { echo "SKIP: $top_srcdir is not a git checkout"; exit 77; }
-not_distributed='^(Makefile|\.gitignore|\.clang-format|m4/\.keep|build-aux/(aarch64-root|in-aarch64-root|python3-aarch64|aarch64-torch-layers|torch2-aarch64)\.sh)$'
+not_distributed='^(Makefile|\.gitignore|\.clang-format|m4/\.keep|build-aux/(check-aarch64|aarch64-root|in-aarch64-root|python3-aarch64|aarch64-torch-layers|torch2-aarch64)\.sh)$'
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/hcops-dist.XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
 name=hcops-dist-test-$$
