@@ -24,6 +24,7 @@ std::string gemm_details(const GemmReport &rep, bool scaled_only, const char *ex
                   rep.domains, rep.split, rep.grid_m, rep.grid_n);
   else std::snprintf(details, sizeof details, "%s", scaled_only ? "C scaled by beta only" : "unpacked");
   std::string all = details;
+  if (rep.a_cache) all += std::string(" a=") + rep.a_cache;
   if (extra) all += std::string(" ") + extra;
   if (rep.math) all += std::string(" ") + rep.math;
   return all;

@@ -23,6 +23,10 @@
 #include <ATen/CPUFunctions.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/graph_task.h>
+#endif
 
 #include <string>
 
@@ -72,6 +76,36 @@ Product product(Op op, const char *routine, const at::Tensor &a, const at::Tenso
   return p;
 }
 
+// Whether the engine's op(A) here is a weight whose packed panels are worth
+// keeping for the next call (gemm/packed_a_cache.h): a product autograd does
+// not record (a forward under torch.no_grad() or inference_mode: sampling,
+// evaluation), not inside a backward (grad mode is off there too; the
+// current graph task says so), of one matrix, whose op(A) is a tensor that
+// requires grad, or a view of one: a model's parameter. Activations in a
+// no-grad forward require no grad, and would never be used again.
+//
+// Where it is off: training (a weight changes every optimizer step and each
+// orientation of it is used once per step: keeping it would cost memory and
+// a hash, and save nothing); frozen weights (requires_grad False, which
+// PyTorch cannot tell from activations); weights cast by autocast (a new
+// tensor every region); PyTorch 1.13 (no way to tell a backward).
+bool weight_cache_applies(Op op, const at::Tensor &w, const Geometry &g) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (at::GradMode::is_enabled() || (op != Op::mm && op != Op::addmm) || g.batches() != 1) return false;
+  if (torch::autograd::get_current_graph_task_id() != -1) return false;
+  if (w.is_view()) {
+    const at::TensorBase &base = w._base();
+    return base.requires_grad() && base.is_leaf();
+  }
+  return w.requires_grad() && w.is_leaf();
+#else
+  (void)op;
+  (void)w;
+  (void)g;
+  return false;
+#endif
+}
+
 template <typename Ty>
 GemmReport run_typed(const Product &p, const Geometry &g) {
   using A = typename Ty::a_type;
@@ -81,6 +115,16 @@ GemmReport run_typed(const Product &p, const Geometry &g) {
   const A *eb = (g.swapped ? pa : pb) + g.b_offset;
   C *ec = data_as<C>(p.c) + g.c_offset;
   GemmArgs<Ty> args{g.ta, g.tb, g.m, g.n, g.k, p.alpha, ea, g.lda, eb, g.ldb, p.beta, ec, g.ldc};
+  // The weight's storage and version (PyTorch's version counter, which an
+  // inference tensor does not keep: the engine's content check then is the
+  // whole test).
+  const at::Tensor &wa = g.swapped ? p.b : p.a;
+  OperandTag tag{};
+  if (weight_cache_applies(p.op, wa, g)) {
+    tag.owner = wa.storage().unsafeGetStorageImpl();
+    tag.version = wa.is_inference() ? 0 : wa._version();
+    args.a_tag = &tag;
+  }
   ops::OutputOps out_ops;
   std::unique_ptr<float[]> row_bias;  // a bf16 bias in f32, for the kernels that add it themselves
   if (p.bias.defined()) {

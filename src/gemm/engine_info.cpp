@@ -11,6 +11,7 @@
 #include "gemm/blocking.h"
 #include "gemm/fp32_math.h"
 #include "gemm/pack_policy.h"
+#include "gemm/packed_a_cache.h"
 #include "gemm/partition.h"
 #include "gemm/workspace.h"
 #include "kernels/registry.h"
@@ -134,6 +135,11 @@ std::string engine_info(long m, long n, long k) {
   // flight). A process with two copies of the engine (one per library name)
   // would show a count per copy.
   s += format("workspaces: %ld made by this engine (packing memory, pooled)\n", workspaces_created());
+  if (const size_t limit = packed_a_cache_limit())
+    s += format("weight cache (HCOPS_WEIGHT_CACHE): up to %zu MiB of packed weights, for PyTorch 2.x forwards without "
+                "autograd; holding %zu KiB in %ld\n",
+                limit >> 20, packed_a_cache_bytes() >> 10, packed_a_cache_entries());
+  else s += "weight cache (HCOPS_WEIGHT_CACHE): off\n";
   if (m > 0 && n > 0 && k > 0) {
     const ChosenKernel<Sgemm> &c = chosen_kernel<Sgemm>();
     const PartitionPlan plan =

@@ -19,6 +19,7 @@
 #include "gemm/fp32_math.h"
 #include "gemm/gemm_with.h"
 #include "gemm/pack_policy.h"
+#include "gemm/packed_a_cache.h"
 #include "gemm/partition.h"
 #include "gemm/workspace.h"
 #include "kernels/registry.h"
@@ -171,6 +172,11 @@ struct Job {
   const std::vector<PartWork> &work;  // one per part
   bool direct_b;  // the microkernel reads op(B) in place; no B panel, no packing tasks
   RegionTimer *timer;  // the cores the team runs on (common/contention.h); null when serial
+  // op(A) packed whole (packed_a_cache.h), null when each unit packs its
+  // block: k block b's panels start at a_cached + a_offsets[b], row i's at
+  // (i / mr) * mr * its packed depth past that.
+  const typename Ty::packed_a_type *a_cached = nullptr;
+  const long *a_offsets = nullptr;
 };
 
 std::atomic<testing::UnitHook> g_unit_hook{nullptr};
@@ -238,7 +244,9 @@ void run_part(const Job<Ty> &job, size_t pi, int t, PackedARows &held) {
       // A family that fuses the epilogue gets it with the last k block.
       const bool fused = last_k && g.epilogue && job.kern.fuses_epilogue;
       if (fused) blk.epilogue = g.epilogue;
-      if (held.part != pi || held.phase != phase || held.row_block != ib) {
+      if (job.a_cached) {
+        blk.a = job.a_cached + job.a_offsets[phase % w.nk] + (ic / job.kern.mr) * job.kern.mr * kcp;
+      } else if (held.part != pi || held.phase != phase || held.row_block != ib) {
         job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, blk.mc, pc, kc);
         held = {pi, phase, ib};
       }
@@ -286,11 +294,55 @@ bool read_b_in_place(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Bl
 
 enum class Outcome { done, unpacked, short_team };
 
+// op(A) through the packed-A cache (packed_a_cache.h), for a caller that
+// tagged it: the entry to read, packed whole first unless it already holds
+// op(A) as it is now (in each k block, row i's panel where a unit's block
+// starting at row i would have it: the units read it in place of their
+// own packing); null when the cache declines, *use says why. `offsets`
+// gets each k block's first element.
+template <typename Ty>
+std::shared_ptr<PackedAEntry> cached_a(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKernel<Ty> &kern,
+                                      const std::vector<PartWork> &work, const Blocking &blk,
+                                      std::vector<long> &offsets, ACacheUse *use) {
+  using PackedA = typename Ty::packed_a_type;
+  for (const DomainPart &part : plan.parts)
+    if (part.m0 % kern.mr != 0) {  // a unit's rows would start inside a panel
+      *use = ACacheUse::unaligned;
+      return nullptr;
+    }
+  const long kc = work.front().pb.kc, nk = work.front().nk;
+  const long mp = ceil_div(g.m, kern.mr) * kern.mr;
+  offsets.resize(static_cast<size_t>(nk));
+  long total = 0;
+  for (long b = 0; b < nk; ++b) {
+    offsets[b] = total;
+    total += mp * packed_depth(kern, std::min(kc, g.k - b * kc));
+  }
+  const PackedAKey key{g.a,     g.lda,   g.ta, g.m, g.k, reinterpret_cast<const void *>(kern.pack_a),
+                       kern.mr, kc,      sizeof(typename Ty::a_type), g.a_tag->owner};
+  std::shared_ptr<PackedAEntry> e =
+      acquire_packed_a(key, g.a_tag->version, sizeof(PackedA) * size_t(total), plan.parts.front().mem_node, use);
+  if (!e || *use == ACacheUse::hit) return e;
+  auto *dst = static_cast<PackedA *>(e->panels.data());
+  const long rows = std::max<long>(kern.mr, blk.mc / kern.mr * kern.mr), chunks = ceil_div(g.m, rows);
+  const long tasks = nk * chunks;
+  const int threads = plan.threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic)
+  for (long t = 0; t < tasks; ++t) {
+    const long b = t / chunks, i0 = (t % chunks) * rows, pc = b * kc, kcb = std::min(kc, g.k - pc);
+    kern.pack_a(dst + offsets[b] + i0 * packed_depth(kern, kcb), g.a, g.lda, g.ta, i0, std::min(rows, g.m - i0), pc,
+                kcb);
+  }
+  publish_packed_a(e);
+  return e;
+}
+
 // One attempt at the product with `plan`. A short team (OpenMP gave fewer
 // threads than the plan needs) computes nothing: the caller plans again,
 // after this call has returned its workspace.
 template <typename Ty>
-Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKernel<Ty> &kern, bool &direct_b) {
+Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKernel<Ty> &kern, bool &direct_b,
+                const char *&a_cache) {
   WorkspaceLease ws;
   ws->shape(plan.parts.size(), plan.threads);
   const Blocking blk = blocking_for_product(topology(), kern, g.k);
@@ -315,13 +367,21 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
       return Outcome::unpacked;
     }
   }
+  std::vector<long> a_offsets;
+  std::shared_ptr<PackedAEntry> a_entry;  // held until the product is done
+  if (g.a_tag) {
+    ACacheUse use = ACacheUse::off;
+    a_entry = cached_a(g, plan, kern, work, blk, a_offsets, &use);
+    a_cache = a_cache_use_name(use);
+  }
+  const auto *a_cached = a_entry ? static_cast<const typename Ty::packed_a_type *>(a_entry->panels.data()) : nullptr;
   ws->finish.reset(plan.threads);
   if (plan.threads == 1) {
-    run_thread(Job<Ty>{g, plan, kern, blk, *ws, work, direct_b, nullptr}, 0);
+    run_thread(Job<Ty>{g, plan, kern, blk, *ws, work, direct_b, nullptr, a_cached, a_offsets.data()}, 0);
     return Outcome::done;
   }
   RegionTimer timer(plan.threads, allowed_threads());
-  const Job<Ty> job{g, plan, kern, blk, *ws, work, direct_b, &timer};
+  const Job<Ty> job{g, plan, kern, blk, *ws, work, direct_b, &timer, a_cached, a_offsets.data()};
   bool short_team = false;
 #pragma omp parallel num_threads(plan.threads)
   {
@@ -499,6 +559,7 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
       // op(B)'s columns j0.. (B may be null when alpha = 0 or k = 0: never read).
       const auto *b = g.b ? g.b + (g.tb == Trans::N ? j0 * g.ldb : j0) : g.b;
       GemmArgs<Wide> w{g.ta, g.tb, g.m, n, g.k, g.alpha, g.a, g.lda, b, g.ldb, g.beta, tmp.get(), g.m};
+      w.a_tag = g.a_tag;  // the same op(A): the same packed panels
       // The copy's column j is C's column j0 + j: the epilogue is told so.
       const ShiftedEpilogue<Acc<Ty>> shifted{g.epilogue, j0};
       if (g.epilogue) w.epilogue = {&ShiftedEpilogue<Acc<Ty>>::apply, &shifted};
@@ -541,7 +602,7 @@ GemmReport gemm_as_typed(const GemmArgs<Ty> &g) {
 // rounded or split while packing; C, alpha, beta f32).
 template <typename To>
 GemmArgs<To> as_mode(const GemmArgs<Sgemm> &g) {
-  return {g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc, g.epilogue};
+  return {g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc, g.epilogue, F32Mode::engine, g.a_tag};
 }
 
 // One place decides f32's mode for every layer (gemm/fp32_math.h).
@@ -581,10 +642,10 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   PartitionPlan plan =
       plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr, kern.min_flops_per_thread});
   bool direct_b = false;
-  Outcome out = execute(g, plan, kern, direct_b);
+  Outcome out = execute(g, plan, kern, direct_b, rep.a_cache);
   if (out == Outcome::short_team) {
     plan = plan_gemm(topology(), g.m, g.n, g.k, 1, PlanLimits{kern.mr, kern.nr});
-    out = execute(g, plan, kern, direct_b);
+    out = execute(g, plan, kern, direct_b, rep.a_cache);
   }
   rep.b = out == Outcome::unpacked ? "unpacked" : direct_b ? "in-place" : "packed";
   rep.threads = out == Outcome::unpacked ? 1 : plan.threads;

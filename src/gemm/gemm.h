@@ -14,6 +14,15 @@ namespace hcops {
 // primitive whose fpmath attribute is strict). Other datatypes: unused.
 enum class F32Mode : unsigned char { engine, strict };
 
+// A caller's promise about op(A) (gemm/packed_a_cache.h): `owner` names
+// the storage holding it, `version` changes whenever the caller knows op(A)
+// was written. The cache still checks op(A)'s contents before it reuses
+// panels, so a write the version does not see is never served stale.
+struct OperandTag {
+  const void *owner;
+  unsigned long long version;
+};
+
 template <typename Ty>
 struct GemmArgs {
   Trans ta, tb;
@@ -28,6 +37,9 @@ struct GemmArgs {
   long ldc;
   Epilogue<typename Ty::acc_type> epilogue{};  // none by default
   F32Mode f32_mode = F32Mode::engine;
+  // Set: op(A)'s packed panels may be kept for later calls and read from
+  // there (HCOPS_WEIGHT_CACHE); null: packed for this call only.
+  const OperandTag *a_tag = nullptr;
 };
 
 // What gemm() did, for the ABI layer's verbose line.
@@ -42,6 +54,8 @@ struct GemmReport {
   int grid_m = 1, grid_n = 1;   // thread grid inside the first domain
   const char *math = nullptr;   // f32: the HCOPS_FP32_MATH mode it ran in, "math=strict"
                                 // (fp32_math_detail()); null for the other datatypes
+  const char *a_cache = nullptr;  // for a tagged op(A): what the packed-A cache did
+                                  // (a_cache_use_name()); null when untagged or not packed
 };
 
 // f32 (Sgemm) runs in the engine's HCOPS_FP32_MATH mode (gemm/fp32_math.h),

@@ -31,6 +31,16 @@ for spec in HCOPS_NUM_THREADS=abc HCOPS_NUM_THREADS=0 HCOPS_NUM_THREADS=-4 HCOPS
   [ "$other" = 0 ] && ok "$spec: nothing else printed" || ko "$spec: extra output: $(cat "$err")"
 done
 
+# The weight cache's limit, read where it is used (hcops-info shows it).
+for spec in HCOPS_WEIGHT_CACHE=lots HCOPS_WEIGHT_CACHE=-1; do
+  env "$spec" $info >"$out" 2>"$err"
+  n=$(count "^hcops: warning: HCOPS_WEIGHT_CACHE=")
+  [ "$n" = 1 ] && grep -q "^weight cache (HCOPS_WEIGHT_CACHE): up to 1024 MiB" "$out" &&
+    ok "$spec warns once; hcops-info shows the default 1024 MiB" || ko "$spec: $(cat "$err" "$out" | grep -i 'weight cache')"
+done
+HCOPS_WEIGHT_CACHE=0 $info 2>"$err" | grep -q "^weight cache (HCOPS_WEIGHT_CACHE): off$" && [ ! -s "$err" ] &&
+  ok "HCOPS_WEIGHT_CACHE=0: hcops-info says off" || ko "HCOPS_WEIGHT_CACHE=0: $(HCOPS_WEIGHT_CACHE=0 $info 2>&1 | grep -i 'weight cache')"
+
 run "missing HCOPS_UNDERLYING_BLAS" HCOPS_UNDERLYING_BLAS=/nonexistent/libblas.so
 n=$(count '^hcops: cannot use HCOPS_UNDERLYING_BLAS=/nonexistent/libblas.so')
 [ "$n" = 1 ] && ok "bad HCOPS_UNDERLYING_BLAS: one error, then the default underlying BLAS" || ko "bad underlying BLAS: $(cat "$err")"
