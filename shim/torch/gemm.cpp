@@ -23,8 +23,7 @@
 #include <ATen/CPUFunctions.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
-#include <torch/version.h>
-#if TORCH_VERSION_MAJOR >= 2
+#if HCOPS_TORCH_MAJOR >= 2
 #include <torch/csrc/autograd/graph_task.h>
 #endif
 
@@ -90,7 +89,7 @@ Product product(Op op, const char *routine, const at::Tensor &a, const at::Tenso
 // PyTorch cannot tell from activations); weights cast by autocast (a new
 // tensor every region); PyTorch 1.13 (no way to tell a backward).
 bool weight_cache_applies(Op op, const at::Tensor &w, const Geometry &g) {
-#if TORCH_VERSION_MAJOR >= 2
+#if HCOPS_TORCH_MAJOR >= 2
   if (at::GradMode::is_enabled() || (op != Op::mm && op != Op::addmm) || g.batches() != 1) return false;
   if (torch::autograd::get_current_graph_task_id() != -1) return false;
   if (w.is_view()) {

@@ -305,8 +305,10 @@ std::shared_ptr<PackedAEntry> cached_a(const GemmArgs<Ty> &g, const PartitionPla
                                       const std::vector<PartWork> &work, const Blocking &blk,
                                       std::vector<long> &offsets, ACacheUse *use) {
   using PackedA = typename Ty::packed_a_type;
-  for (const DomainPart &part : plan.parts)
-    if (part.m0 % kern.mr != 0) {  // a unit's rows would start inside a panel
+  // A unit's rows must start on a panel: each part's first row and its
+  // units' height (blk.mc, capped, need not be a multiple of an mr of 24).
+  for (size_t i = 0; i < plan.parts.size(); ++i)
+    if (plan.parts[i].m0 % kern.mr != 0 || work[i].mu % kern.mr != 0) {
       *use = ACacheUse::unaligned;
       return nullptr;
     }
@@ -321,7 +323,8 @@ std::shared_ptr<PackedAEntry> cached_a(const GemmArgs<Ty> &g, const PartitionPla
   const PackedAKey key{g.a,     g.lda,   g.ta, g.m, g.k, reinterpret_cast<const void *>(kern.pack_a),
                        kern.mr, kc,      sizeof(typename Ty::a_type), g.a_tag->owner};
   std::shared_ptr<PackedAEntry> e =
-      acquire_packed_a(key, g.a_tag->version, sizeof(PackedA) * size_t(total), plan.parts.front().mem_node, use);
+      acquire_packed_a(key, g.a_tag->version, sizeof(PackedA) * size_t(total), plan.parts.front().mem_node,
+                       plan.threads, use);
   if (!e || *use == ACacheUse::hit) return e;
   auto *dst = static_cast<PackedA *>(e->panels.data());
   const long rows = std::max<long>(kern.mr, blk.mc / kern.mr * kern.mr), chunks = ceil_div(g.m, rows);

@@ -18,10 +18,19 @@
 // bits (about 2^-64 for a change that is not chosen to collide).
 //
 // Memory: at most HCOPS_WEIGHT_CACHE MiB of panels. When a new operand does
-// not fit, entries unused for two rounds of the cached set are dropped;
-// otherwise the new operand is not cached (a forward pass cycles through
-// its weights in order, and least-recently-used eviction would then drop
-// each one just before its next use: none would ever hit).
+// not fit, entries unused for two cycles are dropped, a cycle being the
+// operands the callers have been asking for (kept or not: a forward pass
+// cycles through all its weights); otherwise the new operand is not cached.
+// Least-recently-used eviction would drop each weight of a model larger
+// than the limit just before its next use, and none would ever hit; this
+// way the first ones to fit keep hitting.
+//
+// A weight that has changed at every call since it was packed (never read
+// back: a forward without autograd inside training, as reentrant activation
+// checkpointing runs) is not packed again while it keeps changing: its
+// panels are freed and a marker remembers its last version, so such a call
+// costs neither the hash nor the whole-matrix packing. The first call that
+// finds it unchanged packs it again.
 #pragma once
 
 #include <cstddef>
@@ -52,34 +61,38 @@ struct PackedAEntry {
   PackedAKey key;
   unsigned long long version = 0;
   uint64_t hash = 0;
-  size_t bytes = 0;
+  size_t bytes = 0;      // 0: a marker of a weight that changes at every call (no panels)
   NumaBuffer panels;
-  bool ready = false;   // packed completely (set under the cache's lock)
+  bool ready = false;    // packed completely (set under the cache's lock)
   uint64_t last_use = 0;
+  long hits = 0;         // since packed
 };
 
 // What a lookup found, for the verbose line (GemmReport::a_cache).
 enum class ACacheUse {
-  hit,       // packed panels read; op(A) not packed
-  packed,    // not cached before: packed whole and kept
-  repacked,  // the version changed: packed again
-  changed,   // same version, different contents (a write the version did not see): packed again
-  busy,      // another call is packing the same operand: packed as usual
-  full,      // no room in HCOPS_WEIGHT_CACHE: packed as usual
-  off,       // HCOPS_WEIGHT_CACHE=0
-  unaligned,  // the product's domains split op(A)'s rows inside a panel
+  hit,        // packed panels read; op(A) not packed
+  packed,     // not cached before: packed whole and kept
+  repacked,   // the version changed: packed again
+  changed,    // same version, different contents (a write the version did not see): packed again
+  volatile_,  // changed at every call since it was packed: packed as usual, not kept
+  busy,       // another call is packing the same operand: packed as usual
+  full,       // no room in HCOPS_WEIGHT_CACHE: packed as usual
+  off,        // HCOPS_WEIGHT_CACHE=0
+  unaligned,  // the product's units start rows inside a panel: packed as usual
 };
 const char *a_cache_use_name(ACacheUse u);
 
 // The 64-bit hash of a rows x cols column-major matrix of `elem`-byte
-// elements with leading dimension ld (elements).
-uint64_t matrix_hash(const void *a, size_t elem, long rows, long cols, long ld);
+// elements with leading dimension ld (elements), on up to `threads` threads
+// (the value does not depend on them: columns are hashed in fixed groups,
+// then the groups' values in order).
+uint64_t matrix_hash(const void *a, size_t elem, long rows, long cols, long ld, int threads = 1);
 
 // Looks `key` up at `version`. Returns the entry to read (use == hit), an
 // entry to pack into and then publish (packed, repacked, changed), or
 // nullptr (busy, full, off). `node`: where new panels go.
 std::shared_ptr<PackedAEntry> acquire_packed_a(const PackedAKey &key, unsigned long long version, size_t bytes,
-                                               int node, ACacheUse *use);
+                                               int node, int threads, ACacheUse *use);
 // Marks an entry acquire_packed_a returned to be packed as complete.
 void publish_packed_a(const std::shared_ptr<PackedAEntry> &e);
 
@@ -90,5 +103,9 @@ size_t packed_a_cache_bytes();
 long packed_a_cache_entries();
 // Drops every entry (the tests; entries in use live on until released).
 void packed_a_cache_clear();
+namespace testing {
+// Replaces HCOPS_WEIGHT_CACHE's limit (bytes), for the tests.
+void set_packed_a_cache_limit(size_t bytes);
+}  // namespace testing
 
 }  // namespace hcops

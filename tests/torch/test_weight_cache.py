@@ -7,8 +7,10 @@ first (packed) one bit for bit. A weight written in place must never be
 served stale, whichever way it is written: in place under no_grad (the
 version counter changes), through .data and through a numpy view (it does
 not: the content check catches them), a new tensor assigned to .data,
-load_state_dict. Under HCOPS_VERBOSE each product's line says what the cache
-did (a=cached, a=repacked,...); the products it must leave alone say
+load_state_dict; each result also bit for bit the product on the detached
+(untagged) weight. A weight written after every product is not packed whole
+again. Under HCOPS_VERBOSE each product's line says what the cache
+did (a=cached, a=repacked-new-version, ...); the products it must leave alone say
 nothing: a training forward and its backward, frozen weights
 (requires_grad False), products of two activations, batched products.
 PyTorch 1.13 (libhcops_torch.so) has no cache: no line may mention it.
@@ -102,14 +104,29 @@ def child():
             print(f"FAIL: {name}: not bit for bit the same as the first result")
             failures += 1
 
+    def uncached(lin, x, label):
+        # The same product on the detached weight (requires no grad: never tagged).
+        mark(f"{label} (detached)", "-")
+        b = lin.bias.detach() if lin.bias is not None else None
+        return torch.nn.functional.linear(x, lin.weight.detach(), b)
+
+    def twice(name, lin, x, want):
+        """The product after a write: what the cache did, then read back."""
+        for label, w in ((name, want), (name + ", again", "cached")):
+            mark(f"{label}", w)
+            y = lin(x)
+            check(label, y, x, lin.weight, lin.bias)
+            same(label, y, uncached(lin, x, label))
+
     for dt in (torch.float32, torch.bfloat16):
         tag = "f32" if dt == torch.float32 else "bf16"
         lin = torch.nn.Linear(384, 1536).to(dt)
         x = torch.randn(256, 384, dtype=dt)
         with torch.no_grad():
-            mark(f"{tag} first", "packed,kept")
+            mark(f"{tag} first", "packed-kept")
             y0 = lin(x)
             check(f"{tag} first", y0, x, lin.weight, lin.bias)
+            same(f"{tag} first", y0, uncached(lin, x, f"{tag} first"))
             for i in range(3):
                 mark(f"{tag} again {i}", "cached")
                 same(f"{tag} again {i}", lin(x), y0)
@@ -118,38 +135,41 @@ def child():
                 same(f"{tag} inference_mode", lin(x), y0)
             # Written through .data: the version counter does not see it.
             lin.weight.data[5, 7] += 1
-            mark(f"{tag} .data write", "repacked,contents-changed")
-            check(f"{tag} .data write", lin(x), x, lin.weight, lin.bias)
+            twice(f"{tag} .data write", lin, x, "repacked-contents-changed")
             # In place under no_grad: the version changes.
             lin.weight.mul_(0.5)
-            mark(f"{tag} no_grad write", "repacked,new-version")
-            check(f"{tag} no_grad write", lin(x), x, lin.weight, lin.bias)
+            twice(f"{tag} no_grad write", lin, x, "repacked-new-version")
             # Through a numpy view of the same memory (f32 only: numpy has no bf16).
             if dt == torch.float32:
                 lin.weight.detach().numpy()[100, :] = 0.25
-                mark(f"{tag} numpy write", "repacked,contents-changed")
-                check(f"{tag} numpy write", lin(x), x, lin.weight, lin.bias)
+                twice(f"{tag} numpy write", lin, x, "repacked-contents-changed")
             # One bit of one element, through .data.
             v = lin.weight.data.view(torch.int16 if dt == torch.bfloat16 else torch.int32)
             v[1535, 383] ^= 1
-            mark(f"{tag} one bit", "repacked,contents-changed")
-            check(f"{tag} one bit", lin(x), x, lin.weight, lin.bias)
+            twice(f"{tag} one bit", lin, x, "repacked-contents-changed")
             # A new tensor assigned to .data: another storage.
             lin.weight.data = torch.randn(1536, 384, dtype=dt)
-            mark(f"{tag} new .data", "packed,kept")
-            check(f"{tag} new .data", lin(x), x, lin.weight, lin.bias)
+            twice(f"{tag} new .data", lin, x, "packed-kept")
             # load_state_dict copies in place (a new version).
             other = torch.nn.Linear(384, 1536).to(dt)
             lin.load_state_dict(other.state_dict())
-            mark(f"{tag} load_state_dict", "repacked,new-version")
-            check(f"{tag} load_state_dict", lin(x), x, lin.weight, lin.bias)
+            twice(f"{tag} load_state_dict", lin, x, "repacked-new-version")
+            # Written after every product (never read back): not packed whole again.
+            mover = torch.nn.Linear(384, 768).to(dt)
+            for i, want in enumerate(("packed-kept", "packed-changes-every-call", "packed-changes-every-call")):
+                mark(f"{tag} changes every call {i}", want)
+                y = mover(x)
+                check(f"{tag} changes every call {i}", y, x, mover.weight, mover.bias)
+                mover.weight.add_(0.01)
             # x @ W with W a parameter (not transposed).
             w = torch.nn.Parameter(torch.randn(384, 640, dtype=dt))
-            mark(f"{tag} x@W first", "packed,kept")
+            mark(f"{tag} x@W first", "packed-kept")
             z0 = x @ w
             check(f"{tag} x@W first", z0, x, w, transposed=False)
             mark(f"{tag} x@W again", "cached")
             same(f"{tag} x@W again", x @ w, z0)
+            mark(f"{tag} x@W (detached)", "-")
+            same(f"{tag} x@W uncached", z0, x @ w.detach())
             # Left alone: frozen weights, two activations, batched products.
             frozen = torch.nn.Linear(384, 512).to(dt).requires_grad_(False)
             mark(f"{tag} frozen", "-")
@@ -172,7 +192,7 @@ def child():
     blocks = torch.nn.Sequential(torch.nn.Linear(384, 1536), torch.nn.GELU(), torch.nn.Linear(1536, 384))
     h = torch.randn(512, 384)
     with torch.no_grad():
-        mark("loop first", "packed,kept")
+        mark("loop first", "packed-kept")
         first = blocks(h)
         for s in range(4):
             mark(f"loop step {s}", "cached")
