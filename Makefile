@@ -126,9 +126,11 @@ $(BUILD_AARCH64)/Makefile: configure | deps-aarch64
 # 1024:1024, 2048:2048 bits.
 #
 # Several hours on 2 cores: `make check-aarch64 RESUME=yes` continues an
-# interrupted run where it stopped (stages that passed are not rerun, nor
-# tests that passed in the interrupted stage), provided the tree under test
-# is unchanged; otherwise it says so and starts over
+# interrupted run (stages that passed are not rerun; in an interrupted
+# whole-suite stage neither are the tests that passed; a later stage runs
+# again whole), provided what is tested is unchanged: the source tree, the
+# build, the parameters and QEMU, the root and the wheel (an identity of
+# them is recorded); otherwise it says so and starts over
 # (build-aux/check-aarch64.sh). Each stage reports its time.
 AARCH64_DIT_MODELS = tiny S:1
 AARCH64_VECTOR_LENGTHS = 16:16 32:64 128:128 256:256

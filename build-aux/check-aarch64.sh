@@ -8,35 +8,91 @@
 # On 2 cores the stages take several hours, longer than a session, a batch
 # job's time limit or a laptop's lid stays open. RESUME=yes continues an
 # interrupted run instead of starting over: a stage that passed is not run
-# again, and in the interrupted stage a test keeps its result unless it
-# failed or did not finish (automake reruns a test whose .trs is missing).
-# That is sound only while the tree under test is the one the interrupted
-# run tested, so every run records an identity of it (the built libraries
-# and programs, config.status, and the source tree's test scripts, Python
-# package, tools and build scripts); a resume whose tree differs says so
-# and starts over.
+# again; in an interrupted whole-suite stage a test keeps its result unless
+# it failed or did not finish (its log does not end in a result line, or
+# it has no .trs: automake reruns those); an interrupted later stage runs
+# again whole.
+#
+# That is sound only while what is tested is what the interrupted run
+# tested, so every run records an identity of it, and a resume whose
+# identity differs says so and starts over: every file of the source tree
+# (build trees and caches left out), every object, library and program of
+# the build with config.status, the stages' parameters (the Makefile's
+# variables, make's command-line variables, the HCOPS_*, QEMU_*, OMP_* and
+# DIT_* environment), QEMU's version, the arm64 root's package list and the
+# wheel environment's packages. Tests run by hand between the interruption
+# and the resume overwrite their results unseen: do not.
 set -u
 
 b=${BUILD_AARCH64:?}
 src=${SRCDIR:?}
+root=${AARCH64_ROOT:?}
 state=$b/check-aarch64.state
 make=${MAKE:-make}
 
 say() { echo "check-aarch64: $*"; }
 
-# The libtool objects' directories hold what the tests run (the Makefile has
-# built the test programs before this script runs; libtool's lt- wrappers'
-# programs appear when a test first runs, so they are left out); the arm64
-# root and the wheel's environment are inputs made once and checked by their
-# own scripts, not part of the tree under test.
+case ${RESUME:-no} in
+  yes | no | "") ;;
+  *) say "RESUME=${RESUME}: yes or no"; exit 2 ;;
+esac
+
+# make -n, -t and -q still run this script (its recipe line names $(MAKE)),
+# with the flags in MAKEFLAGS: its sub-makes would then pretend, and a stage
+# would pass without a test run. Say what would run, and touch nothing. -i
+# would let a failing stage pass.
+flags=$(set -f; set -- ${MAKEFLAGS:-}; case ${1:-} in -* | "") ;; *) echo "$1" ;; esac)
+case $flags in
+  *[ntq]*)
+    say "make -n/-t/-q: would run the whole suite, the vector lengths $AARCH64_VECTOR_LENGTHS$([ "$AARCH64_PYTHON" != yes ] || echo ", the Python suites") (RESUME=${RESUME:-no}); nothing run, nothing recorded"
+    exit 0 ;;
+  *i*) say "make -i would let a failing stage pass; run it without -i"; exit 2 ;;
+esac
+
+# One run at a time in a build: a second would share its logs and state.
+exec 9> "$b/check-aarch64.lock"
+if ! flock -n 9; then
+  say "another make check-aarch64 is running in $b"
+  exit 1
+fi
+
+# The source tree: every file but build trees (a folder with a
+# config.status), version control, autoconf's cache and Python's bytecode.
+source_files() {
+  find "$src" -type d \( -name .git -o -name autom4te.cache -o -name __pycache__ \) -prune \
+    -o -type d -exec test -e '{}/config.status' \; -prune \
+    -o -type f ! -name '*.pyc' ! -name '*~' ! -name '.*.swp' -print
+}
+
+# The build: objects, libraries, programs (executables, libtool's wrappers
+# and what they run, but not the lt- programs libtool makes when a test first
+# runs one), config.status; not the arm64 root and the wheel's environment
+# (their package lists below), nor this script's state.
+build_files() {
+  find "$b" \( -path "$root" -o -path "$b/torch2-aarch64" -o -path "$state" \) -prune \
+    -o -type f ! -name 'lt-*' \( -name '*.o' -o -name '*.a' -o -name '*.so' -o -name '*.so.*' -o -perm -u+x \) -print
+  echo "$b/config.status"
+}
+
+# What make was told (but how many jobs) and the environment tests read.
+parameters() {
+  printf '%s\n' "$AARCH64_DIT_MODELS" "$AARCH64_VECTOR_LENGTHS" "$AARCH64_VL_TESTS" "$AARCH64_PYTHON" \
+    "$AARCH64_PYTHON_TESTS" "$AARCH64_TORCH_TESTS"
+  (set -f; printf '%s\n' ${MAKEFLAGS:-}) |
+    grep -v -e '^-j' -e '^--jobserver' -e '^--no-print-directory$' -e '^-*[kswr]*$' -e '^RESUME=' -e '^JOBS=' || true
+  env | grep -E '^(HCOPS_|QEMU_|OMP_|DIT_)' | LC_ALL=C sort
+  qemu-aarch64-static --version 2>/dev/null | head -1
+  [ ! -f "$root/var/lib/dpkg/status" ] || sha256sum < "$root/var/lib/dpkg/status"
+  ls -d "$b"/torch2-aarch64/*/*.dist-info "$b"/torch2-aarch64/*.dist-info 2>/dev/null | sed "s|^$b/||"
+}
+
 identity() {
   {
-    find "$b" \( -path "$b/debian-arm64" -o -path "$b/torch2-aarch64" -o -path "$state" \) -prune \
-      -o -path '*/.libs/*' -type f ! -name 'lt-*' -print
-    echo "$b/config.status"
-    find "$src/tests" "$src/python" "$src/tools" "$src/build-aux" "$src/perf" -type f \
-      ! -name '*.pyc' ! -name '*.csv' ! -name '*.png'
-  } | LC_ALL=C sort | xargs sha256sum | sed "s|  $src/|  src:|; s|  $b/|  build:|" | sha256sum | cut -d' ' -f1
+    { source_files; build_files; } | LC_ALL=C sort | tr '\n' '\0' | xargs -0 sha256sum |
+      awk -v s="$src/" -v b="$b/" '{ f = $2; if (index(f, b) == 1) f = "build:" substr(f, length(b) + 1);
+                                     else if (index(f, s) == 1) f = "src:" substr(f, length(s) + 1); print $1, f }'
+    parameters
+  } | sha256sum | cut -d' ' -f1
 }
 
 elapsed() {
@@ -45,25 +101,45 @@ elapsed() {
 }
 
 id=$(identity)
+fresh=yes
 if [ "${RESUME:-no}" = yes ]; then
   if [ ! -f "$state/identity" ]; then
     say "RESUME=yes, but no interrupted run is recorded in $state; starting from the beginning"
-    rm -rf "$state"
   elif [ "$(cat "$state/identity")" != "$id" ]; then
-    say "RESUME=yes, but the tree has changed since the recorded run (rebuilt libraries, new tests or scripts); starting from the beginning"
-    rm -rf "$state"
+    say "RESUME=yes, but what is tested has changed since the recorded run (the source tree, the build, the parameters or the environment the tests read); starting from the beginning"
+  else
+    fresh=no
   fi
-else
+fi
+if [ $fresh = yes ]; then
+  # No result of an earlier run, or of a test run by hand, may pass for this one's.
   rm -rf "$state"
+  find "$b/tests" \( -name '*.log' -o -name '*.trs' \) -type f -delete
 fi
 mkdir -p "$state"
 echo "$id" > "$state/identity"
 
-# The failed or unfinished tests of an interrupted main stage, to rerun; the
-# others keep their logs (automake's RECHECK_LOGS, empty keeps them all).
-failed_logs() {
-  ( cd "$b/tests" && find . -name '*.trs' -exec grep -l '^:global-test-result: \(FAIL\|ERROR\|XPASS\)' {} + 2>/dev/null ) |
-    sed 's|^\./||; s|\.trs$|.log|' | tr '\n' ' '
+# The tests of an interrupted whole-suite stage to run again: those that
+# failed, and those whose log does not end in the harness's result line (a
+# run killed part way, with an older result beside it). The others keep
+# their logs (automake's RECHECK_LOGS; empty keeps them all).
+rerun_logs() {
+  ( cd "$b/tests" && find . -name '*.trs' | while read -r trs; do
+      log=${trs%.trs}.log
+      if grep -q '^:global-test-result: \(FAIL\|ERROR\|XPASS\)' "$trs" ||
+         ! tail -n 1 "$log" 2>/dev/null | grep -q '^\(PASS\|SKIP\|XFAIL\|FAIL\|XPASS\|ERROR\) .* (exit status: '; then
+        echo "${log#./}"
+      fi
+    done ) | tr '\n' ' '
+}
+
+# The stage's test-suite.log, if it was written by this stage and reports
+# at least one test and no failure: its summary line.
+stage_summary() {
+  log=$b/tests/test-suite.log
+  [ -f "$log" ] && [ "$log" -nt "$state/stage-start" ] || return 1
+  awk '/^# TOTAL:/ {t = $3} /^# PASS:/ {p = $3} /^# SKIP:/ {s = $3} /^# (FAIL|ERROR|XPASS):/ {f += $3}
+    END {if (t == 0 || f > 0) exit 1; printf "%d passed, %d failed, %d skipped", p, f, s}' "$log"
 }
 
 # run_stage NAME DESCRIPTION COMMAND...: runs a stage unless it passed in the
@@ -76,13 +152,21 @@ run_stage() {
   fi
   say "$what"
   t0=$(date +%s)
+  : > "$state/stage-start"
+  sleep 1  # test-suite.log must be newer than the mark, to the second
   if ! "$@"; then
-    cat "$b/tests/test-suite.log"
-    say "$what: FAILED after $(elapsed "$t0") (make check-aarch64 RESUME=yes reruns the failed tests and goes on)"
+    [ ! "$b/tests/test-suite.log" -nt "$state/stage-start" ] || cat "$b/tests/test-suite.log"
+    if [ "$name" = main ]; then
+      say "$what: FAILED after $(elapsed "$t0") (make check-aarch64 RESUME=yes reruns the failed tests and goes on)"
+    else
+      say "$what: FAILED after $(elapsed "$t0") (make check-aarch64 RESUME=yes runs this stage again and goes on)"
+    fi
     exit 1
   fi
-  summary=$(awk '/^# PASS:/ {p = $3} /^# SKIP:/ {s = $3} /^# (FAIL|ERROR|XPASS):/ {f += $3}
-    END {printf "%d passed, %d failed, %d skipped", p, f, s}' "$b/tests/test-suite.log")
+  if ! summary=$(stage_summary); then
+    say "$what: make said it passed, but its test-suite.log reports no test or a failure; not recorded"
+    exit 1
+  fi
   echo "$summary in $(elapsed "$t0")$resumed, $(date -u '+%Y-%m-%d %H:%M UTC')" > "$state/$name.passed"
   say "$what: $(cat "$state/$name.passed")"
 }
@@ -90,7 +174,7 @@ run_stage() {
 main_stage() {
   if [ -f "$state/main.started" ]; then
     resumed=", resumed: the time of this part"
-    set -- RECHECK_LOGS="$(failed_logs)"
+    set -- RECHECK_LOGS="$(rerun_logs)"
     say "resuming the whole suite: tests with a result keep it; rerunning the failed and unfinished ones"
   else
     set --
@@ -105,10 +189,13 @@ vl_stage() {
 }
 
 python_stage() {
-  sh "$src/build-aux/aarch64-root.sh" "$AARCH64_ROOT" || return 1
+  if ! sh "$src/build-aux/aarch64-root.sh" "$root"; then
+    say "the Debian arm64 root could not be made ($root)"
+    return 1
+  fi
   tests=$AARCH64_PYTHON_TESTS
   [ ! -f "$b/shim/torch/.libs/libhcops_torch.so" ] || tests="$tests $AARCH64_TORCH_TESTS"
-  AARCH64_ROOT="$AARCH64_ROOT" AARCH64_ROOT_BINDS="$AARCH64_ROOT_BINDS" QEMU_CPU=max \
+  AARCH64_ROOT="$root" AARCH64_ROOT_BINDS="$AARCH64_ROOT_BINDS" QEMU_CPU=max \
     $make -C "$b/tests" check TESTS="$tests" PYTHON="$src/build-aux/python3-aarch64.sh"
 }
 
@@ -118,7 +205,7 @@ for vl in $AARCH64_VECTOR_LENGTHS; do
   run_stage "vl-$sve-$sme" "sme, sve_bf16 and sve at SVE $((sve * 8)) bits, SME $((sme * 8)) bits" vl_stage "$sve" "$sme"
 done
 if [ "$AARCH64_PYTHON" = yes ]; then
-  run_stage python "the Python suites in Debian's arm64 python3, numpy, scipy and PyTorch ($AARCH64_ROOT)" python_stage
+  run_stage python "the Python suites in Debian's arm64 python3, numpy, scipy and PyTorch ($root)" python_stage
 fi
 say "all stages passed:"
 for name in main $(for vl in $AARCH64_VECTOR_LENGTHS; do echo "vl-${vl%:*}-${vl#*:}"; done) python; do
