@@ -142,6 +142,14 @@ stage_summary() {
     END {if (t == 0 || f > 0) exit 1; printf "%d passed, %d failed, %d skipped", p, f, s}' "$log"
 }
 
+# The stage's five longest tests: the tests run one at a time, so each one's
+# time is from the previous log written (or the stage's start) to its own.
+slowest() {
+  ( cd "$b/tests" && find . -name '*.log' ! -name test-suite.log -newer "$state/stage-start" -printf '%T@ %P\n' ) |
+    LC_ALL=C sort -n | awk -v t="$(stat -c %Y "$state/stage-start")" '{d = $1 - t; t = $1; printf "%d %s\n", d, $2}' |
+    sort -rn | head -5 | awk '{sub(/\.log$/, "", $2); printf "%s %s (%d min %02d s)", (NR > 1 ? "," : ""), $2, $1 / 60, $1 % 60}'
+}
+
 # run_stage NAME DESCRIPTION COMMAND...: runs a stage unless it passed in the
 # run being resumed; records it when it passes.
 run_stage() {
@@ -168,7 +176,7 @@ run_stage() {
     exit 1
   fi
   echo "$summary in $(elapsed "$t0")$resumed, $(date -u '+%Y-%m-%d %H:%M UTC')" > "$state/$name.passed"
-  say "$what: $(cat "$state/$name.passed")"
+  say "$what: $(cat "$state/$name.passed"); longest:$(slowest)"
 }
 
 main_stage() {
