@@ -23,25 +23,21 @@ addmm / baddbmm read the uninitialised result when beta = 0 (NaN out of
 freed memory, seen in 44 of 1200 calls), which HCOps does not.
 """
 import os
-import subprocess
 import sys
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-SKIP = 77
+sys.path.insert(0, HERE)
+from verbose_child import SKIP, library_or_skip, run_child  # noqa: E402
 
 
 def main():
-    lib = os.environ.get("HCOPS_TORCH_LIB", "")
-    if not lib or not os.path.isfile(lib):
-        print(f"SKIP: libhcops_torch not built (HCOPS_TORCH_LIB={lib!r})")
+    if not library_or_skip():
         return SKIP
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         return child()
-    env = dict(os.environ, HCOPS_VERBOSE="1")
-    env.pop("HCOPS_OPS", None)
-    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=1200)
+    p = run_child(__file__, 1200)
     sys.stdout.write(p.stdout)
     err = p.stderr
     ok = p.returncode == 0

@@ -16,25 +16,20 @@ nothing: a training forward and its backward, frozen weights
 PyTorch 1.13 (libhcops_torch.so) has no cache: no line may mention it.
 """
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-SKIP = 77
+sys.path.insert(0, HERE)
+from verbose_child import SKIP, library_or_skip, run_child  # noqa: E402
 
 
 def main():
-    lib = os.environ.get("HCOPS_TORCH_LIB", "")
-    if not lib or not os.path.isfile(lib):
-        print(f"SKIP: libhcops_torch not built (HCOPS_TORCH_LIB={lib!r})")
+    if not library_or_skip():
         return SKIP
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         return child()
-    env = dict(os.environ, HCOPS_VERBOSE="1")
-    env.pop("HCOPS_OPS", None)
-    env.pop("HCOPS_WEIGHT_CACHE", None)
-    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=900)
+    p = run_child(__file__, 900, drop=("HCOPS_WEIGHT_CACHE",))
     sys.stdout.write("".join(l + "\n" for l in p.stdout.splitlines() if not l.startswith("EXPECT ")))
     if p.returncode != 0:
         sys.stdout.write(p.stderr[-4000:])
