@@ -26,17 +26,11 @@ import os
 import sys
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-sys.path.insert(0, HERE)
-from verbose_child import SKIP, library_or_skip, run_child  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verbose_child import run_child, run_test  # noqa: E402
 
 
-def main():
-    if not library_or_skip():
-        return SKIP
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        return child()
+def parent():
     p = run_child(__file__, 1200)
     sys.stdout.write(p.stdout)
     err = p.stderr
@@ -268,4 +262,4 @@ def child():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_test(parent, child))

@@ -18,17 +18,11 @@ PyTorch 1.13 (libhcops_torch.so) has no cache: no line may mention it.
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-sys.path.insert(0, HERE)
-from verbose_child import SKIP, library_or_skip, run_child  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verbose_child import run_child, run_test  # noqa: E402
 
 
-def main():
-    if not library_or_skip():
-        return SKIP
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        return child()
+def parent():
     p = run_child(__file__, 900, drop=("HCOPS_WEIGHT_CACHE",))
     sys.stdout.write("".join(l + "\n" for l in p.stdout.splitlines() if not l.startswith("EXPECT ")))
     if p.returncode != 0:
@@ -196,4 +190,4 @@ def child():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_test(parent, child))

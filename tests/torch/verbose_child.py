@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 SKIP = 77
+# The hcops package of this source tree, for the children's `import hcops.torch`.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 
 def library_or_skip():
@@ -28,3 +30,13 @@ def run_child(script, timeout, drop=()):
         env.pop(name, None)
     return subprocess.run([sys.executable, script, "--child"], env=env, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def run_test(parent, child):
+    """The test's exit status: SKIP without a library; child() in the child
+    (`--child`), parent() otherwise."""
+    if not library_or_skip():
+        return SKIP
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child()
+    return parent()
