@@ -30,6 +30,7 @@ from benchlib.child import child_env, json_result, run  # noqa: E402
 from benchlib.report import cpu_label, load_average, pyplot, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated  # noqa: E402
 from dit_config import CONFIGS, step_flops  # noqa: E402
+from torch2_step import peak_gflops  # noqa: E402 - hcops-peak's best rates, as the step benchmark reads them
 
 CONFIGS_RUN = ("stock", "hcops-run", "hcops-run, cache off")
 
@@ -72,7 +73,7 @@ def child(args):
 def driver(args):
     hcops_run = os.environ.get("HCOPS_RUN", os.path.join(BUILD, "tools", "hcops-run"))
     flops = step_flops(args.model, args.batch) / 3  # the forward's GEMM flops
-    peak = peak_gflops(args.threads) if args.peak else {}
+    peak = (peak_gflops(args.threads) or {}) if args.peak else {}
     print(f"DiT-{args.model}/2 sampling, batch {args.batch}, {args.threads} threads, forward only under no_grad; "
           f"{cpu_label()}; load {load_average()}")
     rows = []
@@ -125,22 +126,6 @@ def compare_outputs(python, outs, dtype):
     p = subprocess.run([python, "-c", code, outs["stock"], outs["hcops-run"], outs["hcops-run, cache off"]],
                        capture_output=True, text=True)
     return p.stdout.strip() or p.stderr.strip()[-200:]
-
-
-def peak_gflops(threads):
-    peak = os.path.join(BUILD, "tools", "hcops-peak")
-    try:
-        out = subprocess.run([peak, "--json"], capture_output=True, text=True, timeout=600).stdout
-        data = json.loads(out.splitlines()[-1])
-    except Exception:  # noqa: BLE001 - the peak is context, not the measurement
-        return {}
-    best = {}
-    for fam in data.values():
-        for dt in ("f32", "bf16"):
-            rate = fam.get(dt, {}).get(str(threads))
-            if rate:
-                best[dt + "_gflops"] = max(best.get(dt + "_gflops", 0), rate)
-    return best
 
 
 def plot(rows, path):
