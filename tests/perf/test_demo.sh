@@ -11,9 +11,12 @@
 set -u
 run="${HCOPS_RUN:?set by tests/torch/torch.am}"
 src="${srcdir:-../../tests}/../perf"
-py=${HCOPS_TORCH1_PYTHON:-/usr/bin/python3}
+# Debian's PyTorch: the one configure found that can load this build (in a
+# cross build, the host's under QEMU, or none); /usr/bin/python3 outside make.
+py=${HCOPS_TORCH1_PYTHON-/usr/bin/python3}
 t2=${HCOPS_TORCH2_PYTHON:-}
-"$py" -c 'import torch' 2>/dev/null || py=
+[ -z "$py" ] || "$py" -c 'import torch' 2>/dev/null || py=
+echo "Debian's PyTorch: ${py:-none}; PyTorch 2.x: ${t2:-none}"
 [ -z "$t2" ] || "$t2" -c 'import torch' 2>/dev/null || t2=
 if [ -z "$py" ] && [ -z "$t2" ]; then
   echo "SKIP: neither Debian's python3 nor a PyTorch 2.x venv imports torch"
