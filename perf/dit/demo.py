@@ -6,7 +6,7 @@ First the PyTorch 2.x wheel (the project's venv, build/torch2-venv: MKL and
 oneDNN linked inside, where HCOps comes in through the dispatcher): stock
 eager, torch.compile, hcops-run, and hcops-run + torch.compile. Then Debian's
 PyTorch 1.13 (OpenBLAS): stock and hcops-run. Each in f32 and under bf16
-autocast. Every configuration runs in a process of its own; the variants of a
+autocast (where stock PyTorch can run it: said when not). Every configuration runs in a process of its own; the variants of a
 PyTorch and precision alternate round by round (A-B-C-D, then D-C-B-A), so
 that drift in the machine's load hits all of them alike.
 
@@ -71,23 +71,42 @@ class Route:
     python: str
     attention: str      # sdpa where torch has it (timm's Attention in 2.x), else matmul
     variants: list
+    amps: list          # the precisions stock PyTorch can run here (args.amp, less those it cannot)
     version: str = ""
     results: dict = field(default_factory=dict)   # dtype -> [ {variant: dit.py result} per round ]
     checks: dict = field(default_factory=dict)    # (dtype, variant) -> HCOps' verbose step
 
 
+# What a PyTorch has, asked of it without HCOps: its version, SDPA, compile,
+# and whether it runs bf16 autocast through DiT's layer kinds at all (Debian's
+# arm64 PyTorch 1.13 does not: its oneDNN has no bf16 convolution there, so
+# stock PyTorch fails the patch embedding, and there is nothing to compare).
+PROBE = """
+import torch, torch.nn.functional as F
+try:
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        x = torch.nn.Conv2d(4, 8, 2, stride=2)(torch.randn(1, 4, 4, 4)).flatten(1)
+        torch.nn.Linear(x.shape[1], 8)(x).float().sum().item()
+    bf16 = "ok"
+except Exception as e:
+    bf16 = " ".join(str(e).split()) or type(e).__name__
+print(torch.__version__, int(hasattr(F, "scaled_dot_product_attention")), int(hasattr(torch, "compile")))
+print(bf16)
+"""
+
+
 def torch_version(python):
-    """torch.__version__ of python's torch, or None (said why) where it has none."""
+    """(torch.__version__, has SDPA, compiles, None or why stock PyTorch cannot
+    run bf16 autocast) of python's torch, or None (said why) where it has none."""
     try:
-        proc = run([python, "-c", "import torch, torch.nn.functional as F; "
-                    "print(torch.__version__, int(hasattr(F, 'scaled_dot_product_attention')), "
-                    "int(hasattr(torch, 'compile')))"], child_env(), check=False)
+        proc = run([python, "-c", PROBE], child_env(), check=False)
     except OSError as e:
         return None, f"{python}: {e.strerror}"
     if proc.returncode != 0:
         return None, f"{python} cannot import torch"
-    version, sdpa, compiles = proc.stdout.split()
-    return (version, sdpa == "1", compiles == "1"), None
+    first, bf16 = proc.stdout.strip().split("\n", 1)
+    version, sdpa, compiles = first.split()
+    return (version, sdpa == "1", compiles == "1", None if bf16 == "ok" else bf16), None
 
 
 def routes(args):
@@ -102,15 +121,22 @@ def routes(args):
         if not info:
             print(f"{label}: {why}: left out", flush=True)
             continue
-        version, sdpa, compiles = info
+        version, sdpa, compiles, no_bf16 = info
+        name = f"torch {version} ({'wheel' if '2.x' in label else 'Debian'})"
+        amps = list(args.amp)
+        if no_bf16 and "bf16" in amps:
+            amps.remove("bf16")
+            print(f"{name}: bf16 autocast left out: stock PyTorch cannot run it here ({no_bf16})", flush=True)
+        if not amps:
+            continue
         variants = [Variant(STOCK, False, False)]
         if compiles:
             variants.append(Variant("torch.compile", False, True))
         variants.append(Variant("hcops-run", True, False))
         if compiles:
             variants.append(Variant("hcops-run + compile", True, True))
-        out.append(Route(f"torch {version} ({'wheel' if '2.x' in label else 'Debian'})", python,
-                         "sdpa" if sdpa else "matmul", variants, version))
+        out.append(Route(name, python,
+                         "sdpa" if sdpa else "matmul", variants, amps, version))
     return out
 
 
@@ -138,7 +164,7 @@ class Progress:
 
 def time_route(args, route, env, progress):
     warmup = warmup_of(args, route)
-    for amp in args.amp:
+    for amp in route.amps:
         rounds = route.results.setdefault(amp, [])
         for r in range(args.rounds):
             res = {}
@@ -186,7 +212,7 @@ def read_verbose(stderr, warmup):
 
 def check_route(args, route, env, progress):
     """One verbose step of each HCOps variant: warm-up steps as timed, then one."""
-    for amp in args.amp:
+    for amp in route.amps:
         for v in (v for v in route.variants if v.hcops):
             warmup = warmup_of(args, route)
             proc = run(dit_command(args, route, v, amp, 1, warmup), dict(env, HCOPS_VERBOSE="1"))
@@ -366,7 +392,7 @@ def main():
         print(f"peaks (hcops-peak, {args.threads} threads): " +
               ", ".join(f"{DTYPES[a]} {g:.0f} GFLOPS" for a, g in peak.items()), flush=True)
     env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
-    total = sum(len(args.amp) * (args.rounds * len(r.variants) + sum(v.hcops for v in r.variants))
+    total = sum(len(r.amps) * (args.rounds * len(r.variants) + sum(v.hcops for v in r.variants))
                 for r in all_routes)
     progress = Progress(total)
     try:
