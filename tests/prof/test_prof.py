@@ -395,6 +395,29 @@ def machine_cache():
             boots = [e.get("boot") for e in json.load(f).values()]
         check(other == 200.0 and count() == 2 and boots == [machine.boot_id()],
               f"another boot's peaks measured again and replaced ({other}, {count()} run(s), boots {boots})")
+        # A program of another architecture (a cross build's, run by QEMU)
+        # must not read this CPU's entry: its own ELF header, e_machine
+        # changed to one no CPU has, is refused by exec, so it measures
+        # (and fails) instead of returning the 200 cached above.
+        with open("/proc/self/exe", "rb") as f:
+            head = bytearray(f.read(64))
+        order = "little" if head[5] == 1 else "big"
+        foreign = os.path.join(TMP, "foreign-peak")
+        with open(foreign, "wb") as f:
+            f.write(head[:18] + (0x7ffe).to_bytes(2, order) + head[20:])
+        os.chmod(foreign, 0o755)
+        native = os.path.join(TMP, "native-elf")
+        with open(native, "wb") as f:
+            f.write(head)
+        key = machine.program_key(foreign)
+        check(machine.program_key(native) == "" and machine.program_key(fake) == ""
+              and str(0x7ffe) in key and "QEMU_CPU=" in key,
+              f"a foreign ELF program is keyed apart ({key!r}), this architecture's and scripts are not")
+        try:
+            got = machine.Machine(lambda name: foreign).peak("f32", 2)
+        except machine.MachineError as e:
+            got = f"MachineError: {e}"
+        check(got != 200.0 and count() == 2, f"a foreign program does not read this CPU's cached peak ({got})")
     finally:
         if saved is None:
             os.environ.pop("XDG_CACHE_HOME", None)

@@ -8,7 +8,10 @@ CPU (sessions on clouds change them) measures again, and so does the same
 model after a reboot, which may be a guest on another host or at another
 clock (a 2-core "AMD EPYC" guest measured 263 f32 GFLOPS on one thread in
 one session and 287 in the next). Only the current boot's entry for a CPU
-is kept."""
+is kept. A measuring program built for another architecture, run under
+QEMU (a cross build's tests), has entries of its own, keyed also by its ELF
+machine and QEMU_CPU: an emulated peak is not this CPU's, nor the other way
+round."""
 import hashlib
 import json
 import os
@@ -32,6 +35,27 @@ def cpu_identity():
         pass
     key = hashlib.sha1(f"{model}|{flags}|{os.cpu_count()}".encode()).hexdigest()[:16]
     return model, key
+
+
+def _elf_machine(path):
+    """The e_machine of the ELF file at path, or None (not ELF, unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+
+
+def program_key(prog):
+    """"" for a program of this process's own architecture; for another one
+    (run through binfmt_misc and QEMU), its ELF machine and QEMU_CPU."""
+    own, theirs = _elf_machine("/proc/self/exe"), _elf_machine(prog) if prog else None
+    if own is None or theirs is None or own == theirs:
+        return ""
+    return f"|elf-machine-{theirs}|QEMU_CPU={os.environ.get('QEMU_CPU', '')}"
 
 
 def boot_id():
@@ -93,10 +117,11 @@ class Machine:
         self.cache = _load() if measure else {}
         self.sources = set()
 
-    def _entry(self):
-        entry = self.cache.get(self.key)
+    def _entry(self, prog):
+        key = self.key + program_key(prog)
+        entry = self.cache.get(key)
         if entry is None or entry.get("boot", "") != self.boot:
-            entry = self.cache[self.key] = {"model": self.model, "boot": self.boot, "peak": {}, "triad": {}}
+            entry = self.cache[key] = {"model": self.model, "boot": self.boot, "peak": {}, "triad": {}}
         return entry
 
     def peak(self, precision, threads):
@@ -105,9 +130,9 @@ class Machine:
             return self.given_peak
         if not self.measure:
             return None
-        entry = self._entry()
+        prog = self.find("hcops-peak")
+        entry = self._entry(prog)
         if not entry["peak"]:
-            prog = self.find("hcops-peak")
             if not prog:
                 return None
             best = {}
@@ -131,10 +156,10 @@ class Machine:
             return self.given_bw
         if not self.measure:
             return None
-        entry = self._entry()
+        prog = self.find("hcops-stream")
+        entry = self._entry(prog)
         key = str(threads)
         if key not in entry["triad"]:
-            prog = self.find("hcops-stream")
             if not prog:
                 return None
             env = dict(os.environ, OMP_NUM_THREADS=str(threads))
