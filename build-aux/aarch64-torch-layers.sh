@@ -13,8 +13,12 @@
 #     libc10 (the Makefile's LDFLAGS give the root's other libraries to the
 #     linker, -rpath-link);
 #   - libhcops_torch2.so for PyTorch 2.x's aarch64 wheel, installed into
-#     BUILD/torch2-aarch64 (torch2-aarch64.sh) and run by the root's
-#     python3 with that folder first on its path (BUILD/python3-torch2).
+#     BUILD/torch2-aarch64 (torch2-aarch64.sh) and run by a venv of the
+#     root's python3 (BUILD/torch2-aarch64-venv) with that folder first on
+#     its path (BUILD/python3-torch2). The venv, like the native one, does
+#     not see Debian's dist-packages: their scipy, built for Debian's numpy
+#     1.24, fails to import beside the wheel's numpy 2, and PyTorch's
+#     OpInfo and ModuleInfo import scipy wherever it is found.
 # Whatever cannot be had (no root privileges for the root, the package
 # index unreachable, the .deb missing) leaves that layer out, saying why
 # on stderr: the build goes on without it.
@@ -33,16 +37,17 @@ if ! sh "$here/aarch64-root.sh" "$root" >&2; then
 fi
 root=$(cd "$root" && pwd)
 
-# A python of the root: the root's python3, with PYTHONPATH first on its
-# path when given (the wheel's folder).
-write_python() {  # FILE [PYTHONPATH]
+# A python of the root: PYTHON (a path inside the root: /usr/bin/python3,
+# or a venv's), with PYTHONPATH first on its path when given (the wheel's
+# folder).
+write_python() {  # FILE PYTHON [PYTHONPATH]
   {
     echo '#!/bin/sh'
-    echo "# Debian's arm64 python3 in $root${2:+, with $2 first on its path} (build-aux/aarch64-torch-layers.sh)."
+    echo "# $2 in Debian's arm64 root $root${3:+, with $3 first on its path} (build-aux/aarch64-torch-layers.sh)."
     echo "AARCH64_ROOT='$root' AARCH64_ROOT_BINDS='$binds'"
     echo 'export AARCH64_ROOT AARCH64_ROOT_BINDS'
-    [ -z "${2:-}" ] || echo "PYTHONPATH='$2'\${PYTHONPATH:+:\$PYTHONPATH}; export PYTHONPATH"
-    echo "exec sh '$here/in-aarch64-root.sh' /usr/bin/python3 \"\$@\""
+    [ -z "${3:-}" ] || echo "PYTHONPATH='$3'\${PYTHONPATH:+:\$PYTHONPATH}; export PYTHONPATH"
+    echo "exec sh '$here/in-aarch64-root.sh' '$2' \"\$@\""
   } >"$1"
   chmod +x "$1"
 }
@@ -51,7 +56,7 @@ runs_torch() { QEMU_CPU=${QEMU_CPU:-max} "$1" -c 'import torch' >/dev/null 2>&1;
 
 args=
 python1=$build/python3-arm64
-write_python "$python1"
+write_python "$python1" /usr/bin/python3
 dev=$build/torch-dev
 rm -rf "$dev"
 lib=$root/usr/lib/aarch64-linux-gnu
@@ -74,14 +79,19 @@ fi
 
 python2=$build/python3-torch2
 rm -f "$python2"
-if wheel=$(sh "$here/torch2-aarch64.sh" "$build/torch2-aarch64"); then
-  write_python "$python2" "$wheel"
+venv=$build/torch2-aarch64-venv
+if ! wheel=$(sh "$here/torch2-aarch64.sh" "$build/torch2-aarch64"); then
+  say "built without libhcops_torch2.so"
+# The root's venv module, without pip (Debian's ensurepip is a package of
+# its own, python3-venv; the wheels come from this machine's pip).
+elif ! QEMU_CPU=${QEMU_CPU:-max} "$python1" -m venv --without-pip --clear "$venv" >&2; then
+  say "the root's python3 could not make a venv ($venv): built without libhcops_torch2.so"
+else
+  write_python "$python2" "$venv/bin/python3" "$wheel"
   if runs_torch "$python2"; then
     args="$args --with-torch-python=$python2"
   else
     say "$python2 does not run torch: built without libhcops_torch2.so"
   fi
-else
-  say "built without libhcops_torch2.so"
 fi
 echo "$args"

@@ -2,8 +2,8 @@
 # torch2-aarch64.sh DIR: PyTorch 2.x's aarch64 wheel from the Python package
 # index, with numpy, expecttest and setuptools, installed into the folder DIR for the
 # arm64 python3 of the root that aarch64-root.sh makes (Debian 12's
-# CPython 3.11): `make check-aarch64` puts DIR on that python's PYTHONPATH
-# (build-aux/python3-aarch64.sh with AARCH64_TORCH2=DIR), cross-builds
+# CPython 3.11): `make check-aarch64` puts DIR on the PYTHONPATH of a venv
+# of that python (BUILD/python3-torch2, aarch64-torch-layers.sh), cross-builds
 # libhcops_torch2.so against the wheel's headers and libraries, and runs
 # the torch 2.x suites there under QEMU.
 #
