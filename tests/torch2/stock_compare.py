@@ -12,7 +12,10 @@ result has stock's dtype, f64's NaN and infinities, and each element is
 within the bound of the f64 value (for a gradient at least f32's eps times
 the gradient seeds' magnitude, where a gradient that cancels to rounding
 noise ends up: LayerNorm over rows of two) or no further from it than
-stock's element.
+stock's element. For a module composed of several operators in bf16
+(test_modules' COMPOSED), each side rounds its intermediate results to bf16
+at other elements, so either may be the nearer one at a given element: there
+HCOps' largest error from f64 must be no larger than stock's largest.
 """
 import contextlib
 import math
@@ -95,10 +98,11 @@ class Judge:
             print(f"FAIL: {name} {detail}", flush=True)
         self.passed, self.failed = self.passed + bool(ok), self.failed + (not ok)
 
-    def compare(self, name, a, b, dt, exact, gradient, seed_scale=0.0, f32_rel=1e-5):
+    def compare(self, name, a, b, dt, exact, gradient, seed_scale=0.0, f32_rel=1e-5, composed=False):
         """HCOps' a against stock's b; exact() gives the f64 result, asked only
         when they disagree (None: no f64 result to judge by). f32_rel: the f32
-        bound, wider for a composition of operators.
+        bound, wider for a composition of operators (composed: a module of
+        several operators, judged in bf16 by the largest errors).
 
         Where they disagree, HCOps' result is accepted only if it has stock's
         dtype and shape, NaN where f64 has NaN and f64's infinities, and each
@@ -126,6 +130,11 @@ class Judge:
                         how = "HCOps within the bound of f64" if bool((mine <= bound).all()) else \
                             "HCOps no further from f64 than stock, element by element"
                         self.explained.append(f"{name}: {how}: {why}; from f64: HCOps {worst_mine:.3g}, "
+                                              f"stock {worst_stock:.3g}")
+                        return
+                    if composed and dt == torch.bfloat16 and worst_mine <= worst_stock:
+                        self.explained.append(f"{name}: HCOps' largest error from f64 no larger than stock's "
+                                              f"(a bf16 composition): {why}; from f64: HCOps {worst_mine:.3g}, "
                                               f"stock {worst_stock:.3g}")
                         return
                     why += f"; from f64: HCOps {worst_mine:.3g}, stock {worst_stock:.3g}"
