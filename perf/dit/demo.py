@@ -6,9 +6,10 @@ First the PyTorch 2.x wheel (the project's venv, build/torch2-venv: MKL and
 oneDNN linked inside, where HCOps comes in through the dispatcher): stock
 eager, torch.compile, hcops-run, and hcops-run + torch.compile. Then Debian's
 PyTorch 1.13 (OpenBLAS): stock and hcops-run. Each in f32 and under bf16
-autocast (where stock PyTorch can run it: said when not). Every configuration runs in a process of its own; the variants of a
-PyTorch and precision alternate round by round (A-B-C-D, then D-C-B-A), so
-that drift in the machine's load hits all of them alike.
+autocast (where stock PyTorch can run it: said when not). Every
+configuration runs in a process of its own; the variants of a PyTorch and
+precision alternate round by round (A-B-C-D, then D-C-B-A), so that drift
+in the machine's load hits all of them alike.
 
 It then checks, and the exit status says:
 - that every variant's losses agree with stock eager's of the same PyTorch
