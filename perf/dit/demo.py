@@ -45,6 +45,7 @@ from benchlib.child import RunError, child_env, json_result, run  # noqa: E402
 from benchlib.report import cpu_label, error, load_average, pyplot, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
 from dit_config import CONFIGS, step_flops  # noqa: E402
+from stock_bf16 import stock_bf16_error  # noqa: E402
 from hcops.prof import logparse, steps  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 
@@ -56,6 +57,7 @@ LOSS_RTOL = {"none": 1e-4, "bf16": 1e-2}
 # optimizer's step.
 COMPILE_WARMUP = 2
 STOCK = "stock eager"
+BF16_PROBE_TIMEOUT_S = 600  # a few seconds natively, a minute under QEMU
 
 
 @dataclass
@@ -78,36 +80,20 @@ class Route:
     checks: dict = field(default_factory=dict)    # (dtype, variant) -> HCOps' verbose step
 
 
-# What a PyTorch has, asked of it without HCOps: its version, SDPA, compile,
-# and whether it runs bf16 autocast through DiT's layer kinds at all (Debian's
-# arm64 PyTorch 1.13 does not: its oneDNN has no bf16 convolution there, so
-# stock PyTorch fails the patch embedding, and there is nothing to compare).
-PROBE = """
-import torch, torch.nn.functional as F
-try:
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        x = torch.nn.Conv2d(4, 8, 2, stride=2)(torch.randn(1, 4, 4, 4)).flatten(1)
-        torch.nn.Linear(x.shape[1], 8)(x).float().sum().item()
-    bf16 = "ok"
-except Exception as e:
-    bf16 = " ".join(str(e).split()) or type(e).__name__
-print(torch.__version__, int(hasattr(F, "scaled_dot_product_attention")), int(hasattr(torch, "compile")))
-print(bf16)
-"""
-
-
 def torch_version(python):
-    """(torch.__version__, has SDPA, compiles, None or why stock PyTorch cannot
-    run bf16 autocast) of python's torch, or None (said why) where it has none."""
+    """(torch.__version__, has SDPA, compiles, '' or why stock PyTorch cannot
+    run bf16 autocast: perf/dit/stock_bf16.py) of python's torch, or None
+    (said why) where it has none."""
     try:
-        proc = run([python, "-c", PROBE], child_env(), check=False)
+        proc = run([python, "-c", "import torch, torch.nn.functional as F; "
+                    "print(torch.__version__, int(hasattr(F, 'scaled_dot_product_attention')), "
+                    "int(hasattr(torch, 'compile')))"], child_env(), check=False)
     except OSError as e:
         return None, f"{python}: {e.strerror}"
     if proc.returncode != 0:
         return None, f"{python} cannot import torch"
-    first, bf16 = proc.stdout.strip().split("\n", 1)
-    version, sdpa, compiles = first.split()
-    return (version, sdpa == "1", compiles == "1", None if bf16 == "ok" else bf16), None
+    version, sdpa, compiles = proc.stdout.split()
+    return (version, sdpa == "1", compiles == "1", stock_bf16_error(python, BF16_PROBE_TIMEOUT_S)), None
 
 
 def routes(args):

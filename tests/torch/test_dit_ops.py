@@ -44,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "perf", "dit"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))  # harness.Report: the PASS/FAIL lines
 from harness import Report  # noqa: E402
+from stock_bf16 import stock_bf16_error  # noqa: E402 - perf/dit/stock_bf16.py
 MODEL, BATCH, STEPS, THREADS, SEED = "mini", 2, 5, 2, 0
 AUTOCASTS = ("none", "bf16")
 LOSS_RTOL = {"none": 1e-5, "bf16": 1e-2}
@@ -85,32 +86,6 @@ def child(amps):
     for amp in amps:
         print(json.dumps(train(amp)), flush=True)
     return 0
-
-
-# A bf16 autocast step of the model's layer kinds (the patch embedding's
-# Conv2d, a Linear) forward and backward, on PyTorch's own kernels.
-STOCK_BF16_PROBE = r"""
-import torch
-conv, lin = torch.nn.Conv2d(4, 8, 2, 2), torch.nn.Linear(8, 8)
-x = torch.randn(2, 4, 8, 8)
-with torch.autocast("cpu", dtype=torch.bfloat16):
-    y = lin(conv(x).flatten(2).transpose(1, 2))
-y.float().sum().backward()
-"""
-
-
-def stock_runs_bf16():
-    """'' if stock PyTorch (no HCOps in the process) runs a bf16 autocast
-    step here, else its error: Debian's arm64 PyTorch 1.13 does not (its
-    oneDNN 2.6 has no bf16 convolution on AArch64: "could not create a
-    primitive descriptor iterator")."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
-    try:
-        p = subprocess.run([sys.executable, "-c", STOCK_BF16_PROBE], env=env, capture_output=True, text=True,
-                           timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return ""  # not a refusal: the children's own runs will say what happens
-    return "" if p.returncode == 0 else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
 
 
 def run_child(hcops_run, ops, amps):
@@ -183,7 +158,7 @@ def main():
     report = Report()
     print(f"DiT-{MODEL}/2, batch {BATCH}, {STEPS} steps, {THREADS} threads, seed {SEED}, libhcops.so preloaded")
     amps = list(AUTOCASTS)
-    why = stock_runs_bf16()
+    why = stock_bf16_error(sys.executable, TIMEOUT_S)
     if why:
         print(f"SKIP: bf16 autocast: stock PyTorch {torch.__version__} cannot run it here, with no HCOps in the "
               f"process ({why}); f32 only")
