@@ -25,6 +25,7 @@ std::string gemm_details(const GemmReport &rep, bool scaled_only, const char *ex
   else std::snprintf(details, sizeof details, "%s", scaled_only ? "C scaled by beta only" : "unpacked");
   std::string all = details;
   if (rep.a_cache) all += std::string(" a=") + rep.a_cache;
+  if (rep.c_streamed) all += " c=streamed";
   if (extra) all += std::string(" ") + extra;
   if (rep.math) all += std::string(" ") + rep.math;
   return all;

@@ -475,6 +475,16 @@ bool shallow_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
   return kern.shallow && g.k >= 1 && g.k <= kShallowMaxK && skinny_allowed();
 }
 
+// Whether a shallow product writes C non-temporally (kernels/shallow.h):
+// when C is only written (beta = 0, no epilogue to read it back) and is
+// larger than the L2 caches of the threads writing it, so that it could
+// not stay near them for its reader anyway. Its lines are then not read
+// before being written, half the memory traffic; the reader, if soon,
+// finds C in memory rather than in L3.
+inline bool shallow_streams_c(long c_bytes, int threads, bool beta_zero, bool epilogue) {
+  return beta_zero && !epilogue && c_bytes > long(threads) * long(topology().l2);
+}
+
 // A product shallow_applies to, on the family's shallow kernel: C shared
 // dynamically in pieces along its longer side (rows in multiples of the
 // kernel's 32-row blocks, columns in multiples of 4), each piece's epilogue
@@ -484,6 +494,7 @@ bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport 
   if (!shallow_applies(g, kern)) return false;
   const long c_bytes = long(sizeof(typename Ty::c_type)) * g.m * g.n;
   const int wanted = static_cast<int>(std::clamp<long>(c_bytes / kShallowBytesPerThread, 1, max_threads()));
+  const bool stream = shallow_streams_c(c_bytes, wanted, g.beta == Acc<Ty>(0), bool(g.epilogue));
   const bool by_rows = g.m >= g.n;
   rep.threads = share_range(by_rows ? g.m : g.n, by_rows ? kShallowRowGrain : 4, wanted, [&](long x0, long x1) {
     if (x1 <= x0) return;
@@ -491,10 +502,11 @@ bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport 
     const long j0 = by_rows ? 0 : x0, n = by_rows ? g.n : x1 - x0;
     const auto *a = g.a + (g.ta == Trans::N ? i0 : i0 * g.lda);
     const auto *b = g.b + (g.tb == Trans::N ? j0 * g.ldb : j0);
-    kern.shallow(g.ta, g.tb, m, n, g.k, g.alpha, a, g.lda, b, g.ldb, g.beta, g.c + i0 + j0 * g.ldc, g.ldc);
+    kern.shallow(g.ta, g.tb, m, n, g.k, g.alpha, a, g.lda, b, g.ldb, g.beta, g.c + i0 + j0 * g.ldc, g.ldc, stream);
     if (g.epilogue) apply_epilogue(g, i0, m, j0, n);
   });
   rep.b = "shallow";
+  rep.c_streamed = stream;
   return true;
 }
 

@@ -44,18 +44,20 @@ struct GemmArgs {
 
 // What gemm() did, for the ABI layer's verbose line.
 struct GemmReport {
-  const char *family = "none";  // kernel family (kernels/families.def); "none": C only scaled
-  int mr = 0, nr = 0;           // microkernel tile
-  const char *b = "none";       // op(B) "packed", "in-place", "unpacked" (no packing memory), or
-                                // "skinny" (kernels/skinny.h: neither operand packed)
-  int threads = 1;              // threads that computed
-  int domains = 1;              // compute domains the product was split over
-  char split = 'n';             // across domains along 'n' or 'm'
-  int grid_m = 1, grid_n = 1;   // thread grid inside the first domain
-  const char *math = nullptr;   // f32: the HCOPS_FP32_MATH mode it ran in, "math=strict"
-                                // (fp32_math_detail()); null for the other datatypes
+  const char *family = "none";    // kernel family (kernels/families.def); "none": C only scaled
+  int mr = 0, nr = 0;             // microkernel tile
+  const char *b = "none";         // op(B) "packed", "in-place", "unpacked" (no packing memory), or
+                                  // "skinny" (kernels/skinny.h: neither operand packed)
+  int threads = 1;                // threads that computed
+  int domains = 1;                // compute domains the product was split over
+  char split = 'n';               // across domains along 'n' or 'm'
+  int grid_m = 1, grid_n = 1;     // thread grid inside the first domain
+  const char *math = nullptr;     // f32: the HCOPS_FP32_MATH mode it ran in, "math=strict"
+                                  // (fp32_math_detail()); null for the other datatypes
   const char *a_cache = nullptr;  // for a tagged op(A): what the packed-A cache did
                                   // (a_cache_use_name()); null when untagged or not packed
+  bool c_streamed = false;        // C written non-temporally (shallow products whose C
+                                  // outgrows the writers' L2: gemm.cpp's shallow_streams_c)
 };
 
 // f32 (Sgemm) runs in the engine's HCOPS_FP32_MATH mode (gemm/fp32_math.h),

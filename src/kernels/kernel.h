@@ -64,12 +64,13 @@ constexpr long kSkinnyMaxN = 16;
 // C[0:m, 0:n] = alpha * op(A) * op(B) + beta * C for a shallow product (1 <=
 // k <= kShallowMaxK), op(A) and op(B) read in place as the BLAS arguments
 // say (a[i + p * lda] or a[p + i * lda]; b[p + j * ldb] or b[j + p * ldb]).
-// C is written once. beta == 0 never reads C. kernels/shallow.h says why
-// and how.
+// C is written once. beta == 0 never reads C. `stream` (only with beta ==
+// 0): C's whole, aligned lines may be written non-temporally (fenced before
+// return). kernels/shallow.h says why and how.
 template <typename Ty>
 using ShallowKernel = void (*)(Trans ta, Trans tb, long m, long n, long k, typename Ty::acc_type alpha,
                                const typename Ty::a_type *a, long lda, const typename Ty::b_type *b, long ldb,
-                               typename Ty::acc_type beta, typename Ty::c_type *c, long ldc);
+                               typename Ty::acc_type beta, typename Ty::c_type *c, long ldc, bool stream);
 constexpr long kShallowMaxK = 16;
 
 template <typename Ty>
@@ -127,7 +128,7 @@ struct GemmKernel {
   // Products of at most kSkinnyMaxN columns without packing; null: the
   // family packs them like any other.
   SkinnyKernel<Ty> skinny = nullptr;
-  // Products of at most kShallowMaxK steps of k, written a column at a time
+  // Products of at most kShallowMaxK steps of k, written four columns at a time
   // without packing; null: packed.
   ShallowKernel<Ty> shallow = nullptr;
   // The planner gives a product one thread per this many flops (at most):

@@ -162,8 +162,9 @@ static void skinny_shapes(void **s) {
  * write C a column at a time from registers: kernels/shallow.h): every k
  * from 1 to 16, the row counts around their 32-row blocks, the columns
  * around their groups of 4 and chunks of 128, DiT's adaLN weight gradient
- * (384 x 2304 x 8) and a C large enough for several threads, with random
- * transposes, leading dimensions, scalars and NaN in C. */
+ * (384 x 2304 x 8), a C large enough for several threads and Cs large
+ * enough to be streamed, with random transposes, leading dimensions,
+ * scalars and NaN in C. */
 static void shallow_shapes(void **s) {
   (void)s;
   static const int ms[] = {1, 17, 31, 32, 33, 100, 384}, ns[] = {17, 20, 129, 2304};
@@ -177,6 +178,15 @@ static void shallow_shapes(void **s) {
     }
   const bt_gemm_case adaln = {BT_CBLAS_COL, false, 'N', 'T', 384, 2304, 8, 0, 0, 0, 1.0, 0.0, 0, 0, true};
   check(&adaln);
+  /* C of 15 MB, beyond the L2 caches of any team: written non-temporally
+   * (gemm.cpp's shallow_streams_c), with columns on line boundaries and
+   * off them (ldc 1501), row-major too. */
+  const bt_gemm_case streamed[] = {
+      {BT_CBLAS_COL, false, 'T', 'N', 1504, 2500, 5, 0, 0, 0, 1.0, 0.0, 0, 0, true},
+      {BT_CBLAS_COL, false, 'N', 'N', 1500, 2500, 3, 0, 0, 1501, -0.5, 0.0, 0, 0, true},
+      {BT_CBLAS_ROW, false, 'N', 'T', 2500, 1500, 16, 0, 0, 0, 1.0, 0.0, 0, 0, true},
+  };
+  for (size_t i = 0; i < sizeof streamed / sizeof *streamed; ++i) check(&streamed[i]);
   assert_int_equal(failures, 0);
 }
 

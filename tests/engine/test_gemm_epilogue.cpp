@@ -39,6 +39,7 @@ extern "C" {
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,17 +50,18 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "common/topology.h"
 #include "gemm/team.h"
 #include "ops/output_ops_ref.h"
 #include "gemm/blocking.h"
 #include "gemm/fp32_math.h"
 #include "gemm/gemm.h"
 #include "gemm/gemm_with.h"
+#include "gemm/pack_policy.h"
 #include "kernels/registry.h"
 #include "ops/output_ops.h"
 #include "combo.h"
 #include "fail_mmap.h"
-
 
 // The f32 copy of a bf16 C (gemm.cpp) is a nothrow new[]: while set, it
 // fails (the test's own allocations use the throwing forms).
@@ -182,6 +184,7 @@ struct Case {
   bool b_null = false;               // alpha = 0 or k = 0: A and B null, never read
   const char *b_expected = nullptr;  // how the engine must report op(B), when set
   long value_columns = 1;            // values checked in every value_columns-th column (and its neighbours)
+  long c_offset = 0;                 // C starts this many elements past a 64-byte boundary
 };
 
 std::string describe(const Case &c) {
@@ -215,9 +218,15 @@ std::string run_case(const Case &cs, hcops::GemmReport *rep_out = nullptr) {
   for (B &x : b) x = from_double<B>(u(rng));
   auto a_at = [&](long i, long p) { return cs.ta == Trans::N ? a[i + p * lda] : a[p + i * lda]; };
   auto b_at = [&](long p, long j) { return cs.tb == Trans::N ? b[p + j * ldb] : b[j + p * ldb]; };
-  std::vector<C> c(ldc * std::max(1L, n));
-  for (C &x : c) x = from_double<C>(cs.beta == 0 ? kNaN : u(rng));  // beta = 0 must not read C
-  const std::vector<C> c0 = c;
+  // C at a chosen distance from a 64-byte boundary (a vector's own
+  // alignment varies with the allocator), as the shallow kernel's streamed
+  // stores depend on it.
+  const long c_size = ldc * std::max(1L, n);
+  std::vector<C> c_storage(c_size + 64);
+  const auto c_addr = reinterpret_cast<uintptr_t>(c_storage.data());
+  C *const c = c_storage.data() + ((64 - c_addr % 64) % 64) / sizeof(C) + cs.c_offset;
+  for (long i = 0; i < c_size; ++i) c[i] = from_double<C>(cs.beta == 0 ? kNaN : u(rng));  // beta = 0 must not read C
+  const std::vector<C> c0(c, c + c_size);
 
   const long nbias = std::max(m, n) + 1;
   std::vector<float> bias_f32(nbias);
@@ -240,10 +249,10 @@ std::string run_case(const Case &cs, hcops::GemmReport *rep_out = nullptr) {
   Counter counter(m, n);
 
   hcops::GemmArgs<Ty> g{
-      cs.ta, cs.tb,   m,        n,  k, cs.alpha, cs.b_null ? nullptr : a.data(), lda, cs.b_null ? nullptr : b.data(),
-      ldb,   cs.beta, c.data(), ldc};
+      cs.ta, cs.tb,   m, n,  k, cs.alpha, cs.b_null ? nullptr : a.data(), lda, cs.b_null ? nullptr : b.data(),
+      ldb,   cs.beta, c, ldc};
   std::unique_ptr<float[]> row_bias;
-  g.epilogue = cs.counting ? counter.epilogue()
+  g.epilogue = cs.counting   ? counter.epilogue()
                : cs.row_bias ? hcops::ops::output_epilogue(ops, m, row_bias)
                              : hcops::ops::output_epilogue(ops);
   if (cs.row_bias && cs.bias && cs.bias_rows && cs.bias_scale == 1.0f && cs.act == Activation::none &&
@@ -261,7 +270,7 @@ std::string run_case(const Case &cs, hcops::GemmReport *rep_out = nullptr) {
   if (m > 0 && n > 0 && k > 0 && cs.alpha != 0 && std::strcmp(rep.b, "unpacked") != 0 && !right_family<Ty>(rep.family))
     return std::string("family ") + rep.family + " ran, " + expected_family<Computing<Ty>>() +
            " expected: " + describe(cs);
-  for (long i = 0; i < ldc * std::max(1L, n); ++i)
+  for (long i = 0; i < c_size; ++i)
     if (i % ldc >= m && std::memcmp(&c[i], &c0[i], sizeof(C)) != 0) return "wrote C outside its m x n: " + describe(cs);
 
   const double alpha = cs.alpha, beta = cs.beta;
@@ -414,7 +423,7 @@ void test_exactly_once(void **) {
   // k = 4608 (DiT-XL's fc2): one deep k block for a bf16 C on a family that
   // fuses the epilogue; k = 8221: deeper than a bf16 C takes in one block on
   // any family (blocking.h's kNarrowCMaxKc), so through the f32 copy of C.
-  const long shapes[][3] = {{1, 1, 1},     {17, 13, 7},    {300, 257, 129}, {61, 45, 2101},
+  const long shapes[][3] = {{1, 1, 1},      {17, 13, 7},    {300, 257, 129}, {61, 45, 2101},
                             {97, 400, 520}, {37, 29, 4608}, {33, 21, 8221}};
   static_assert(4608 <= hcops::kNarrowCMaxKc && 8221 > hcops::kNarrowCMaxKc, "one deep k block, then the f32 copy");
   bool two_threads = false;
@@ -640,6 +649,63 @@ void test_short_team(void **) {
   check<hcops::Bf16Gemm>(c);
 }
 
+// Shallow products (k <= 16) whose C outgrows the L2 caches of the threads
+// writing it: the family's shallow kernel stores C non-temporally
+// (kernels/shallow.h; gemm.cpp's shallow_streams_c) when nothing reads C
+// back, beta = 0 and no epilogue, and must say so (GemmReport::c_streamed);
+// with beta != 0 or an epilogue it must not. Each checked in full against
+// f64, with C's columns 64-byte aligned (ldc a multiple of a line, as
+// PyTorch's allocations give them), columns split across lines (ldc off a
+// multiple of a line), C itself off a line boundary, rows past the last
+// whole 32-row block, both transposes, and NaN in C (beta = 0 never reads
+// it).
+template <typename Ty>
+void test_shallow_stream(void **) {
+  using C = typename Ty::c_type;
+  const hcops::ChosenKernel<Ty> &chosen = hcops::chosen_kernel<Ty>();
+  if (!chosen.kernel || !chosen.kernel->shallow || !hcops::skinny_allowed()) {
+    std::printf("%s: %s has no shallow kernel (or HCOPS_SKINNY=never): streamed C not tested with it\n",
+                Combo<Ty>::name, chosen.family ? chosen.family->name : "no family");
+    return;
+  }
+  const long line = 64 / long(sizeof(C));
+  const long m = 25 * 32 + 19, k = 7;  // 19 rows past the last whole block
+  // Columns for 1.5 times the streaming threshold of the largest team the
+  // product may get (fewer threads while the cores are busy: a lower one).
+  const long c_bytes = 3 * long(hcops::allowed_threads()) * long(hcops::topology().l2) / 2;
+  const long n = c_bytes / (m * long(sizeof(C))) + 5;
+  int streamed = 0;
+  for (int t = 0; t < 8; ++t) {
+    Case c;
+    c.m = m + (t & 1 ? 0 : 32 - 19);  // also rows in whole blocks only
+    c.n = n;
+    c.k = k - t % 3;
+    c.ta = t & 2 ? Trans::T : Trans::N;
+    c.tb = t & 4 ? Trans::T : Trans::N;
+    c.pad_c = t % 4 == 3 ? 1 : (line - c.m % line) % line;  // ldc off a multiple of a line, or on one
+    c.c_offset = t == 5 ? 3 : 0;
+    c.beta = t == 6 ? 0.5f : 0.0f;
+    c.alpha = t == 4 ? -0.75f : 1.0f;
+    if (t == 7) {  // an epilogue reads C back: not streamed
+      c.bias = true;
+      c.bias_rows = true;
+    }
+    c.seed = 9100 + t;
+    hcops::GemmReport rep;
+    check<Ty>(c, &rep);
+    if (std::strcmp(rep.b, "shallow") != 0)
+      fail_msg("%s: B %s, shallow expected: %s", Combo<Ty>::name, rep.b, describe(c).c_str());
+    const bool want = c.beta == 0 && !c.bias;
+    if (rep.c_streamed != want)
+      fail_msg("%s: C %sstreamed, %s expected: %s", Combo<Ty>::name, rep.c_streamed ? "" : "not ",
+               want ? "streamed" : "not streamed", describe(c).c_str());
+    streamed += rep.c_streamed;
+  }
+  std::printf("%s: %d of 8 shallow products of %ld x %ld streamed C (%s, up to %d threads, L2 %zu KiB)\n",
+              Combo<Ty>::name, streamed, m, n, chosen.family->name, hcops::allowed_threads(),
+              hcops::topology().l2 >> 10);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -654,7 +720,7 @@ int main(int argc, char **argv) {
   }
 #define EPILOGUE_TESTS(Ty)                                                                                         \
   cmocka_unit_test(test_random<Ty>), cmocka_unit_test(test_every_op<Ty>), cmocka_unit_test(test_exactly_once<Ty>), \
-      cmocka_unit_test(test_nonfinite<Ty>)
+      cmocka_unit_test(test_nonfinite<Ty>), cmocka_unit_test(test_shallow_stream<Ty>)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_unpacked_without_packing_memory, allow_memory),
       EPILOGUE_TESTS(hcops::Sgemm),

@@ -57,7 +57,8 @@ struct F32 {
   static V rcp_estimate(V d) { return _mm512_rcp14_ps(d); }
   static V copysign(V mag, V sgn) {
     const __m512i s = _mm512_set1_epi32(int(0x80000000u));
-    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(sgn), s, 0xd8));  // s ? sgn : mag, bitwise
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(sgn), s,
+                                                         0xd8));  // s ? sgn : mag, bitwise
   }
   static Cmp lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static Cmp gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
@@ -81,6 +82,14 @@ struct F32 {
   }
   static void store_bf16(uint16_t *p, V v) { _mm256_storeu_si256((__m256i *)p, to_bf16(v)); }
   static void store_bf16(uint16_t *p, V v, Mask m) { _mm256_mask_storeu_epi16(p, m, to_bf16(v)); }
+  // Non-temporal stores of whole 64-byte lines (p 64-byte aligned), and the
+  // fence that orders them before anything stored after it.
+  static void stream(float *p, V v) { _mm512_stream_ps(p, v); }
+  static void stream_bf16(uint16_t *p, V lo, V hi) {  // 32 values: lo's 16, then hi's
+    _mm512_stream_si512(reinterpret_cast<__m512i *>(p),
+                        _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16(lo)), to_bf16(hi), 1));
+  }
+  static void stream_fence() { _mm_sfence(); }
 };
 
 struct F64 {
