@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/dtype.h"
 #include "kernels/kernel.h"
@@ -104,11 +105,22 @@ inline void store_block(bf16 *p, typename W::V r0, typename W::V r1, bool stream
   }
 }
 
+// count contiguous values from src to dst as f32, a vector at a time (the
+// panels of op(A) and chunks of op(B) a product converts are contiguous
+// this way in the common layouts; one value at a time these conversions
+// took a fifth of a bf16 product's time).
+template <typename W, typename T>
+inline void widen(const T *__restrict src, float *__restrict dst, long count) {
+  long i = 0;
+  for (; i + W::lanes <= count; i += W::lanes) W::storeu(dst + i, load<W>(src + i));
+  for (; i < count; ++i) dst[i] = float(src[i]);
+}
+
 // NC columns of C's block from op(A)'s block (column p at col + p * ld)
-// and op(B)'s columns at bcol (K floats apart). Full: all 32 rows, no masks;
-// otherwise rows under masks m0, m1.
-template <typename W, int K, int NC, bool Full, typename A, typename C>
-__attribute__((always_inline)) inline void columns(const A *__restrict col, long ld, const float *__restrict bcol,
+// and op(B)'s columns at bcol (op(B)(p, j) at bcol[p * kCols + j]). Full:
+// all 32 rows, no masks; otherwise rows under masks m0, m1.
+template <typename W, int K, int NC, bool Full, typename C>
+__attribute__((always_inline)) inline void columns(const float *__restrict col, long ld, const float *__restrict bcol,
                                                    float alpha, float beta, C *__restrict c, long ldc,
                                                    typename W::Mask m0, typename W::Mask m1, bool stream) {
   typename W::V a0[K], a1[K];
@@ -124,7 +136,7 @@ __attribute__((always_inline)) inline void columns(const A *__restrict col, long
   for (int p = 0; p < K; ++p)
 #pragma GCC unroll 4
     for (int q = 0; q < NC; ++q) {
-      const auto bq = W::set1(bcol[q * K + p]);
+      const auto bq = W::set1(bcol[p * kCols + q]);
       acc0[q] = W::fmadd(a0[p], bq, acc0[q]);
       acc1[q] = W::fmadd(a1[p], bq, acc1[q]);
     }
@@ -150,29 +162,42 @@ template <typename W, int K, typename A, typename B, typename C>
 void product(Trans ta, Trans tb, long m, long n, float alpha, const A *a, long lda, const B *b, long ldb, float beta,
              C *c, long ldc, bool stream) {
   static_assert(W::lanes * 2 == kRows, "two vectors of 16 rows");
-  alignas(64) float bbuf[kCols * K];   // op(B)(p, j0 + jj) at jj * K + p
-  alignas(64) A abuf[K * kPanelRows];  // op(A) = A^T's panel, column-major (kPanelRows rows apart)
+  alignas(64) float bbuf[K * kCols];  // op(B)(p, j0 + jj) at p * kCols + jj
+  // op(A)'s panel as f32, column-major (kPanelRows rows apart): gathered
+  // when op(A) = A^T (its rows are contiguous in k), widened when bf16 (once
+  // per panel, not once per group of 4 columns); an f32 op(A) = A is read
+  // in place.
+  alignas(64) float abuf[K * kPanelRows];
   for (long r0 = 0; r0 < m; r0 += kPanelRows) {
     const long rows = std::min<long>(kPanelRows, m - r0);
-    const A *col = a + r0;  // op(A) = A: column p of the panel at col + p * lda
-    long ld = lda;
-    if (ta == Trans::T) {  // rows of op(A) are contiguous in k: gather the panel
-      for (long r = 0; r < rows; ++r)
-        for (int p = 0; p < K; ++p) abuf[p * kPanelRows + r] = a[p + (r0 + r) * lda];
-      col = abuf;
-      ld = kPanelRows;
+    const float *col = abuf;
+    long ld = kPanelRows;
+    if constexpr (std::is_same_v<A, float>) {
+      if (ta == Trans::N) {
+        col = a + r0;  // column p of the panel at col + p * lda
+        ld = lda;
+      }
+    }
+    if (col == abuf) {
+      for (int p = 0; p < K; ++p) {
+        if (ta == Trans::N) widen<W>(a + r0 + p * lda, abuf + p * kPanelRows, rows);
+        else
+          for (long r = 0; r < rows; ++r) abuf[p * kPanelRows + r] = float(a[p + (r0 + r) * lda]);
+      }
     }
     for (long j0 = 0; j0 < n; j0 += kCols) {
       const long nc = std::min<long>(kCols, n - j0);
-      for (long jj = 0; jj < nc; ++jj)
-        for (int p = 0; p < K; ++p)
-          bbuf[jj * K + p] = float(tb == Trans::N ? b[p + (j0 + jj) * ldb] : b[(j0 + jj) + p * ldb]);
+      for (int p = 0; p < K; ++p) {
+        if (tb == Trans::T) widen<W>(b + j0 + p * ldb, bbuf + p * kCols, nc);
+        else
+          for (long jj = 0; jj < nc; ++jj) bbuf[p * kCols + jj] = float(b[p + (j0 + jj) * ldb]);
+      }
       const long full_rows = rows / kRows * kRows;
       const int tail = static_cast<int>(rows - full_rows);
       const typename W::Mask m0 = W::mask(std::min(tail, W::lanes)), m1 = W::mask(std::max(tail - W::lanes, 0));
       const typename W::Mask all = W::mask(W::lanes);
       for (long jj = 0; jj < nc;) {
-        const float *bcol = bbuf + jj * K;
+        const float *bcol = bbuf + jj;
         C *cj = c + r0 + (j0 + jj) * ldc;
         if (nc - jj >= 4) {
           for (long i0 = 0; i0 < full_rows; i0 += kRows)
@@ -199,9 +224,10 @@ void kernel(Trans ta, Trans tb, long m, long n, long k, float alpha, const A *a,
 #define HCOPS_SHALLOW_K(K) \
   case K: return product<W, K>(ta, tb, m, n, alpha, a, lda, b, ldb, beta, c, ldc, stream);
     HCOPS_SHALLOW_K(1)
-    HCOPS_SHALLOW_K(2) HCOPS_SHALLOW_K(3) HCOPS_SHALLOW_K(4) HCOPS_SHALLOW_K(5) HCOPS_SHALLOW_K(6) HCOPS_SHALLOW_K(7)
-        HCOPS_SHALLOW_K(8) HCOPS_SHALLOW_K(9) HCOPS_SHALLOW_K(10) HCOPS_SHALLOW_K(11) HCOPS_SHALLOW_K(12)
-            HCOPS_SHALLOW_K(13) HCOPS_SHALLOW_K(14) HCOPS_SHALLOW_K(15) HCOPS_SHALLOW_K(16)
+    HCOPS_SHALLOW_K(2)
+    HCOPS_SHALLOW_K(3) HCOPS_SHALLOW_K(4) HCOPS_SHALLOW_K(5) HCOPS_SHALLOW_K(6) HCOPS_SHALLOW_K(7) HCOPS_SHALLOW_K(8)
+        HCOPS_SHALLOW_K(9) HCOPS_SHALLOW_K(10) HCOPS_SHALLOW_K(11) HCOPS_SHALLOW_K(12) HCOPS_SHALLOW_K(13)
+            HCOPS_SHALLOW_K(14) HCOPS_SHALLOW_K(15) HCOPS_SHALLOW_K(16)
 #undef HCOPS_SHALLOW_K
                 default : break;  // the driver never calls with k outside [1, kShallowMaxK]
   }

@@ -21,9 +21,8 @@ struct F32 : avx512::F32 {
   static __m256i rounded(V v) { return avx512_bf16::to_bf16(v); }
   static void store_bf16(uint16_t *p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), rounded(v)); }
   static void store_bf16(uint16_t *p, V v, Mask m) { _mm256_mask_storeu_epi16(p, m, rounded(v)); }
-  static void stream_bf16(uint16_t *p, V lo, V hi) {
-    _mm512_stream_si512(reinterpret_cast<__m512i *>(p),
-                        _mm512_inserti64x4(_mm512_castsi256_si512(rounded(lo)), rounded(hi), 1));
+  static void stream_bf16(uint16_t *p, V lo, V hi) {  // 32 values: lo's 16, then hi's
+    _mm512_stream_si512(reinterpret_cast<__m512i *>(p), avx512_bf16::to_bf16(lo, hi));
   }
 };
 
