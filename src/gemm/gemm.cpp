@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <numeric>
@@ -477,12 +478,18 @@ bool shallow_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
 
 // Whether a shallow product writes C non-temporally (kernels/shallow.h):
 // when C is only written (beta = 0, no epilogue to read it back) and is
-// larger than the L2 caches of the threads writing it, so that it could
-// not stay near them for its reader anyway. Its lines are then not read
-// before being written, half the memory traffic; the reader, if soon,
-// finds C in memory rather than in L3.
-inline bool shallow_streams_c(long c_bytes, int threads, bool beta_zero, bool epilogue) {
-  return beta_zero && !epilogue && c_bytes > long(threads) * long(topology().l2);
+// larger than the L2 caches of the threads writing it (one per thread: an
+// L2 shared by cores counts once per thread), so that it could not stay
+// near them for its reader anyway. Its lines are then not read before
+// being written, half the memory traffic; the reader, if soon, finds C in
+// memory rather than in L3. Only a C whose columns start on 64-byte lines
+// (C and ldc aligned, as PyTorch's tensors are), so that every whole block
+// the kernel writes is whole lines and is streamed: a column starting
+// mid-line would have none, and the verbose line's c=streamed would not
+// be true.
+inline bool shallow_streams_c(const void *c, long ldc_bytes, long c_bytes, int threads, bool beta_zero, bool epilogue) {
+  const bool lines = reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc_bytes % 64 == 0;
+  return beta_zero && !epilogue && lines && c_bytes > long(threads) * long(topology().l2);
 }
 
 // A product shallow_applies to, on the family's shallow kernel: C shared
@@ -494,7 +501,8 @@ bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport 
   if (!shallow_applies(g, kern)) return false;
   const long c_bytes = long(sizeof(typename Ty::c_type)) * g.m * g.n;
   const int wanted = static_cast<int>(std::clamp<long>(c_bytes / kShallowBytesPerThread, 1, max_threads()));
-  const bool stream = shallow_streams_c(c_bytes, wanted, g.beta == Acc<Ty>(0), bool(g.epilogue));
+  const bool stream = shallow_streams_c(g.c, long(sizeof(typename Ty::c_type)) * g.ldc, c_bytes, wanted,
+                                        g.beta == Acc<Ty>(0), bool(g.epilogue));
   const bool by_rows = g.m >= g.n;
   rep.threads = share_range(by_rows ? g.m : g.n, by_rows ? kShallowRowGrain : 4, wanted, [&](long x0, long x1) {
     if (x1 <= x0) return;

@@ -21,14 +21,16 @@
 //
 // Whole blocks are stored without masks (a masked store is the slower on
 // AMD Zen 4/5). With `stream` (the driver's choice: beta = 0, no epilogue
-// to read C back, and C too large for the writers' L2 caches) they are
-// stored non-temporally where 64-byte aligned: a line written whole need
-// not be read first, which halves the memory traffic of a product that is
-// nothing but its writes. Together, on DiT's adaLN weight gradients (Zen 5,
-// one thread, caches cold): 384 x 2304 x 8 from 0.28 to 0.12 ms and
-// 1152 x 6912 x 2 from 2.3 to 0.86 ms (a plain store loop over the same C:
-// 0.11 and 1.1 ms). The stores are fenced before the kernel returns, so C
-// is complete for whoever the driver's barrier releases.
+// to read C back, C too large for the writers' L2 caches, and its columns
+// on 64-byte lines) they are stored non-temporally (a block at an address
+// off a line, which the driver never gives, is stored as usual rather than
+// fault): a line written whole need not be read first, which halves the
+// memory traffic of a product that is nothing but its writes. Together,
+// on DiT's adaLN weight gradients (Zen 5, one thread, caches cold):
+// 384 x 2304 x 8 from 0.28 to 0.12 ms and 1152 x 6912 x 2 from 2.3 to
+// 0.96 ms (a plain store loop over the same C: 0.11 and 1.1 ms). The
+// stores are fenced before the kernel returns, so C is complete for
+// whoever the driver's barrier releases.
 //
 // W: a vector-traits type with lanes = 16 (kernels/avx512/vec.h's F32).
 #pragma once

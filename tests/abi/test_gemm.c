@@ -178,9 +178,12 @@ static void shallow_shapes(void **s) {
     }
   const bt_gemm_case adaln = {BT_CBLAS_COL, false, 'N', 'T', 384, 2304, 8, 0, 0, 0, 1.0, 0.0, 0, 0, true};
   check(&adaln);
-  /* C of 15 MB, beyond the L2 caches of any team: written non-temporally
-   * (gemm.cpp's shallow_streams_c), with columns on line boundaries and
-   * off them (ldc 1501), row-major too. */
+  /* Cs of 15 MB, beyond the L2 caches of the teams make check runs (1
+   * and 2 threads): written non-temporally where C's columns start on
+   * 64-byte lines (gemm.cpp's shallow_streams_c), which depends on where
+   * this test's allocator puts C, else stored as usual; ldc 1501 is never
+   * streamed. Their values through the ABI, row-major too;
+   * test_gemm_epilogue places C itself and checks the decision. */
   const bt_gemm_case streamed[] = {
       {BT_CBLAS_COL, false, 'T', 'N', 1504, 2500, 5, 0, 0, 0, 1.0, 0.0, 0, 0, true},
       {BT_CBLAS_COL, false, 'N', 'N', 1500, 2500, 3, 0, 0, 1501, -0.5, 0.0, 0, 0, true},
