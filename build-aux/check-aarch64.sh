@@ -15,9 +15,10 @@
 #
 # That is sound only while what is tested is what the interrupted run
 # tested, so every run records an identity of it, and a resume whose
-# identity differs says so and starts over: every file of the source tree
-# (build trees and caches left out), every object, library and program of
-# the build with config.status, the stages' parameters (the Makefile's
+# identity differs says what changed and starts over: every file of the
+# source tree (build trees and caches left out), every object, library and
+# program the build held when the run began, with config.status (not those
+# the tests leave there: build-aux/run-identity.sh), the stages' parameters (the Makefile's
 # variables, make's command-line variables, the HCOPS_*, QEMU_*, OMP_* and
 # DIT_* environment), QEMU's version, the arm64 root's package list and the
 # wheel environment's packages. Tests run by hand between the interruption
@@ -56,24 +57,6 @@ if ! flock -n 9; then
   exit 1
 fi
 
-# The source tree: every file but build trees (a folder with a
-# config.status), version control, autoconf's cache and Python's bytecode.
-source_files() {
-  find "$src" -type d \( -name .git -o -name autom4te.cache -o -name __pycache__ \) -prune \
-    -o -type d -exec test -e '{}/config.status' \; -prune \
-    -o -type f ! -name '*.pyc' ! -name '*~' ! -name '.*.swp' -print
-}
-
-# The build: objects, libraries, programs (executables, libtool's wrappers
-# and what they run, but not the lt- programs libtool makes when a test first
-# runs one), config.status; not the arm64 root and the wheel's environment
-# (their package lists below), nor this script's state.
-build_files() {
-  find "$b" \( -path "$root" -o -path "$b/torch2-aarch64" -o -path "$state" \) -prune \
-    -o -type f ! -name 'lt-*' \( -name '*.o' -o -name '*.a' -o -name '*.so' -o -name '*.so.*' -o -perm -u+x \) -print
-  echo "$b/config.status"
-}
-
 # What make was told (but how many jobs) and the environment tests read.
 parameters() {
   printf '%s\n' "$AARCH64_DIT_MODELS" "$AARCH64_VECTOR_LENGTHS" "$AARCH64_VL_TESTS" "$AARCH64_PYTHON" \
@@ -86,27 +69,26 @@ parameters() {
   ls -d "$b"/torch2-aarch64/*/*.dist-info "$b"/torch2-aarch64/*.dist-info 2>/dev/null | sed "s|^$b/||"
 }
 
-identity() {
-  {
-    { source_files; build_files; } | LC_ALL=C sort | tr '\n' '\0' | xargs -0 sha256sum |
-      awk -v s="$src/" -v b="$b/" '{ f = $2; if (index(f, b) == 1) f = "build:" substr(f, length(b) + 1);
-                                     else if (index(f, s) == 1) f = "src:" substr(f, length(s) + 1); print $1, f }'
-    parameters
-  } | sha256sum | cut -d' ' -f1
-}
-
 elapsed() {
   s=$(( $(date +%s) - $1 ))
   printf '%d h %02d min' $((s / 3600)) $((s % 3600 / 60))
 }
 
-id=$(identity)
+# The identity of what is tested (build-aux/run-identity.sh): the source
+# tree, the build's products as they were when the run began, and the
+# parameters; the arm64 root and the wheel's environment through their
+# package lists (in the parameters), this script's state not at all.
+identity() {
+  parameters | sh "$src/build-aux/run-identity.sh" "$1" "$state" "$src" "$b" "$root" "$b/torch2-aarch64" "$state"
+}
+
 fresh=yes
 if [ "${RESUME:-no}" = yes ]; then
-  if [ ! -f "$state/identity" ]; then
+  if [ ! -f "$state/identity.files" ]; then
     say "RESUME=yes, but no interrupted run is recorded in $state; starting from the beginning"
-  elif [ "$(cat "$state/identity")" != "$id" ]; then
-    say "RESUME=yes, but what is tested has changed since the recorded run (the source tree, the build, the parameters or the environment the tests read); starting from the beginning"
+  elif ! why=$(identity compare); then
+    say "RESUME=yes, but what is tested has changed since the recorded run; starting from the beginning. What changed:"
+    echo "$why" | sed 's/^/  /'
   else
     fresh=no
   fi
@@ -115,9 +97,8 @@ if [ $fresh = yes ]; then
   # No result of an earlier run, or of a test run by hand, may pass for this one's.
   rm -rf "$state"
   find "$b/tests" \( -name '*.log' -o -name '*.trs' \) -type f -delete
+  identity record
 fi
-mkdir -p "$state"
-echo "$id" > "$state/identity"
 
 # The tests of an interrupted whole-suite stage to run again: those that
 # failed, and those whose log does not end in the harness's result line (a
