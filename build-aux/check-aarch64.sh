@@ -84,11 +84,13 @@ identity() {
 
 fresh=yes
 if [ "${RESUME:-no}" = yes ]; then
-  if [ ! -f "$state/identity.files" ]; then
+  if [ -f "$state/identity" ] && [ ! -f "$state/identity.files" ]; then
+    say "RESUME=yes, but the interrupted run was recorded by an older check-aarch64 (one hash, not a list); starting from the beginning"
+  elif [ ! -f "$state/identity.files" ]; then
     say "RESUME=yes, but no interrupted run is recorded in $state; starting from the beginning"
   elif ! why=$(identity compare); then
     say "RESUME=yes, but what is tested has changed since the recorded run; starting from the beginning. What changed:"
-    echo "$why" | sed 's/^/  /'
+    printf '%s\n' "$why" | sed 's/^/  /'
   else
     fresh=no
   fi
@@ -97,7 +99,7 @@ if [ $fresh = yes ]; then
   # No result of an earlier run, or of a test run by hand, may pass for this one's.
   rm -rf "$state"
   find "$b/tests" \( -name '*.log' -o -name '*.trs' \) -type f -delete
-  identity record
+  identity record || { say "what is tested could not be recorded (above); a resume could not tell whether it changed"; exit 1; }
 fi
 
 # The tests of an interrupted whole-suite stage to run again: those that

@@ -42,40 +42,57 @@ build_files() {
 }
 
 # "HASH src:PATH" or "HASH build:PATH" for each file named on stdin, sorted
-# by name; a file that is gone is hashed as "gone".
+# by name; a file that is gone is hashed as "gone". One that cannot be read
+# ends the script: it could be compared with nothing.
 hashes() {
   LC_ALL=C sort -u | while IFS= read -r f; do
-    if [ -f "$f" ]; then h=$(sha256sum < "$f"); h=${h%% *}; else h=gone; fi
+    if [ ! -e "$f" ]; then
+      h=gone
+    elif ! h=$(sha256sum < "$f"); then
+      echo "$0: cannot read $f" >&2
+      exit 2
+    fi
+    h=${h%% *}
     case $f in
-      "$b"/*) echo "$h build:${f#"$b"/}" ;;
-      "$src"/*) echo "$h src:${f#"$src"/}" ;;
-      *) echo "$h $f" ;;
+      "$b"/*) printf '%s build:%s\n' "$h" "${f#"$b"/}" ;;
+      "$src"/*) printf '%s src:%s\n' "$h" "${f#"$src"/}" ;;
+      *) printf '%s %s\n' "$h" "$f" ;;
     esac
   done
 }
 
 params=$(cat)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cannot() { echo "$0: cannot $*" >&2; exit 2; }
 
 if [ "$cmd" = record ]; then
-  mkdir -p "$state"
-  { source_files; build_files "$@"; } | hashes > "$state/identity.files"
-  printf '%s\n' "$params" > "$state/identity.parameters"
+  # Listed, then hashed, each step checked: a find that failed part way
+  # (a folder it cannot read) would leave the build out of the record, and
+  # every later compare would find it unchanged.
+  source_files > "$work/list" && build_files "$@" >> "$work/list" || cannot "list the files of $src and $b"
+  hashes < "$work/list" > "$work/files" || cannot "hash the files of $src and $b"
+  mkdir -p "$state" && mv "$work/files" "$state/identity.files" &&
+    printf '%s\n' "$params" > "$state/identity.parameters" || cannot "write the record in $state"
   exit 0
 fi
 
-[ -f "$state/identity.files" ] && [ -f "$state/identity.parameters" ] || { echo "no record in $state"; exit 1; }
-now=$(mktemp -d)
-trap 'rm -rf "$now"' EXIT
+if [ ! -f "$state/identity.parameters" ] || ! grep -q ' build:config.status$' "$state/identity.files" 2>/dev/null; then
+  echo "no record in $state"
+  exit 1
+fi
+now=$work
 {
-  source_files
-  sed -n 's/^[^ ]* build:\(.*\)$/\1/p' "$state/identity.files" | while IFS= read -r f; do echo "$b/$f"; done
-} | hashes > "$now/files"
+  source_files || cannot "list the files of $src"
+  sed -n 's/^[^ ]* build:\(.*\)$/\1/p' "$state/identity.files" | while IFS= read -r f; do printf '%s\n' "$b/$f"; done
+} > "$now/list"
+hashes < "$now/list" > "$now/files" || cannot "hash the files of $src and $b"
 LC_ALL=C sort "$state/identity.files" > "$now/then"
 LC_ALL=C sort "$now/files" > "$now/now"
 # Each name that differs, once: changed, gone or new. (comm prints the
 # record's lines flush left, the present's after a tab.)
-LC_ALL=C comm -3 "$now/then" "$now/now" | awk -F '\t' '
-  { if ($0 ~ /^\t/) { line = $2; side = "now" } else { line = $1; side = "then" }
+LC_ALL=C comm -3 "$now/then" "$now/now" | awk '
+  { if ($0 ~ /^\t/) { line = substr($0, 2); side = "now" } else { line = $0; side = "then" }
     h = substr(line, 1, index(line, " ") - 1); m = substr(line, index(line, " ") + 1)
     if (!(m in t) && !(m in w)) order[++n] = m
     if (side == "then") t[m] = h; else w[m] = h }
