@@ -371,5 +371,7 @@ if not failures:
 # --dist (test_dist_run.sh, test_dist_netns.sh).
 sys.stdout.flush()
 sys.stderr.flush()
-ctypes.CDLL(None).MPI_Finalize()  # the backend's atexit would, on a normal exit
+libc = ctypes.CDLL(None)
+libc.MPI_Finalize()  # the backend's atexit would, on a normal exit
+libc.fflush(None)  # C's buffers too (exit's work)
 os._exit(1 if failures else 0)
