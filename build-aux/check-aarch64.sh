@@ -90,7 +90,7 @@ if [ "${RESUME:-no}" = yes ]; then
     say "RESUME=yes, but no interrupted run is recorded in $state; starting from the beginning"
   elif ! why=$(identity compare); then
     say "RESUME=yes, but what is tested has changed since the recorded run; starting from the beginning. What changed:"
-    printf '%s\n' "$why" | sed 's/^/  /'
+    printf '%s\n' "${why:-(nothing listed: the comparison itself failed, said above)}" | sed 's/^/  /'
   else
     fresh=no
   fi
