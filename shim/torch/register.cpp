@@ -109,6 +109,7 @@ void register_overrides() {
     register_gemm(*m);
     register_attention(*m);
     register_binary(*m);
+    register_reduce(*m);
   } catch (const std::exception &e) {
     error("libhcops_torch.so could not register its operators, PyTorch's own kernels stay in use: %s",
           first_line(e.what()).c_str());

@@ -28,6 +28,7 @@ void register_layer_norm(torch::Library &m);  // layer_norm
 void register_gemm(torch::Library &m);        // mm, addmm, bmm, baddbmm
 void register_attention(torch::Library &m);   // the SDPA flash attention of 2.x (none in 1.13)
 void register_binary(torch::Library &m);      // add, mul of f32 / bf16, mixed (2.x; none in 1.13)
+void register_reduce(torch::Library &m);      // sum over leading dimensions, f32 / bf16 (2.x; none in 1.13)
 void register_adam(torch::Library &m);        // hcops::adam_step_, hcops::adam_selected (a FRAGMENT of hcops::)
 
 }  // namespace hcops::torch_ops

@@ -35,7 +35,8 @@ namespace hcops::torch_ops {
   X(sdpa, "_scaled_dot_product_flash_attention_for_cpu")                      \
   X(sdpa_backward, "_scaled_dot_product_flash_attention_for_cpu_backward") \
   X(add, "add")                                                               \
-  X(mul, "mul")
+  X(mul, "mul")                                                               \
+  X(sum, "sum")
 
 enum class Op : uint8_t {
 #define HCOPS_TORCH_OP_ENUM(e, name) e,

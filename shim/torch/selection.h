@@ -13,10 +13,11 @@ namespace hcops::torch_ops {
 // one: gelu covers gelu, gelu_, gelu.out, gelu_backward(.grad_input).
 // gemm covers mm, addmm, bmm and baddbmm (functional, out= and in-place);
 // attention PyTorch 2.x's _scaled_dot_product_flash_attention_for_cpu(_backward);
-// binary 2.x's add.Tensor and mul.Tensor of f32 / bf16 operands (shim/torch/binary.cpp).
+// binary 2.x's add.Tensor and mul.Tensor of f32 / bf16 operands (shim/torch/binary.cpp);
+// sum 2.x's sum.dim_IntList over leading dimensions (shim/torch/reduce.cpp).
 // The one list of them, X(group): the enum and selection.cpp's names (and
 // HCOPS_OPS's error message) expand it.
-#define HCOPS_TORCH_OP_GROUPS(X) X(gelu) X(silu) X(softmax) X(log_softmax) X(layer_norm) X(adam) X(adamw) X(gemm) X(attention) X(binary)
+#define HCOPS_TORCH_OP_GROUPS(X) X(gelu) X(silu) X(softmax) X(log_softmax) X(layer_norm) X(adam) X(adamw) X(gemm) X(attention) X(binary) X(sum)
 enum class OpGroup : uint8_t {
 #define HCOPS_TORCH_GROUP_ENUM(g) g,
   HCOPS_TORCH_OP_GROUPS(HCOPS_TORCH_GROUP_ENUM)

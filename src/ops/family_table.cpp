@@ -26,6 +26,7 @@
 #include "ops/layer_norm_impl.h"
 #include "ops/ops_table.h"
 #include "ops/output_ops_impl.h"
+#include "ops/reduce_impl.h"
 #include "ops/softmax_impl.h"
 
 HCOPS_FAMILY_FLAGS_MATCH(HCOPS_OPS_FAMILY);

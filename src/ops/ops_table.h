@@ -16,6 +16,7 @@
 
 #include "common/dtype.h"
 #include "ops/eltwise.h"
+#include "ops/reduce.h"
 
 namespace hcops::ops {
 
@@ -38,6 +39,7 @@ struct OutputOps;    // ops/output_ops.h
     (dy, x, dx, n))                                                                                                   \
   X(to_bf16, eltwise::to_bf16<F>, (const float *x, bf16 *y, int64_t n), (x, y, n))                                    \
   X(binary_rows, eltwise::binary_rows<F>, (const BinaryRows &b, int64_t r0, int64_t r1), (b, r0, r1))                \
+  X(column_sums, reduce::column_sums<F>, (const ColumnSums &s, int64_t o, int64_t c0, int64_t c1), (s, o, c0, c1))    \
   X(softmax_forward_f32, rows::softmax_forward<F>, (const float *x, float *y, int64_t rows, int64_t cols, bool log),  \
     (x, y, rows, cols, log))                                                                                          \
   X(softmax_forward_bf16, rows::softmax_forward<F>, (const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log),   \

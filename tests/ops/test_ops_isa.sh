@@ -6,7 +6,7 @@
 # kernels passes to the next, as ops/family.h says). Operator families this
 # CPU cannot run are skipped, and said so.
 set -u
-programs="./test_ops_softmax ./test_ops_layer_norm ./test_ops_output"
+programs="./test_ops_softmax ./test_ops_layer_norm ./test_ops_output ./test_ops_reduce"
 . "${srcdir:-../../tests}/families.sh"
 status=0
 for isa in $ops_families; do

@@ -138,7 +138,11 @@ def child():
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         return child()
-    env = dict(os.environ, HCOPS_VERBOSE="1")
+    # Every group but sum: the autograd check compares gate's gradient (a
+    # sum over T) bit for bit, and HCOps' sum is not PyTorch's bit for bit
+    # (torch2/test_sum.py tests it).
+    env = dict(os.environ, HCOPS_VERBOSE="1",
+               HCOPS_OPS="gelu,silu,softmax,log_softmax,layer_norm,adam,adamw,gemm,attention,binary")
     p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=600)
     sys.stdout.write(p.stdout)
     ok = p.returncode == 0

@@ -3,7 +3,7 @@ must be the serial ones, bit for bit, and nothing may hang.
 
 One workload (every operator group HCOps registers: mm, addmm with bias,
 bmm, matmul, LayerNorm forward and backward, softmax, GeLU, SiLU, attention
-forward and backward; f32 and bf16) is computed once serially; then again
+forward and backward, sums over leading dimensions; f32 and bf16) is computed once serially; then again
 - from 4 Python threads at once, each several times (an inference server's
   request threads: every thread calls ATen, which runs its own OpenMP team);
 - from torch.jit.fork tasks (inter-op threads);
@@ -43,12 +43,13 @@ def workload(torch, seed):
         ba, bb = r(6, 40, 24, dtype=dt), r(6, 24, 36, dtype=dt)
         x, lw, lb, dy = r(8, 33, 64, dtype=dt), r(64, dtype=dt), r(64, dtype=dt), r(8, 33, 64, dtype=dt)
         q, k, v, do = (r(2, 3, 40, 16, dtype=dt) for _ in range(4))
-        cases.append((dt, a, b, bias, w, ba, bb, x, lw, lb, dy, q, k, v, do))
+        xs = r(8, 64, 128, dtype=dt)  # sums: at least the 32768 elements HCOps takes
+        cases.append((dt, a, b, bias, w, ba, bb, x, lw, lb, dy, q, k, v, do, xs))
 
     def steps():
         """The workload as a list of calls, each returning its outputs."""
         calls = []
-        for dt, a, b, bias, w, ba, bb, x, lw, lb, dy, q, k, v, do in cases:
+        for dt, a, b, bias, w, ba, bb, x, lw, lb, dy, q, k, v, do, xs in cases:
             calls += [lambda a=a, b=b: [torch.mm(a, b)], lambda a=a, w=w, bias=bias: [torch.addmm(bias, a, w.t())],
                       lambda ba=ba, bb=bb: [torch.bmm(ba, bb), torch.matmul(ba, bb)]]
 
@@ -64,7 +65,8 @@ def workload(torch, seed):
                 o.backward(do)
                 return [o.detach(), qr.grad, kr.grad, vr.grad]
             calls += [layer_norm, lambda x=x: [torch.softmax(x, -1)], lambda x=x: [F.gelu(x)],
-                      lambda x=x: [F.gelu(x, approximate="tanh")], lambda x=x: [F.silu(x)], attention]
+                      lambda x=x: [F.gelu(x, approximate="tanh")], lambda x=x: [F.silu(x)], attention,
+                      lambda xs=xs: [xs.sum(1, keepdim=True), xs.view(-1, 128).sum(0)]]
         return calls
 
     def compute(between=None):
@@ -80,7 +82,7 @@ def workload(torch, seed):
 
 # The aten operators the workload reaches and HCOps computes.
 COUNTED = ("mm", "addmm", "bmm", "native_layer_norm", "native_layer_norm_backward", "_softmax", "gelu", "silu",
-           "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward")
+           "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward", "sum")
 
 
 def same_outputs(got, want):

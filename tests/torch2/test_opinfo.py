@@ -10,7 +10,7 @@ The ops: the GEMMs (mm, addmm and its decomposed form, bmm, baddbmm,
 addbmm, matmul, __rmatmul__, nn.functional.linear, einsum, tensordot);
 softmax, log_softmax (and their with_dtype variants, which are f64 and must
 be declined), _softmax_backward_data, nn.functional.layer_norm, gelu, silu,
-scaled_dot_product_attention. Outputs and gradients are judged as
+scaled_dot_product_attention, add, mul, sum. Outputs and gradients are judged as
 stock_compare.py says (a bound, and the f64 result where they differ). An
 error input must raise the error stock raises (its type and OpInfo's
 message pattern) with HCOps enabled. Over the
@@ -49,11 +49,14 @@ OPS.update({
     # add and mul: HCOps takes only large operands (most samples are small:
     # declined, counted), and must have taken some.
     "add": (("add",), "any"), "mul": (("mul",), "any"),
+    "sum": (("sum",), "any"),
 })
 VARIANTS = ("", "decomposed", "with_dtype")
 # Variants whose every call HCOps declines, and why (its counters must show
 # the declines: the samples did reach it).
-DECLINED = {"softmax.with_dtype": "dtype=torch.float64: an f64 softmax", "log_softmax.with_dtype": "an f64 one"}
+DECLINED = {"softmax.with_dtype": "dtype=torch.float64: an f64 softmax", "log_softmax.with_dtype": "an f64 one",
+            "sum": "its samples are all under the 32768 elements HCOps takes: they check the decline and the errors; "
+                   "torch2/test_sum.py the sums HCOps computes"}
 
 
 def main():

@@ -1,0 +1,30 @@
+#!/bin/sh
+# perf/torch2_sum.py (autograd's sums through the dispatcher, HCOps against
+# the wheel's own kernel) in its quick mode: it runs, HCOps computes calls,
+# it prints a row for every case, dtype, state and thread count, and the CSV
+# holds them. No timing is judged.
+. "${srcdir:-../../tests}/torch2/torch2_env.sh"
+HCOPS_BUILD=$(cd "${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}/.." && pwd)
+export HCOPS_BUILD
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+"$PYTHON" "${srcdir:-../../tests}/../perf/torch2_sum.py" --quick --threads 1 2 --csv "$tmp/s.csv" >"$tmp/out.txt" 2>&1
+rc=$?
+cat "$tmp/out.txt"
+[ $rc = 0 ] || fail "torch2_sum.py --quick exited $rc"
+# 3 bias gradients + adaLN's modulation, f32 and bf16, warm and cold: 16 per thread count.
+"$PYTHON" - "$tmp/s.csv" <<'PY' || fail "CSV"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 16 * 2, len(rows)
+assert {(r["dtype"], r["threads"], r["state"]) for r in rows} == \
+    {(d, t, s) for d in ("f32", "bf16") for t in ("1", "2") for s in ("warm", "cold")}
+assert all(float(r["stock_ms"]) > 0 and float(r["hcops_ms"]) > 0 for r in rows)
+print(f"CSV: {len(rows)} rows")
+PY
+n=$(grep -cE '^(bias|modulation) ' "$tmp/out.txt")
+[ "$n" = 32 ] || fail "$n case rows printed, 32 expected"
+[ $status = 0 ] && echo "PASS: torch2_sum.py quick"
+exit $status
