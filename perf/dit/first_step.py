@@ -50,9 +50,10 @@ def plot(rows, path, cpu, title):
     ax.set_ylabel("median step time (s)")
     ax.set_ylim(top=1.25 * max(float(r[col[c]]) for r in rows for c in ("first_s", "steady_s")))
     first = rows[0]
+    # Three lines: with two modes the figure is narrower than one long line.
     ax.set_title(f"{title}DiT-{first[col['model']]}/2, batch {first[col['batch']]}, {first[col['threads']]} "
-                 f"threads, autocast {first[col['autocast']]}: first / steady (target <= {TARGET}x)\n{cpu}",
-                 fontsize=9)
+                 f"threads, autocast {first[col['autocast']]}\nfirst / steady step (target <= {TARGET}x)\n{cpu}",
+                 fontsize=8)
     ax.legend(loc="upper right", ncols=2)
     save_plot(fig, path)
 
