@@ -37,7 +37,7 @@ sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
 sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
 
 from benchlib.build import built_tool  # noqa: E402
-from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_outputs  # noqa: E402
+from benchlib.report import cpu_label, paired_panels, read_csv_rows, write_outputs  # noqa: E402
 from dit_config import CONFIGS, TOKENS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 
@@ -175,28 +175,11 @@ CSV_COLUMNS = ["model", "batch", "dtype", "threads", "kind", "layer", "batches",
 
 
 def plot(rows, path, title):
-    plt = pyplot()
-    if not plt:
-        return
     col = {c: i for i, c in enumerate(CSV_COLUMNS)}
-    groups = sorted({(r[col["dtype"]], r[col["threads"]]) for r in rows})
-    fig, axes = plt.subplots(len(groups), 1, figsize=(11, 2.8 * len(groups)), squeeze=False)
-    for ax, (dt, t) in zip(axes[:, 0], groups):
-        mine = [r for r in rows if (r[col["dtype"]], r[col["threads"]]) == (dt, t)]
-        labels = [f"{r[col['kind']]} {r[col['layer']]}" for r in mine]
-        x = range(len(mine))
-        ax.bar([i - 0.2 for i in x], [100 * float(r[col["stock_of_peak"]]) for r in mine], 0.4, color="tab:gray",
-               label="wheel's own (MKL / oneDNN)")
-        ax.bar([i + 0.2 for i in x], [100 * float(r[col["hcops_of_peak"]]) for r in mine], 0.4, color="tab:blue",
-               label="HCOps")
-        for i, r in enumerate(mine):
-            ax.text(i, 100 * max(float(r[col["stock_of_peak"]]), float(r[col["hcops_of_peak"]])),
-                    f"{float(r[col['stock_over_hcops']]):.2f}x", ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(list(x), labels, fontsize=7, rotation=30, ha="right")
-        ax.set_ylabel(f"{dt}, {t} thr: % of peak")
-        ax.legend(fontsize=7)
-    axes[0, 0].set_title(title, fontsize=9)
-    save_plot(fig, path)
+    paired_panels(path, title, rows, CSV_COLUMNS, lambda r: (r[col["dtype"]], r[col["threads"]]),
+                  lambda r, side: 100 * float(r[col[f"{side}_of_peak"]]),
+                  lambda r: f"{r[col['kind']]} {r[col['layer']]}", lambda g: f"{g[0]}, {g[1]} thr: % of peak",
+                  "wheel's own (MKL / oneDNN)", width=11, tick_args={"rotation": 30, "ha": "right"})
 
 
 def main():

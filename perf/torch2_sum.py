@@ -32,7 +32,7 @@ sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
 sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
 
 from benchlib.build import built_tool  # noqa: E402
-from benchlib.report import cpu_label, pyplot, read_csv_rows, save_plot, write_outputs  # noqa: E402
+from benchlib.report import cpu_label, paired_panels, read_csv_rows, write_outputs  # noqa: E402
 from dit_config import CONFIGS, TOKENS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 from torch2_gemm import Flusher, llc_bytes, measure  # noqa: E402
@@ -53,27 +53,11 @@ def cases(model, batch):
 
 
 def plot(rows, path, title):
-    plt = pyplot()
-    if not plt:
-        return
     col = {c: i for i, c in enumerate(CSV_COLUMNS)}
-    groups = sorted({(r[col["threads"]], r[col["state"]]) for r in rows})
-    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 2.6 * len(groups)), squeeze=False)
-    for ax, (t, state) in zip(axes[:, 0], groups):
-        mine = [r for r in rows if (r[col["threads"]], r[col["state"]]) == (t, state)]
-        x = range(len(mine))
-        ax.bar([i - 0.2 for i in x], [float(r[col["stock_gbs"]]) for r in mine], 0.4, color="tab:gray",
-               label="the wheel's own sum")
-        ax.bar([i + 0.2 for i in x], [float(r[col["hcops_gbs"]]) for r in mine], 0.4, color="tab:blue", label="HCOps")
-        for i, r in enumerate(mine):
-            ax.text(i, max(float(r[col["stock_gbs"]]), float(r[col["hcops_gbs"]])),
-                    f"{float(r[col['stock_over_hcops']]):.2f}x", ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(list(x), [f"{r[col['case']]} {r[col['dtype']]}" for r in mine], fontsize=7, rotation=20,
-                      ha="right")
-        ax.set_ylabel(f"{t} thr, {state}: GB/s", fontsize=8)
-        ax.legend(fontsize=7)
-    axes[0, 0].set_title(title, fontsize=9)
-    save_plot(fig, path)
+    paired_panels(path, title, rows, CSV_COLUMNS, lambda r: (r[col["threads"]], r[col["state"]]),
+                  lambda r, side: float(r[col[f"{side}_gbs"]]), lambda r: f"{r[col['case']]} {r[col['dtype']]}",
+                  lambda g: f"{g[0]} thr, {g[1]}: GB/s", "the wheel's own sum",
+                  tick_args={"rotation": 20, "ha": "right"})
 
 
 def main():

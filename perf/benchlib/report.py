@@ -116,3 +116,30 @@ def save_plot(fig, path, **savefig_args):
     fig.tight_layout()
     fig.savefig(path, **savefig_args)
     print(f"wrote {path}")
+
+
+def paired_panels(path, title, rows, columns, group_by, value, tick, ylabel, stock_label, width=10, tick_args=None):
+    """HCOps against the wheel's own kernel per CSV row, in one panel per
+    value of group_by(row) (sorted): for each row a grey bar, value(row,
+    "stock"), beside a blue one, value(row, "hcops"), labelled with the row's
+    stock_over_hcops; tick(row) names it, ylabel(group) the panel's axis.
+    (torch2_gemm.py, torch2_attention.py, torch2_sum.py.)"""
+    plt = pyplot()
+    if not plt:
+        return
+    col = {c: i for i, c in enumerate(columns)}
+    groups = sorted({group_by(r) for r in rows})
+    fig, axes = plt.subplots(len(groups), 1, figsize=(width, 2.7 * len(groups)), squeeze=False)
+    for ax, group in zip(axes[:, 0], groups):
+        mine = [r for r in rows if group_by(r) == group]
+        x = range(len(mine))
+        ax.bar([i - 0.2 for i in x], [value(r, "stock") for r in mine], 0.4, color="tab:gray", label=stock_label)
+        ax.bar([i + 0.2 for i in x], [value(r, "hcops") for r in mine], 0.4, color="tab:blue", label="HCOps")
+        for i, r in enumerate(mine):
+            ax.text(i, max(value(r, "stock"), value(r, "hcops")), f"{float(r[col['stock_over_hcops']]):.2f}x",
+                    ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(list(x), [tick(r) for r in mine], fontsize=7, **(tick_args or {}))
+        ax.set_ylabel(ylabel(group), fontsize=8)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_title(title, fontsize=9)
+    save_plot(fig, path)
