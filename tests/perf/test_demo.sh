@@ -22,12 +22,7 @@ if [ -z "$py" ] && [ -z "$t2" ]; then
   echo "SKIP: neither Debian's python3 nor a PyTorch 2.x venv imports torch"
   exit 77
 fi
-HCOPS_BUILD=$(cd "${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}/.." && pwd)
-export HCOPS_BUILD
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
+. "${srcdir:-../../tests}/perf/bench_env.sh"
 
 HCOPS_RUN="$run" /usr/bin/python3 "$src/dit/demo.py" --quick --torch2-python "$t2" --debian-python "$py" \
   --csv "$tmp/demo.csv" --png "$tmp/demo.png" >"$tmp/out.txt" 2>&1

@@ -17,6 +17,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(1, HERE)  # checks
+from checks import Checks  # noqa: E402
 
 
 def child():
@@ -24,12 +26,7 @@ def child():
     import hcops.torch as ht
 
     torch.manual_seed(0)
-    passed = failed = 0
-
-    def check(ok, name, detail=""):
-        nonlocal passed, failed
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if not ok and detail else ""), flush=True)
-        passed, failed = passed + bool(ok), failed + (not ok)
+    check = Checks()
 
     def data(shape, dt):
         x = torch.randn(shape) * 3
@@ -131,8 +128,7 @@ def child():
         check(False, "shapes that do not broadcast raise")
     except RuntimeError as e:
         check("must match" in str(e), "shapes that do not broadcast: PyTorch's error", str(e)[:80])
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return check.summary()
 
 
 def main():

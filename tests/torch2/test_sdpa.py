@@ -24,6 +24,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(1, HERE)  # checks
+from checks import Checks  # noqa: E402
 OP = "_scaled_dot_product_flash_attention_for_cpu"
 
 
@@ -33,12 +35,7 @@ def child():
     import hcops.torch as ht
 
     torch.manual_seed(0)
-    passed = failed = 0
-
-    def check(ok, name, detail=""):
-        nonlocal passed, failed
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if not ok and detail else ""), flush=True)
-        passed, failed = passed + bool(ok), failed + (not ok)
+    check = Checks()
 
     def operands(B, H, L, S, E, dt, layout):
         if layout == "qkv_view":  # timm: qkv(x).reshape(B, N, 3, H, E).permute(2, 0, 3, 1, 4)
@@ -204,8 +201,7 @@ def child():
             except RuntimeError as e:
                 errors.append(str(e).splitlines()[0])
     check(errors[0] == errors[1], "dropout: PyTorch's kernel and its answer", repr(errors))
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return check.summary()
 
 
 def main():

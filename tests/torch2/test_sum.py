@@ -19,6 +19,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(1, HERE)  # checks
+from checks import Checks  # noqa: E402
 
 U = 2.0 ** -24
 
@@ -28,12 +30,7 @@ def child():
     import hcops.torch as ht
 
     torch.manual_seed(0)
-    passed = failed = 0
-
-    def check(ok, name, detail=""):
-        nonlocal passed, failed
-        print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"  [{detail}]" if not ok and detail else ""), flush=True)
-        passed, failed = passed + bool(ok), failed + (not ok)
+    check = Checks()
 
     def taken():
         return ht.call_counts("sum")[0]
@@ -183,8 +180,7 @@ def child():
             check(False, f"{label} raises")
         except (IndexError, RuntimeError) as e:
             check(needle in str(e), f"{label}: PyTorch's error", str(e)[:80])
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return check.summary()
 
 
 def main():

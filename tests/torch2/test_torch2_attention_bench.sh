@@ -5,16 +5,8 @@
 # the backward of each dtype and thread count, and the CSV holds them. No
 # timing is judged.
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
-HCOPS_BUILD=$(cd "${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}/.." && pwd)
-export HCOPS_BUILD
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-"$PYTHON" "${srcdir:-../../tests}/../perf/torch2_attention.py" --quick --threads 1 2 --csv "$tmp/a.csv" >"$tmp/out.txt" 2>&1
-rc=$?
-cat "$tmp/out.txt"
-[ $rc = 0 ] || fail "torch2_attention.py --quick exited $rc"
+. "${srcdir:-../../tests}/perf/bench_env.sh"
+run_quick torch2_attention.py --threads 1 2 --csv "$tmp/a.csv"
 # forward and backward per dtype and thread count: 8 rows.
 "$PYTHON" - "$tmp/a.csv" <<'PY' || fail "CSV"
 import csv, sys

@@ -4,16 +4,8 @@
 # it is given, and it prints a row for every product of each dtype and
 # thread count, and the CSV holds them. No timing is judged.
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
-HCOPS_BUILD=$(cd "${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}/.." && pwd)
-export HCOPS_BUILD
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-"$PYTHON" "${srcdir:-../../tests}/../perf/torch2_gemm.py" --quick --threads 1 2 --csv "$tmp/g.csv" >"$tmp/out.txt" 2>&1
-rc=$?
-cat "$tmp/out.txt"
-[ $rc = 0 ] || fail "torch2_gemm.py --quick exited $rc"
+. "${srcdir:-../../tests}/perf/bench_env.sh"
+run_quick torch2_gemm.py --threads 1 2 --csv "$tmp/g.csv"
 # 4 Linears x 3 products + adaLN's 3 + 2 attention products = 17 per dtype and thread count.
 "$PYTHON" - "$tmp/g.csv" <<'PY' || fail "CSV"
 import csv, sys

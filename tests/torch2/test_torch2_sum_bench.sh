@@ -4,16 +4,8 @@
 # it prints a row for every case, dtype, state and thread count, and the CSV
 # holds them. No timing is judged.
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
-HCOPS_BUILD=$(cd "${HCOPS_TOOLS_BUILDDIR:?set by tests/perf/perf.am}/.." && pwd)
-export HCOPS_BUILD
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-"$PYTHON" "${srcdir:-../../tests}/../perf/torch2_sum.py" --quick --threads 1 2 --csv "$tmp/s.csv" >"$tmp/out.txt" 2>&1
-rc=$?
-cat "$tmp/out.txt"
-[ $rc = 0 ] || fail "torch2_sum.py --quick exited $rc"
+. "${srcdir:-../../tests}/perf/bench_env.sh"
+run_quick torch2_sum.py --threads 1 2 --csv "$tmp/s.csv"
 # 3 bias gradients + adaLN's modulation, f32 and bf16, warm and cold: 16 per thread count.
 "$PYTHON" - "$tmp/s.csv" <<'PY' || fail "CSV"
 import csv, sys
