@@ -5,10 +5,9 @@
 // compensations stay in two L1 arrays. Each pass reads kRowsAtOnce rows of
 // the block, one contiguous run each (as many streams for the hardware
 // prefetchers, each as long as the block is wide), adds them in registers
-// and folds that partial sum into the totals. Rows in runs as wide as
-// the block, not a strip of a few vectors down every row: a (2048, 1536)
-// bf16 dY summed over its rows from memory ran at 13.0 GB/s on one thread
-// of a Zen 4, PyTorch's own kernel at 6.7 (doc/perf/torch2.md).
+// and folds that partial sum into the totals. A (2048, 1536) bf16 dY
+// summed over its rows from memory ran at 13.0 GB/s on one thread of a
+// Zen 4, PyTorch's own kernel at 6.7 (doc/perf/torch2.md).
 #pragma once
 
 #include <cstdint>
