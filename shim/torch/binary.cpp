@@ -9,15 +9,15 @@
 // PyTorch's bit for bit (the sum or product in f32, rounded once into a
 // bf16 result).
 //
-// Taken: both operands of rank >= 1 (a 0-dim tensor promotes as a number),
-// f32 or bf16, at least kMinElements, alpha 1, each operand either of the
-// result's shape or broadcast over a run of its middle dimensions ((B, 1, C)
-// or (C) against (B, T, C)), its last dimension contiguous and its rows
-// evenly spaced, at least a row apart (contiguous, or rows of a wider
-// tensor), rows of at least kMinCols. (This wheel has no named tensors:
-// PyTorch 2.15 removed them.) PyTorch's kernel runs the rest, with the reason under
-// HCOPS_VERBOSE. The operators are replaced from PyTorch 2.x on (the 1.13
-// build registers none).
+// Taken: both operands of rank >= 1 (a 0-dim tensor promotes as a number), f32
+// or bf16, at least kMinRowElements (fast_path.h), alpha 1, each operand
+// either of the result's shape or broadcast over a run of its middle
+// dimensions ((B, 1, C) or (C) against (B, T, C)), its last dimension
+// contiguous and its rows evenly spaced, at least a row apart (contiguous, or
+// rows of a wider tensor), rows of at least kMinRowCols. (This wheel has no
+// named tensors: PyTorch 2.15 removed them.) PyTorch's kernel runs the rest,
+// with the reason under HCOPS_VERBOSE. The operators are replaced from PyTorch
+// 2.x on (the 1.13 build registers none).
 #include <ATen/CPUFunctions.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
@@ -33,15 +33,6 @@ namespace hcops::torch_ops {
 #if HCOPS_TORCH_MAJOR >= 2
 
 namespace {
-
-// Below this many elements PyTorch's own loop is as fast, and the call's
-// checks would be most of it.
-constexpr int64_t kMinElements = 32768;
-// Rows of fewer elements (an (N, 1) column) are PyTorch's: the kernel's
-// loops are per row.
-constexpr int64_t kMinCols = 16;
-
-Dtype dtype_of(const at::Tensor &t) { return t.scalar_type() == at::kBFloat16 ? Dtype::bf16 : Dtype::f32; }
 
 // Where operand t's rows are for the result's (sizes `out`, rows of its
 // last dimension): row r of the result takes t's row r / every, at
@@ -84,7 +75,7 @@ const char *reason(const at::Tensor &a, const at::Tensor &b, const at::Scalar *a
   if (!fast_dtype(a.scalar_type()) || !fast_dtype(b.scalar_type())) return "dtype";
   if (a.dim() == 0 || b.dim() == 0) return "scalar";
   if (a.layout() != at::kStrided || b.layout() != at::kStrided) return "layout";
-  if (std::max(a.numel(), b.numel()) < kMinElements) return "small";
+  if (std::max(a.numel(), b.numel()) < kMinRowElements) return "small";
   // (A bool alpha PyTorch rejects with its own error.)
   if (alpha && (alpha->isComplex() || alpha->isBoolean() || alpha->toDouble() != 1.0)) return "alpha";
   return nullptr;
@@ -98,7 +89,7 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
     shape = at::infer_size(a.sizes(), b.sizes());  // throws PyTorch's own error for shapes that do not broadcast
     why = row_layout(a, shape, &la);
     if (const char *r = row_layout(b, shape, &lb); !why || (r && std::strcmp(r, "broadcast") == 0)) why = r;
-    if (!why && shape.back() < kMinCols) why = "narrow";
+    if (!why && shape.back() < kMinRowCols) why = "narrow";
   }
   if (why) {
     fall_back(op, a, why);

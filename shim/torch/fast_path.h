@@ -43,6 +43,16 @@ inline std::string shape_name(at::IntArrayRef sizes) {
 
 inline bool fast_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16; }
 
+// The kernels' Dtype of a tensor of a fast dtype.
+inline Dtype dtype_of(const at::Tensor &t) { return t.scalar_type() == at::kBFloat16 ? Dtype::bf16 : Dtype::f32; }
+
+// The row kernels of add, mul and sum (binary.cpp, reduce.cpp): below
+// kMinRowElements elements PyTorch's own loop is as fast, and the call's
+// checks would be most of it; rows of fewer than kMinRowCols elements (an
+// (N, 1) column) are PyTorch's, since the kernels' loops are per row.
+constexpr int64_t kMinRowElements = 32768;
+constexpr int64_t kMinRowCols = 16;
+
 // A tensor the kernels read or write in place: one of their dtypes, dense
 // in row-major order, not empty.
 inline const char *dense_reason(const at::Tensor &t) {

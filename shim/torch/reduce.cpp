@@ -9,19 +9,18 @@
 // once, and do not depend on the number of threads; they are not PyTorch's
 // bit for bit, whose summation order differs.
 //
-// Taken: an f32 or bf16 tensor of at least kMinElements, dtype= absent or
-// its own (or f32 for a bf16 tensor), the dimensions summed a run d0..d1
+// Taken: an f32 or bf16 tensor of at least kMinRowElements (fast_path.h),
+// dtype= absent or its own (or f32 for a bf16 tensor), the dimensions summed a run d0..d1
 // with at least one dimension after it, the dimensions after it dense
 // (strides of a contiguous block), the run's rows evenly spaced, the
 // leading dimensions too, in row-major order without overlap (a contiguous
 // tensor, or a slice of one). The result is contiguous, as PyTorch's is for
 // such a tensor. PyTorch's kernel runs the rest (the last dimension summed,
 // every dimension, transposed or permuted tensors, rows of fewer than
-// kMinCols elements, other dtypes, empty tensors), with the reason under
+// kMinRowCols elements, other dtypes, empty tensors), with the reason under
 // HCOPS_VERBOSE, and raises its own errors (dimensions out of range or
 // repeated).
 #include <ATen/CPUFunctions.h>
-#include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -37,11 +36,6 @@ namespace hcops::torch_ops {
 
 namespace {
 
-// Below this many elements PyTorch's own loop is as fast.
-constexpr int64_t kMinElements = 32768;
-// Rows of fewer elements are PyTorch's (as binary.cpp's): a pass of the
-// kernel is a vector of each row.
-constexpr int64_t kMinCols = 16;
 // Columns per piece of a split: a piece's rows are read as runs of this
 // many elements or more.
 constexpr int64_t kMinPieceCols = 256;
@@ -96,7 +90,7 @@ const char *layout(const at::Tensor &t, at::OptionalIntArrayRef dim, bool keepdi
   if (l->cols > 1 && inner_stride != 1) return "non_contiguous";
   if (const char *r = collapse(t, d0, d1, &l->rows, &l->ld)) return r;
   if (const char *r = collapse(t, 0, d0, &l->outer, &l->ld_outer)) return r;
-  if (l->cols < kMinCols) return "narrow";
+  if (l->cols < kMinRowCols) return "narrow";
   for (int64_t d = 0; d < n; ++d)
     if (!summed[d]) l->out_shape.push_back(t.size(d));
     else if (keepdim) l->out_shape.push_back(1);
@@ -110,7 +104,7 @@ const char *reason(const at::Tensor &t, std::optional<at::ScalarType> dtype) {
     return "out_dtype";
   if (t.layout() != at::kStrided) return "layout";
   if (t.numel() == 0) return "empty";
-  if (t.numel() < kMinElements) return "small";
+  if (t.numel() < kMinRowElements) return "small";
   return nullptr;
 }
 
@@ -124,9 +118,7 @@ at::Tensor sum(const at::Tensor &t, at::OptionalIntArrayRef dim, bool keepdim, s
   }
   const at::ScalarType out_type = dtype ? *dtype : t.scalar_type();
   at::Tensor out = at::empty(l.out_shape, t.options().dtype(out_type));
-  const Dtype xt = t.scalar_type() == at::kBFloat16 ? Dtype::bf16 : Dtype::f32;
-  const ops::ColumnSums s{xt, out_type == at::kBFloat16 ? Dtype::bf16 : Dtype::f32, t.data_ptr(), out.data_ptr(),
-                          l.rows, l.cols, l.ld, l.ld_outer};
+  const ops::ColumnSums s{dtype_of(t), dtype_of(out), t.data_ptr(), out.data_ptr(), l.rows, l.cols, l.ld, l.ld_outer};
   // Pieces: the outer slices, each cut into column ranges when there are
   // fewer slices than threads: as many ranges as make a multiple of the
   // threads (an even share each), up to 4 a thread while a range keeps
