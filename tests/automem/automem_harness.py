@@ -8,6 +8,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))  # time_limits
+import time_limits  # noqa: E402
+
 SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
 PYTHON = os.environ.get("PYTHON", sys.executable or "/usr/bin/python3")
 # Variables of the caller's that would change what the children see.
@@ -24,7 +27,9 @@ def check(ok, what, detail=""):
 
 
 def run_child(script, args, env_extra, timeout, tail=2000):
-    """(the child's JSON result, its stderr), or (None, why it failed)."""
+    """(the child's JSON result, its stderr), or (None, why it failed);
+    `timeout`: the native limit, scaled by time_limits."""
+    timeout = time_limits.limit(timeout)
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env.update(env_extra)
     env["PYTHONPATH"] = os.pathsep.join([SRC_PYTHON] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
@@ -33,7 +38,7 @@ def run_child(script, args, env_extra, timeout, tail=2000):
         p = subprocess.run([PYTHON, os.path.abspath(script), *args], env=env, capture_output=True, text=True,
                            timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"timeout after {timeout} s"
+        return None, f"timeout after {timeout:g} s"
     lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
     if p.returncode != 0 or not lines:
         return None, f"exit {p.returncode}: {p.stderr.strip()[-tail:]}"

@@ -30,6 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from harness import Report  # noqa: E402
+import time_limits  # noqa: E402  (harness put tests/ on the path)
 
 try:
     import torch  # noqa: F401
@@ -95,7 +96,7 @@ def main():
             env["OMP_NUM_THREADS"] = "1"
             env.update(env_extra)
             p = subprocess.run([hcops_run, *opts, sys.executable, script], env=env, capture_output=True,
-                               text=True, timeout=300)
+                               text=True, timeout=time_limits.limit(300))
             out = None
             for line in p.stdout.splitlines():
                 if line.startswith("{"):
@@ -137,7 +138,7 @@ def main():
         report.check(out.get("sha") == base_no_ops.get("sha"), "--no-ops --automem: the parameters of --no-ops --mem")
 
         p = subprocess.run([hcops_run, "--automem", "--dry-run", "true"], capture_output=True, text=True,
-                           timeout=60)
+                           timeout=time_limits.limit(60))
         report.check("HCOPS_RUN_HOOKS=ops,automem" in p.stdout and "libhcops_mem.so" in p.stdout,
                      f"--dry-run: hooks and preload shown: {p.stdout.strip()[:300]}")
 

@@ -22,6 +22,8 @@ seed=${DNNL_CONF_SEED:-$(date +%s)}
 random=${DNNL_CONF_RANDOM:-60}
 echo "seed $seed (DNNL_CONF_SEED=$seed replays this run)"
 . "${srcdir:-../../tests}/families.sh"
+. "${srcdir:-../../tests}/time_limits.sh"
+limit=$(time_limit 180)
 status=0
 
 # run LABEL EXPECT ENV...: one run of the program; its output in
@@ -31,7 +33,7 @@ run() {
   shift 2
   out=dnnl_conf.$label.out
   echo "== $label: $*"
-  if timeout 180 env "$@" "$prog" --seed="$seed" --random="$random" --expect="$expect" >"$out" 2>dnnl_conf.$label.err; then
+  if timeout "$limit" env "$@" "$prog" --seed="$seed" --random="$random" --expect="$expect" >"$out" 2>dnnl_conf.$label.err; then
     tail -n 1 "$out"
   else
     echo "FAIL ($label):"

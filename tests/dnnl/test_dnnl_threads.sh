@@ -7,12 +7,14 @@
 # and 2 OpenMP threads; each run bounded by a timeout (a hang fails).
 set -u
 lib=${HCOPS_LIB:?HCOPS_LIB names the libhcops.so under test}
+. "${srcdir:-../../tests}/time_limits.sh"
+limit=$(time_limit 180)
 status=0
 run() {
   label=$1 expect=$2
   shift 2
   echo "== $label: $*"
-  timeout 180 env "$@" ./test_dnnl_threads --expect="$expect"
+  timeout "$limit" env "$@" ./test_dnnl_threads --expect="$expect"
   rc=$?
   if [ $rc != 0 ]; then
     [ $rc = 124 ] && rc="124 (timed out)"

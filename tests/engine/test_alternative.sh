@@ -8,11 +8,13 @@ ok() { pass=$((pass + 1)); echo "PASS: $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
+. "${srcdir:-../../tests}/time_limits.sh"
+limit=$(time_limit 60)
 
-if HCOPS_VERBOSE=1 timeout 60 ./alt_probe 2>"$err" >/dev/null; then ok "linked as libblas.so.3: results right"; else ko "linked as libblas.so.3: $(cat "$err")"; fi
+if HCOPS_VERBOSE=1 timeout "$limit" ./alt_probe 2>"$err" >/dev/null; then ok "linked as libblas.so.3: results right"; else ko "linked as libblas.so.3: $(cat "$err")"; fi
 grep -q '^hcops_verbose,exec,sgemm_' "$err" && ok "libblas.so.3 is HCOps: native GEMM ran" || ko "no HCOps GEMM ran"
 
-if HCOPS_UNDERLYING_BLAS=libblas.so.3 timeout 60 ./alt_probe 2>"$err" >/dev/null; then
+if HCOPS_UNDERLYING_BLAS=libblas.so.3 timeout "$limit" ./alt_probe 2>"$err" >/dev/null; then
   ok "HCOPS_UNDERLYING_BLAS naming HCOps itself: forwarded call still right"
 else
   ko "HCOPS_UNDERLYING_BLAS=libblas.so.3 (exit $?): $(cat "$err")"

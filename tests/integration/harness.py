@@ -14,8 +14,11 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # time_limits
+import time_limits  # noqa: E402
+
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
-CHILD_TIMEOUT_S = 120
+CHILD_TIMEOUT_S = time_limits.limit(120)
 VERBOSE_FIELDS = 18  # hcops_verbose,exec,routine,transa,transb,m,n,k,alpha,lda,ldb,beta,ldc,threads,ms,gflops,impl,details
 
 
@@ -75,7 +78,7 @@ def run_child(script, args, lib, threads):
                               capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as e:
-        rc, out, err = f"timeout after {CHILD_TIMEOUT_S} s", e.stdout or "", e.stderr or ""
+        rc, out, err = f"timeout after {CHILD_TIMEOUT_S:g} s", e.stdout or "", e.stderr or ""
         out, err = [s.decode(errors="replace") if isinstance(s, bytes) else s for s in (out, err)]
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {"rc": rc, "records": records, "stdout": out.splitlines(), "stderr": err.splitlines()}

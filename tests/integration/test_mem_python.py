@@ -12,6 +12,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from integration.harness import PYTHON, Report  # noqa: E402
+import time_limits  # noqa: E402
 
 SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
 BIG = 4 << 20  # above the 1 MiB threshold
@@ -91,7 +92,7 @@ def main():
         sys.exit(99)
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib))
     proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--child"], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=time_limits.limit(120))
     sys.stdout.write(proc.stdout)
     # The bad policy's message is expected; anything else on stderr is not.
     unexpected = [l for l in proc.stderr.splitlines() if "hcops_mem_push(\"fast,thq\")" not in l]

@@ -13,6 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from integration.harness import PYTHON, Report  # noqa: E402
+import time_limits  # noqa: E402
 
 # name -> (extra environment, Python printing the singular values or solution)
 CASES = {
@@ -34,7 +35,7 @@ print(repr(np.round(x[:4], 10).tolist()))"""),
 
 
 def run(code, env):
-    proc = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=time_limits.limit(300))
     return proc.returncode, proc.stdout.strip(), proc.stderr.strip()
 
 

@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # time_limits
+import time_limits  # noqa: E402
+
 BUILD = os.environ.get("HCOPS_TEST_TOP_BUILDDIR") or os.path.join(os.environ["HCOPS_TEST_BUILDDIR"], "..")
 SRC = os.path.join(os.environ.get("srcdir", "."), "..")
 PROF = os.path.join(BUILD, "tools", "hcops-prof")
@@ -35,7 +38,7 @@ def check(ok, what):
 
 def prof(*args, stdin=None):
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "cache"))
-    p = subprocess.run([PROF, *args], capture_output=True, text=True, env=env, input=stdin, timeout=600)
+    p = subprocess.run([PROF, *args], capture_output=True, text=True, env=env, input=stdin, timeout=time_limits.limit(600))
     check("Traceback" not in p.stderr, f"no traceback from hcops-prof {' '.join(args)}")
     return p
 
@@ -46,7 +49,7 @@ def log_of(cmd, env_extra, path):
         if var not in env_extra:
             env.pop(var, None)
     with open(path, "w") as f:
-        subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=True, timeout=300)
+        subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=True, timeout=time_limits.limit(300))
     return path
 
 
@@ -336,7 +339,7 @@ def trace_tests():
               "with profile(record_shapes=True) as p:\n"
               "    torch.nn.functional.gelu(lin(x)).to(torch.bfloat16).float().sum().backward()\n"
               f"p.export_chrome_trace({real!r})\n")
-    r = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, timeout=time_limits.limit(300))
     if r.returncode == 0:
         p = prof(real, "--no-peak")
         check(p.returncode == 2 and "no input shapes" in p.stderr, f"{PYTHON}'s torch's trace without shapes: "
@@ -345,7 +348,7 @@ def trace_tests():
     if not torch2:
         print("skip: a real trace with shapes: no PyTorch 2.x in this build (HCOPS_TORCH2_PYTHON)")
         return
-    r = subprocess.run([torch2, "-c", script], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([torch2, "-c", script], capture_output=True, text=True, timeout=time_limits.limit(300))
     if r.returncode != 0:
         check(False, f"a real trace from {torch2}: {r.stderr.strip()[-300:]}")
         return

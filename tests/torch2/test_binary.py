@@ -18,7 +18,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(1, HERE)  # checks
+sys.path.insert(2, os.path.join(HERE, ".."))  # time_limits
 from checks import Checks  # noqa: E402
+import time_limits  # noqa: E402
 
 
 def child():
@@ -139,7 +141,7 @@ def main():
     # (torch2/test_sum.py tests it).
     env = dict(os.environ, HCOPS_VERBOSE="1",
                HCOPS_OPS="gelu,silu,softmax,log_softmax,layer_norm,adam,adamw,gemm,attention,binary")
-    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=time_limits.limit(600))
     sys.stdout.write(p.stdout)
     ok = p.returncode == 0
     for needle in ("hcops_verbose,exec,add,f32,8x256x384,", "hcops_verbose,exec,mul,bf16,",

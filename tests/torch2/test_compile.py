@@ -35,7 +35,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # block_model
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # time_limits
 from block_model import training_source  # noqa: E402
+import time_limits  # noqa: E402
 
 PYTHON = os.environ["PYTHON"]
 RUN = os.environ.get("HCOPS_RUN", os.path.join(os.environ.get("HCOPS_TEST_TOP_BUILDDIR", ".."), "tools", "hcops-run"))
@@ -46,8 +48,8 @@ PROBE_TOL = {"f32": 1e-4, "bf16": 1e-2}
 MODES = ("default", "max-autotune")
 # A run's limit: a hang is reported, not waited out. Under emulation (a
 # cross build's tests, make check-aarch64's QEMU) inductor's g++ runs
-# emulated too, a minute or more a kernel: the same limit, 8 times longer.
-TIMEOUT_S = 1800 * (8 if os.environ.get("HCOPS_TEST_EMULATED") == "yes" else 1)
+# emulated too, a minute or more a kernel: tests/time_limits.py scales it.
+TIMEOUT_S = time_limits.limit(1800)
 # What HCOps must have computed in a compiled step (HCOPS_VERBOSE's exec lines).
 EXPECTED = ("aten::mm", "aten::addmm", "_scaled_dot_product_flash_attention_for_cpu",
             "_scaled_dot_product_flash_attention_for_cpu_backward", "adam_step_")

@@ -26,7 +26,9 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-TIME_LIMIT = 600  # seconds for the whole child; a hang is reported, not waited out
+sys.path.insert(1, os.path.join(HERE, ".."))  # time_limits
+import time_limits  # noqa: E402
+TIME_LIMIT = time_limits.limit(600)  # seconds for the whole child; a hang is reported, not waited out
 
 
 def workload(torch, seed):
@@ -221,7 +223,7 @@ def main():
     try:
         return subprocess.run([sys.executable, __file__, "--child"], timeout=TIME_LIMIT).returncode
     except subprocess.TimeoutExpired:
-        print("FAIL: the concurrent calls did not finish in %d s (a deadlock?)" % TIME_LIMIT)
+        print("FAIL: the concurrent calls did not finish in %g s (a deadlock?)" % TIME_LIMIT)
         return 1
 
 

@@ -17,7 +17,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # block_model
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # time_limits
 from block_model import training_source  # noqa: E402
+import time_limits  # noqa: E402
 
 PYTHON = os.environ["PYTHON"]
 RUN = os.environ.get("HCOPS_RUN", "../tools/hcops-run")
@@ -61,7 +63,7 @@ def run(args, code, argv=(), extra_env=None, timeout=900):
         env.pop(k, None)
     env.update(extra_env or {})
     return subprocess.run([RUN] + args + ["--", PYTHON, "-c", code] + list(argv), env=env, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=time_limits.limit(timeout))
 
 
 def last_json(text):

@@ -25,7 +25,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(1, HERE)  # checks
+sys.path.insert(2, os.path.join(HERE, ".."))  # time_limits
 from checks import Checks  # noqa: E402
+import time_limits  # noqa: E402
 OP = "_scaled_dot_product_flash_attention_for_cpu"
 
 
@@ -208,7 +210,7 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         return child()
     env = dict(os.environ, HCOPS_VERBOSE="1")
-    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=1200)
+    p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=time_limits.limit(1200))
     sys.stdout.write(p.stdout)
     ok = p.returncode == 0
     for needle in (f"hcops_verbose,exec,{OP},f32,", f"hcops_verbose,exec,{OP}_backward,bf16,",
