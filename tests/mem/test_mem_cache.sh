@@ -4,10 +4,11 @@
 # a machine stalled for 10 s must not make them fail (their bound is then the
 # process's peak, which their steps, milliseconds apart, see anyway).
 set -u
+. "${srcdir:-../../tests}/time_limits.sh"
 fail=0
 run() {
   name=$1; shift
-  if timeout 60 env "$@" ./test_mem_cache "$name"; then echo "PASS: $name"; else echo "FAIL: $name"; fail=1; fi
+  if timeout "$(time_limit 60)" env "$@" ./test_mem_cache "$name"; then echo "PASS: $name"; else echo "FAIL: $name"; fail=1; fi
 }
 run bound HCOPS_MEM_CACHE=1G HCOPS_MEM_CACHE_DECAY=never
 run loop HCOPS_MEM_CACHE=1G HCOPS_MEM_CACHE_DECAY=never

@@ -6,6 +6,7 @@
 # QEMU's user-mode emulation (make check-aarch64) maps the guest's memory
 # itself: its pages are not the ones madvise asked for, so there are no
 # huge pages to count.
+. "${srcdir:-../../tests}/time_limits.sh"
 if [ "${HCOPS_TEST_EMULATED:-no}" = yes ]; then
   echo "SKIP: page sizes under QEMU user-mode emulation are the emulator's"
   exit 77
@@ -19,7 +20,7 @@ trap 'exit 1' INT TERM
 # test_mem_hugetlb_pool.sh) take this lock too, so they never see it resized.
 lock="${TMPDIR:-/tmp}/hcops-hugetlb-pool.lock"
 if command -v flock >/dev/null 2>&1; then
-  flock "$lock" timeout 60 env HCOPS_MEM_CACHE=0 ./test_mem_pages
+  flock "$lock" timeout "$(time_limit 60)" env HCOPS_MEM_CACHE=0 ./test_mem_pages
 else
-  timeout 60 env HCOPS_MEM_CACHE=0 ./test_mem_pages
+  timeout "$(time_limit 60)" env HCOPS_MEM_CACHE=0 ./test_mem_pages
 fi

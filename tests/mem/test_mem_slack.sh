@@ -4,6 +4,7 @@
 # and without the reuse cache, with a 4 KiB threshold that sends small blocks
 # to the arena too, and with an 8 MiB fast tier that sends the rest of 'fast'
 # to DDR. Every block's slack past its end must read.
+. "${srcdir:-../../tests}/time_limits.sh"
 lib=${HCOPS_MEM_LIB:?HCOPS_MEM_LIB must name the libhcops_mem.so to test}
 # Under the lock test_mem_pages.sh holds while it resizes the hugetlb pool.
 lock="${TMPDIR:-/tmp}/hcops-hugetlb-pool.lock"
@@ -15,7 +16,7 @@ run() {
   policy=$1
   shift
   echo "== HCOPS_MEM_POLICY=\"$policy\" $*"
-  timeout 120 env HCOPS_MEM_POLICY="$policy" "$@" LD_PRELOAD="$lib" ./test_mem_slack || status=1
+  timeout "$(time_limit 120)" env HCOPS_MEM_POLICY="$policy" "$@" LD_PRELOAD="$lib" ./test_mem_slack || status=1
 }
 for policy in fast,thp thp base hugetlb local,hugetlb "2M-:ddr,hugetlb;-2M:local,base"; do
   run "$policy"

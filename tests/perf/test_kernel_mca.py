@@ -15,7 +15,9 @@ import tempfile
 PERF = os.path.join(os.environ.get("srcdir", "."), "..", "perf")
 BUILD = os.environ.get("HCOPS_TEST_TOP_BUILDDIR") or os.path.join(os.environ.get("HCOPS_TEST_BUILDDIR", "."), "..")
 sys.path.insert(0, PERF)
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # time_limits
 import kernel_mca as km  # noqa: E402
+import time_limits  # noqa: E402
 
 failures = []
 
@@ -107,7 +109,7 @@ else:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "k.csv")
             p = subprocess.run([sys.executable, os.path.join(PERF, "kernel_mca.py"), *args, "--csv", out],
-                               capture_output=True, text=True, timeout=300)
+                               capture_output=True, text=True, timeout=time_limits.limit(300))
             print(p.stdout[-1500:], p.stderr[-500:])
             kern, _ = km.read(out) if p.returncode == 0 else ([], [])
             fams = {(r["family"], r["core"]) for r in kern}

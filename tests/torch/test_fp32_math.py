@@ -27,6 +27,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(1, os.path.join(HERE, ".."))  # time_limits
+import time_limits  # noqa: E402
+
 SKIP = 77
 U = 2.0**-23
 
@@ -90,7 +93,7 @@ def main():
             env["HCOPS_FP32_MATH"] = mode
         path = os.path.join(tmp, mode + ".pt")
         p = subprocess.run([sys.executable, __file__, "--child", path], env=env, capture_output=True, text=True,
-                           timeout=600)
+                           timeout=time_limits.limit(600))
         if p.returncode != 0:
             check(False, f"{mode}: child exited {p.returncode}: {p.stderr[-2000:]}")
             return 1

@@ -37,6 +37,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import kernel_families  # noqa: E402 - tests/kernel_families.py
+import time_limits  # noqa: E402 - tests/time_limits.py
 SRC_PYTHON = os.path.join(HERE, "..", "..", "python")
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 LIB = os.environ.get("HCOPS_TORCH_LIB", "")
@@ -448,7 +449,7 @@ def run_child(args, env_extra):
         env.pop(k, None)
     env.update(env_extra)
     p = subprocess.run([PYTHON, os.path.abspath(__file__)] + args, env=env, capture_output=True, text=True,
-                       timeout=600)
+                       timeout=time_limits.limit(600))
     return p
 
 

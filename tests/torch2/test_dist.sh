@@ -5,6 +5,7 @@
 # poll each operation, MPI being at MPI_THREAD_MULTIPLE); every job under
 # `timeout`. With HCOPS_DIST_TORCH1=1 (tests/torch/test_dist_torch1.sh), the
 # same with Debian's python and hcops_c10d_torch1.so.
+. "${srcdir:-../../tests}/time_limits.sh"
 if [ "${HCOPS_DIST_TORCH1:-0}" = 1 ]; then
   PYTHON=${HCOPS_TORCH1_PYTHON:?} lib=${HCOPS_C10D_TORCH1_LIB:?}
   [ -f "$lib" ] || { echo "SKIP: $lib was not built (configure found no Python.h or pybind11 for $PYTHON: python3-dev, pybind11-dev)"; exit 77; }
@@ -29,7 +30,7 @@ run() {
   label=$1 np=$2
   shift 2
   echo "== $label: $np ranks"
-  out=$(timeout -k 10 300 "${MPIRUN:-mpirun}" -np "$np" --oversubscribe --mca pml ob1 --mca btl self,vader \
+  out=$(timeout -k 10 "$(time_limit 300)" "${MPIRUN:-mpirun}" -np "$np" --oversubscribe --mca pml ob1 --mca btl self,vader \
     "$@" "$PYTHON" "$test" 2>&1)
   rc=$?
   echo "$out" | grep -v 'UserWarning\|warnings.warn' | tail -25

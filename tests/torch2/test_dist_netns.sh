@@ -6,6 +6,7 @@
 # against gloo, hcops:// rendezvous across the link; at 1 Gbit/s) and the
 # unmodified DDP script under hcops-run --dist (at both rates). Needs root and network namespaces;
 # skips, saying why, without them.
+. "${srcdir:-../../tests}/time_limits.sh"
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
 lib=${HCOPS_C10D_TORCH2_LIB:?}
 [ -f "$lib" ] || { echo "SKIP: $lib was not built (configure found no Python.h for the torch 2.x python)"; exit 77; }
@@ -34,13 +35,13 @@ for rate in 1gbit 10gbit; do
     --mca plm_rsh_agent $dir/netns_agent.sh --mca plm_rsh_no_tree_spawn 1 --mca pml ob1 --mca btl self,tcp
     --mca btl_tcp_if_include hc0 --mca oob_tcp_if_include hc0
     -x PYTHONPATH -x HCOPS_C10D_LIB -x OMP_NUM_THREADS -x GLOO_SOCKET_IFNAME=hc0"
-  where=$(timeout -k 10 60 $mpirun sh -c 'echo "rank $OMPI_COMM_WORLD_RANK in $(ip netns identify $$)"' 2>&1)
+  where=$(timeout -k 10 "$(time_limit 60)" $mpirun sh -c 'echo "rank $OMPI_COMM_WORLD_RANK in $(ip netns identify $$)"' 2>&1)
   echo "$where"
   [ "$(echo "$where" | grep -c "rank 0 in ${ns}0\|rank 1 in ${ns}1")" = 2 ] || fail "$rate: the ranks are not one per namespace"
   # Every operation at the slower rate; the DDP script at both.
   if [ $rate = 1gbit ]; then
     echo "== $rate: test_dist.py"
-    out=$(timeout -k 10 300 $mpirun "$PYTHON" "$dir/test_dist.py" 2>&1)
+    out=$(timeout -k 10 "$(time_limit 300)" $mpirun "$PYTHON" "$dir/test_dist.py" 2>&1)
     rc=$?
     oks=$(echo "$out" | grep -o "test_dist on 2 ranks: OK" | wc -l)
     if [ $rc = 0 ] && [ "$oks" = 2 ]; then
@@ -53,7 +54,7 @@ for rate in 1gbit 10gbit; do
     fi
   fi
   echo "== $rate: hcops-run --dist dist_script.py (hcops:// rendezvous)"
-  out=$(timeout -k 10 300 $mpirun "$run" --dist --no-ops "$PYTHON" "$dir/dist_script.py" 2>&1)
+  out=$(timeout -k 10 "$(time_limit 300)" $mpirun "$run" --dist --no-ops "$PYTHON" "$dir/dist_script.py" 2>&1)
   rc=$?
   n=$(echo "$out" | grep -o "backend hcops" | wc -l)
   if [ $rc = 0 ] && [ "$n" = 2 ]; then

@@ -12,6 +12,7 @@
 #   env:// rendezvous whose ranks are not MPI's;
 # - HCOPS_DIST_ADDR names the address rank 0 gives (one that answers, one
 #   that does not).
+. "${srcdir:-../../tests}/time_limits.sh"
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
 lib=${HCOPS_C10D_TORCH2_LIB:?}
 [ -f "$lib" ] || { echo "SKIP: $lib was not built (configure found no Python.h for the torch 2.x python)"; exit 77; }
@@ -35,7 +36,7 @@ status=0
 fail() { echo "FAIL: $*"; status=1; }
 
 echo "== torchrun, gloo"
-timeout -k 10 300 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node 2 "$dir/dist_script.py" \
+timeout -k 10 "$(time_limit 300)" "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node 2 "$dir/dist_script.py" \
   >"$tmp/gloo.out" 2>"$tmp/gloo.err"
 rc=$?
 # PyTorch 2.15's gloo sometimes aborts a rank at exit, after the script has
@@ -61,7 +62,7 @@ grep "sums\|backend" "$tmp/gloo.out"
 # the wheel's MKL takes another code path (AVX2 on AMD) the last bits differ.
 # What is compared here is the backend and the rendezvous alone.
 echo "== mpirun hcops-run --dist --no-ops --no-blas, HCOPS_MPI_VERBOSE=1"
-timeout -k 10 300 $mpirun -x HCOPS_MPI_VERBOSE=1 --output-filename "$tmp/hcops" \
+timeout -k 10 "$(time_limit 300)" $mpirun -x HCOPS_MPI_VERBOSE=1 --output-filename "$tmp/hcops" \
   "$run" --dist --no-ops --no-blas "$PYTHON" "$dir/dist_script.py" >/dev/null 2>&1 || fail "mpirun exited $?"
 cat "$tmp"/hcops/1/rank.*/stdout | grep "sums\|backend"
 for r in 0 1; do
@@ -79,7 +80,7 @@ fi
 
 echo "== rank 1 raises at step 2"
 start=$(date +%s)
-timeout -k 10 120 $mpirun -x DIST_SCRIPT_DIE=1 "$run" --dist --no-ops "$PYTHON" "$dir/dist_script.py" \
+timeout -k 10 "$(time_limit 120)" $mpirun -x DIST_SCRIPT_DIE=1 "$run" --dist --no-ops "$PYTHON" "$dir/dist_script.py" \
   >"$tmp/die.out" 2>&1
 rc=$? took=$(($(date +%s) - start))
 grep -m1 "fails on purpose" "$tmp/die.out" || { tail -20 "$tmp/die.out"; fail "rank 1 did not raise"; }
@@ -91,7 +92,7 @@ grep -q "rank 1 ended on an uncaught RuntimeError: aborting the MPI job" "$tmp/d
   fail "a rank raised: hcops.dist did not abort the job"
 
 echo "== hcops-run --dist: the default backend, new_group('mpi'), the launcher's RANK and LOCAL_RANK"
-timeout -k 10 120 $mpirun "$run" --dist --no-ops "$PYTHON" -c '
+timeout -k 10 "$(time_limit 120)" $mpirun "$run" --dist --no-ops "$PYTHON" -c '
 import os, sys, torch.distributed as dist
 dist.init_process_group()
 g = dist.new_group(backend="mpi")
@@ -104,7 +105,7 @@ n=$(grep -o "routed [01]" "$tmp/route.out" | wc -l)
 
 echo "== hcops:// rendezvous refused on rank 1 (a rank MPI does not give)"
 PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
-  timeout -k 10 120 $mpirun -x PYTHONPATH "$PYTHON" -c '
+  timeout -k 10 "$(time_limit 120)" $mpirun -x PYTHONPATH "$PYTHON" -c '
 import os, torch.distributed as dist, hcops.dist
 r = int(os.environ["OMPI_COMM_WORLD_RANK"])
 dist.init_process_group("hcops", init_method="hcops://", rank=7 if r == 1 else r, world_size=2)' >"$tmp/rdzv.out" 2>&1
@@ -115,7 +116,7 @@ grep -m1 "rank 7 given, MPI says 1" "$tmp/rdzv.out" || fail "no error naming the
 echo "== env:// whose ranks are not MPI's (RANK swapped): an error naming both, the job ended"
 TEST_PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
-  timeout -k 10 120 $mpirun -x PYTHONPATH -x TEST_PORT=$TEST_PORT "$PYTHON" -c '
+  timeout -k 10 "$(time_limit 120)" $mpirun -x PYTHONPATH -x TEST_PORT=$TEST_PORT "$PYTHON" -c '
 import os, torch.distributed as dist, hcops.dist
 r = int(os.environ["OMPI_COMM_WORLD_RANK"])
 os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ["TEST_PORT"], RANK=str(1 - r), WORLD_SIZE="2")
@@ -127,7 +128,7 @@ grep -m1 "torch.distributed says rank [01] of 2, MPI says [01] of 2" "$tmp/env.o
 
 echo "== HCOPS_DIST_ADDR: the address rank 0 gives, and one nobody answers at"
 PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
-  timeout -k 10 120 $mpirun -x PYTHONPATH -x HCOPS_DIST_ADDR=127.0.0.1 "$PYTHON" -c '
+  timeout -k 10 "$(time_limit 120)" $mpirun -x PYTHONPATH -x HCOPS_DIST_ADDR=127.0.0.1 "$PYTHON" -c '
 import os, torch, torch.distributed as dist, hcops.dist
 dist.init_process_group("hcops", init_method="hcops://")
 t = torch.ones(3)
@@ -140,7 +141,7 @@ n=$(grep -o "addr ok [01] 2" "$tmp/addr.out" | wc -l)
 # 192.0.2.1 (TEST-NET-1, RFC 5737) is routed nowhere: rank 1's connection
 # fails within the rendezvous's 10 s per address, and says what to set.
 PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
-  timeout -k 10 120 $mpirun -x PYTHONPATH -x HCOPS_DIST_ADDR=192.0.2.1 "$PYTHON" -c '
+  timeout -k 10 "$(time_limit 120)" $mpirun -x PYTHONPATH -x HCOPS_DIST_ADDR=192.0.2.1 "$PYTHON" -c '
 import torch.distributed as dist, hcops.dist
 dist.init_process_group("hcops", init_method="hcops://")' >"$tmp/noaddr.out" 2>&1
 rc=$?
@@ -150,7 +151,7 @@ grep -m1 "reached none of rank 0's addresses" "$tmp/noaddr.out" ||
 
 echo "== MPI_THREAD_SERIALIZED by the application, HCOPS_MPI=0"
 PYTHONPATH="$HCOPS_TEST_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}" \
-  timeout -k 10 120 $mpirun -x PYTHONPATH -x HCOPS_MPI=0 \
+  timeout -k 10 "$(time_limit 120)" $mpirun -x PYTHONPATH -x HCOPS_MPI=0 \
   "$PYTHON" "$dir/test_dist_serialized.py" >"$tmp/ser.out" 2>&1 || fail "exit $?"
 grep -v "Warning\|warn(" "$tmp/ser.out" | tail -5
 oks=$(grep -o "serialized: OK" "$tmp/ser.out" | wc -l)
