@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "mem/allocator.h"
 #include "mem/arena.h"
+#include "mem/kernel_pages.h"
 #include "mem/stats.h"
 #include "mem/tiers.h"
 
@@ -190,6 +191,7 @@ std::string describe_config() {
     s += c->cache_decay_ns == kNeverDecay ? std::string("never released")
                                           : "released after " + std::to_string(c->cache_decay_ns / 1000000) + " ms";
   }
+  s += "\n" + describe_kernel_pages();
   s += "\narena: " + (Arena::span() ? format_size(Arena::span()) + " of address space reserved" : std::string("none"));
   return s;
 }

@@ -7,6 +7,7 @@
 # one line; nothing at all is printed when nothing is asked; the fast tier's capacity knob sends the
 # overflow to DDR; HCOPS_MEM_STATS=1 reports at exit.
 set -u
+. "${srcdir:-../../tests}/time_limits.sh"
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS: $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL: $1"; }
@@ -23,7 +24,7 @@ run() {
   [ $# -gt 0 ] && shift
   # shellcheck disable=SC2086 # word splitting of $envs is wanted
   # timeout outside the preload: only the probe may print.
-  if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_CACHE_DECAY -u HCOPS_MEM_STATS \
+  if timeout "$(time_limit 30)" env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_CACHE_DECAY -u HCOPS_MEM_STATS \
        -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT -u HCOPS_MEM_HELPER_CORE $envs LD_PRELOAD="$lib" $probe "$@" >"$out" 2>"$err"; then
     ok "$name: probe ran"
   else
@@ -82,7 +83,7 @@ bad "HCOPS_MEM_STATS=yes" "is not 0, 1 or a path"
 run_list() {
   var=$1 val=$2
   shift 2
-  if timeout 30 env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_CACHE_DECAY \
+  if timeout "$(time_limit 30)" env -u HCOPS_MEM_POLICY -u HCOPS_MEM_THRESHOLD -u HCOPS_MEM_CACHE -u HCOPS_MEM_CACHE_DECAY \
        -u HCOPS_MEM_STATS -u HCOPS_MEM_FAST_NODES -u HCOPS_MEM_FAST_LIMIT -u HCOPS_MEM_HELPER_CORE "$var=$val" LD_PRELOAD="$lib" \
        $probe "$@" >"$out" 2>"$err"; then
     ok "$var=$(escape "$val"): probe ran"
@@ -114,6 +115,25 @@ grep '^fast nodes: ' "$out" >"$out.fast"
 trap 'rm -f "$err" "$out" "$out.fast"' EXIT
 grep -q '^helper thread: CPU '"$last_cpu"'$' "$out" && ! grep -q HCOPS_MEM_FAST_NODES "$out.fast" &&
   ok "defaults: helper on CPU $last_cpu, fast nodes from hwloc" || ko "defaults: $(cat "$out")"
+# The kernel's page settings, from /sys as this test reads them.
+thp_file=/sys/kernel/mm/transparent_hugepage
+if [ -r $thp_file/enabled ]; then
+  pages="transparent huge pages $(sed -n 's/.*\[\(.*\)\].*/\1/p' $thp_file/enabled) (defrag $(sed -n 's/.*\[\(.*\)\].*/\1/p' $thp_file/defrag))"
+else
+  pages="transparent huge pages not in this kernel"
+fi
+order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null)
+if [ -z "$order" ]; then
+  reporting="not in this kernel"
+else
+  reporting="no reporting device"
+  for f in /sys/bus/virtio/drivers/virtio_balloon/virtio*/features; do
+    [ -r "$f" ] && [ "$(cut -c6 "$f")" = 1 ] &&
+      reporting="on, free blocks of 2^$order pages and larger (a huge page faulted on one waits while the host backs it again)"
+  done
+fi
+grep -qxF "kernel pages: $pages; free page reporting to a hypervisor: $reporting" "$out" &&
+  ok "kernel pages as /sys has them: $pages; reporting: ${reporting%%,*}" || ko "kernel pages: want '$pages; $reporting', got $(grep '^kernel pages' "$out")"
 # Each bad list: one warning, then the default.
 for v in "$no_node|\"$no_node\"|node $no_node is not usable at position 1" \
   "0,$no_node|\"0,$no_node\"|node $no_node is not usable at position 3" \
