@@ -6,7 +6,8 @@ build's tests, make check-aarch64: HCOPS_TEST_EMULATED=yes) the same child runs
 ten to fifty times slower, and on a machine the run shares, or while the run is
 stopped (SIGSTOP, a suspended batch job), it makes no progress at all. Each
 limit is therefore multiplied by HCOPS_TEST_TIME_SCALE when that is set (a
-number > 0, below 10^6), otherwise by 8 under emulation and 1 natively."""
+number > 0, below 10^6), otherwise by 8 under emulation and 1 natively. The C
+tests' own alarms scale the same way (common/time_limit.h)."""
 import functools
 import os
 import re
@@ -27,5 +28,7 @@ def scale():
 
 
 def limit(seconds):
-    """`seconds`, a native limit, scaled for where the test runs."""
-    return seconds * scale()
+    """`seconds`, a native limit, scaled for where the test runs: whole
+    seconds, rounded half up, at least 1 (as time_limits.sh and
+    common/time_limit.h give it)."""
+    return max(1, int(seconds * scale() + 0.5))

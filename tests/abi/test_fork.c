@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "blas_test_util.h"
+#include "common/time_limit.h"
 
 #define CHILD_TIMEOUT_S 60
 #define PROGRAM_TIMEOUT_S 240
@@ -97,7 +98,7 @@ static int child_work(int depth) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) _exit(child_work(depth - 1));
-    ok = pid > 0 && wait_with_timeout(pid, CHILD_TIMEOUT_S) == 0 && ok;
+    ok = pid > 0 && wait_with_timeout(pid, test_time_limit(CHILD_TIMEOUT_S)) == 0 && ok;
   }
   if (!ok) fprintf(stderr, "  [pid %ld] child checks failed\n", (long)getpid());
   return ok ? 0 : 1;
@@ -116,7 +117,7 @@ static void gemm_survives_fork(void **state) {
     if (pid == 0) _exit(child_work(1));
     /* The parent computes while the child does: its pool must still work. */
     bool parent_ok = bt_gemm_check(&big_gemm);
-    int child_status = wait_with_timeout(pid, CHILD_TIMEOUT_S);
+    int child_status = wait_with_timeout(pid, test_time_limit(CHILD_TIMEOUT_S));
     if (child_status != 0) fprintf(stderr, "  round %d: child exit status %d\n", round, child_status);
     assert_int_equal(child_status, 0);
     assert_true(parent_ok);
@@ -129,7 +130,7 @@ int main(void) {
   printf("# test_fork: HCOPS_NUM_THREADS=%s\n", threads ? threads : "<unset>");
   /* Default SIGALRM action ends the process: a hung parent fails the test
    * instead of stalling CI. */
-  alarm(PROGRAM_TIMEOUT_S);
+  alarm(test_time_limit(PROGRAM_TIMEOUT_S));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gemm_survives_fork),
   };

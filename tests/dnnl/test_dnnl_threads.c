@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/time_limit.h"
 #include "conf_ip.h"
 
 /* libgomp's (omp.h is not on the C compiler's default path everywhere). */
@@ -221,7 +222,7 @@ static void forked(void) {
     return;
   }
   if (pid == 0) {
-    alarm(60);
+    alarm(test_time_limit(60));
     omp_set_num_threads(1);
     failures = 0;
     run_checked("child", &claimed_relu, 7);

@@ -29,6 +29,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/time_limit.h"
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define THREADS 4
@@ -211,7 +213,7 @@ static int free_all(struct worker *w) {
  * its own allocations and a move on the helper thread, and reports by exit
  * status; an alarm ends it if anything left locked hangs it. */
 static void child(struct worker *w) {
-  alarm(CHILD_TIMEOUT_S);
+  alarm(test_time_limit(CHILD_TIMEOUT_S));
   int rc = free_all(w);
   w->rng ^= 0xC0FFEE;
   for (int i = 0; rc == 0 && i < 300; ++i) rc = one_op(w);

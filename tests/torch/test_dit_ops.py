@@ -44,13 +44,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "perf", "dit"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))  # harness.Report: the PASS/FAIL lines
 from harness import Report  # noqa: E402
+import time_limits  # noqa: E402  (harness put tests/ on the path)
 from stock_bf16 import stock_bf16_error  # noqa: E402 - perf/dit/stock_bf16.py
 MODEL, BATCH, STEPS, THREADS, SEED = "mini", 2, 5, 2, 0
 AUTOCASTS = ("none", "bf16")
 LOSS_RTOL = {"none": 1e-5, "bf16": 1e-2}
 GRAD_RTOL = {"none": 1e-5, "bf16": 1e-2}
 PARAM_RTOL = 1e-5
-TIMEOUT_S = 900
+TIMEOUT_S = time_limits.limit(900)
 # The operators a DiT step calls (aten names, as hcops.torch's verbose lines give them).
 WANTED_OPS = ("gelu", "gelu_backward", "silu", "silu_backward", "_softmax", "_softmax_backward_data",
               "native_layer_norm", "native_layer_norm_backward")

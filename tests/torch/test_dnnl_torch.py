@@ -59,13 +59,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))  # harness: Report, library_or_exit
 sys.path.insert(0, os.path.join(HERE, "..", "..", "perf", "dit"))
 from harness import Report, library_or_exit  # noqa: E402
+import time_limits  # noqa: E402  (harness put tests/ on the path)
 
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 THREADS = 2
 SEED = 1613
 DIT_MODEL, DIT_BATCH, DIT_STEPS = "mini", 2, 5
 LOSS_RTOL = 1e-2
-CHILD_TIMEOUT_S = 900
+CHILD_TIMEOUT_S = time_limits.limit(900)
 HCOPS_EXEC = "hcops_verbose,exec,cpu,"
 ONEDNN_EXEC = "onednn_verbose,exec,cpu,"
 PRIMITIVES = ("matmul", "inner_product")

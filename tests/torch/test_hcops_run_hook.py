@@ -32,8 +32,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))  # harness.Report: the PASS/FAIL lines
 from harness import Report  # noqa: E402
+import time_limits  # noqa: E402  (harness put tests/ on the path)
 
-TIMEOUT_S = 300
+TIMEOUT_S = time_limits.limit(300)
 SRCDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DEBIAN_SITECUSTOMIZE = "/usr/lib/python3.11/sitecustomize.py"
 

@@ -6,6 +6,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # time_limits
+import time_limits  # noqa: E402
+
 SKIP = 77
 # The hcops package of this source tree, for the children's `import hcops.torch`.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -24,12 +27,12 @@ def library_or_skip():
 def run_child(script, timeout, drop=()):
     """`script --child` in this interpreter, with HCOPS_VERBOSE=1 and without
     HCOPS_OPS (every operator group) or the variables in drop; its output as
-    text."""
+    text. `timeout`: the native limit, scaled by time_limits."""
     env = dict(os.environ, HCOPS_VERBOSE="1")
     for name in ("HCOPS_OPS",) + tuple(drop):
         env.pop(name, None)
     return subprocess.run([sys.executable, script, "--child"], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=time_limits.limit(timeout))
 
 
 def run_test(parent, child):
