@@ -3,8 +3,8 @@
 // the machine is a guest that hands free memory back to its hypervisor
 // (virtio-balloon free page reporting). On such a guest a huge page, which
 // needs a whole free 2 MiB block, is nearly always faulted on a block the host
-// has discarded and must back again: 0.46-0.54 GB/s on the guest measured in
-// doc/perf/step_limit.md, against 11 GB/s for a block the host still backs.
+// has discarded and must back again: 0.46-0.65 GB/s on the guest measured in
+// doc/perf/step_limit.md, against 10 GB/s for a block the host still backs.
 #pragma once
 
 #include <string>
