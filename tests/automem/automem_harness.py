@@ -38,7 +38,7 @@ def run_child(script, args, env_extra, timeout, tail=2000):
         p = subprocess.run([PYTHON, os.path.abspath(script), *args], env=env, capture_output=True, text=True,
                            timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"timeout after {timeout:g} s"
+        return None, f"timeout after {timeout} s"
     lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
     if p.returncode != 0 or not lines:
         return None, f"exit {p.returncode}: {p.stderr.strip()[-tail:]}"

@@ -78,7 +78,7 @@ def run_child(script, args, lib, threads):
                               capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as e:
-        rc, out, err = f"timeout after {CHILD_TIMEOUT_S:g} s", e.stdout or "", e.stderr or ""
+        rc, out, err = f"timeout after {CHILD_TIMEOUT_S} s", e.stdout or "", e.stderr or ""
         out, err = [s.decode(errors="replace") if isinstance(s, bytes) else s for s in (out, err)]
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {"rc": rc, "records": records, "stdout": out.splitlines(), "stderr": err.splitlines()}

@@ -223,7 +223,7 @@ def main():
     try:
         return subprocess.run([sys.executable, __file__, "--child"], timeout=TIME_LIMIT).returncode
     except subprocess.TimeoutExpired:
-        print("FAIL: the concurrent calls did not finish in %g s (a deadlock?)" % TIME_LIMIT)
+        print("FAIL: the concurrent calls did not finish in %d s (a deadlock?)" % TIME_LIMIT)
         return 1
 
 

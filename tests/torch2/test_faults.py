@@ -171,7 +171,7 @@ def main():
                                    stdout=subprocess.PIPE, text=True)
                 out, rc = p.stdout, p.returncode
             except subprocess.TimeoutExpired:
-                out, rc = f"FAIL {which}: allocation {n}: did not finish in {TIME_LIMIT:g} s\n", 1
+                out, rc = f"FAIL {which}: allocation {n}: did not finish in {TIME_LIMIT} s\n", 1
             print("".join(line + "\n" for line in out.splitlines() if not line.startswith("refused")), end="")
             passed, failed = passed + (rc == 0), failed + (rc != 0)
             if rc != 0 or "refused 0" in out:
