@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 import json
 import math
+import resource
 import statistics
 import time
 
@@ -399,6 +400,19 @@ def train_step(model, opt, abar, batch, amp="none"):
     return loss.item()
 
 
+def step_cost(before, after):
+    """What a step cost the process beyond its wall time (getrusage, all its
+    threads): CPU time in user code and in the kernel, and page faults. A step
+    whose memory is mapped afresh (glibc's mmap'd chunks, returned to the
+    system when freed) spends kernel time faulting it in again every step."""
+    return {
+        "user_s": after.ru_utime - before.ru_utime,
+        "system_s": after.ru_stime - before.ru_stime,
+        "minor_faults": after.ru_minflt - before.ru_minflt,
+        "major_faults": after.ru_majflt - before.ru_majflt,
+    }
+
+
 def param_digest(model):
     """The parameters' float64 sum (readable) and the SHA-256 of their bytes (equal only if bitwise equal)."""
     digest = hashlib.sha256()
@@ -444,10 +458,11 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
     net = model if compile_mode == "none" else torch.compile(model, mode=compile_mode)
     gen = torch.Generator().manual_seed(seed)
     abar = alphas_cumprod()
-    step_times, losses = [], []
+    step_times, losses, step_costs = [], [], []
     loader = loader_batches(batch, warmup + steps, loader_workers, seed) if loader_workers else None
     for i in range(warmup + steps):
         data = make_batch(gen, batch)
+        before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
         if loader:  # the wait for the worker's batch is part of the step
             x0, y = next(loader)
@@ -458,11 +473,13 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         with torch.profiler.profile(record_shapes=True) if traced else contextlib.nullcontext() as profiler:
             loss = train_step(net, opt, abar, data, amp)
             elapsed = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_SELF)
         if traced:
             profiler.export_chrome_trace(trace)
         if i >= warmup:
             step_times.append(elapsed)
             losses.append(loss)
+            step_costs.append(step_cost(before, after))
     checksum, digest = param_digest(model)
     return {
         "model": model_name,
@@ -472,6 +489,7 @@ def run(model_name, batch, steps, warmup, threads, seed, amp="none", variant="di
         "variant": variant,
         "attention": "sdpa" if Attention.fused else "matmul",
         "step_times": step_times,
+        "step_costs": step_costs,
         "median_s": statistics.median(step_times),
         "losses": losses,
         "param_checksum": checksum,
@@ -524,8 +542,9 @@ def main():
     if args.json:
         print(json.dumps(result))
         return
-    for i, (dt, loss) in enumerate(zip(result["step_times"], result["losses"])):
-        print(f"step {i}: {dt:.3f} s  loss {loss:.6f}")
+    for i, (dt, loss, cost) in enumerate(zip(result["step_times"], result["losses"], result["step_costs"])):
+        print(f"step {i}: {dt:.3f} s  loss {loss:.6f}  (CPU: user {cost['user_s']:.2f} s, system "
+              f"{cost['system_s']:.2f} s; page faults {cost['minor_faults']} minor, {cost['major_faults']} major)")
     amp = "" if args.autocast == "none" else f", {args.autocast} autocast"
     amp += "" if args.variant == "dit" else f", {args.variant} variant"
     print(f"DiT-{args.model} batch {args.batch}, {args.threads} threads{amp}: median {result['median_s']:.3f} s/step")

@@ -169,9 +169,24 @@ def test_parameters():
     check(round(authors / 1e6, 1) == 33.0, f"DiT-S/2 is the paper's 33M ({authors / 1e6:.2f}M)")
 
 
+def test_step_costs():
+    """run() reports each measured step's CPU time and page faults beside its
+    wall time (what tells a step that faults its memory in again)."""
+    res = dit.run("tiny", 2, steps=2, warmup=1, threads=1, seed=0)
+    costs = res["step_costs"]
+    check(len(costs) == len(res["step_times"]) == 2, f"one cost per measured step: {costs}")
+    for c in costs:
+        check(set(c) == {"user_s", "system_s", "minor_faults", "major_faults"}, f"cost fields: {sorted(c)}")
+        check(c["user_s"] >= 0 and c["system_s"] >= 0, f"CPU times not negative: {c}")
+        check(isinstance(c["minor_faults"], int) and c["minor_faults"] >= 0 and c["major_faults"] >= 0,
+              f"fault counts are counts: {c}")
+        check(c["user_s"] + c["system_s"] > 0, f"a step costs some CPU time: {c}")
+
+
 test_vb()
 test_frozen_mean()
 test_model()
 test_parameters()
+test_step_costs()
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
