@@ -39,6 +39,12 @@ void to_bf16(const float *x, bf16 *y, int64_t n);
 // shape; T: one row for each T rows of out, adaLN's (B, 1, C) against
 // (B, T, C)), at x + (r / x_every) x_ld (a row stride: adaLN's chunks of
 // one (B, 6 C) tensor are rows 6 C apart); out's rows are dense.
+//
+// y may instead be given transposed (y_batch_rows > 0; y_every 1): out's
+// rows come in batches of y_batch_rows, and in batch q out's element
+// (i, j) takes y[q * y_batch_stride + j * y_ld + i] (DiT's residual stream,
+// whose last two dimensions PyTorch 2.x keeps swapped, added to a
+// contiguous tensor: one of the two is transposed in the other's order).
 enum class BinaryOp : uint8_t { add, mul };
 struct BinaryRows {
   BinaryOp op;
@@ -48,6 +54,7 @@ struct BinaryRows {
   int64_t cols;
   int64_t x_every, y_every;
   int64_t x_ld, y_ld;
+  int64_t y_batch_rows = 0, y_batch_stride = 0;  // y transposed when y_batch_rows > 0
 };
 // Rows [r0, r1) of out (serial: the framework layer splits the rows).
 void binary_rows(const BinaryRows &b, int64_t r0, int64_t r1);

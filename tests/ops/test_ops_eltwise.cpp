@@ -21,6 +21,7 @@ extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -421,6 +422,88 @@ void test_binary_rows(void **) {
       }
 }
 
+// binary_rows with y transposed (BinaryRows::y_batch_rows: the residual
+// stream's swapped layout against a contiguous operand): bit for bit the
+// same arithmetic as the rows' case, for every pairing of types, batches of
+// rows that are and are not multiples of the transposing tile, rows longer
+// than the buffer's columns (kTransposedCols), y's columns further apart than
+// its batch of rows and its batches further apart than their extent; rows
+// [r0, r1) starting and ending inside batches written and no other.
+void test_binary_rows_y_transposed(void **) {
+  using hcops::Dtype;
+  using hcops::ops::BinaryOp;
+  std::mt19937 rng(12);
+  auto random_float = [&] {
+    uint32_t bits = rng();
+    if (bits % 7 == 1) bits &= 0x807fffffu;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  struct Case {
+    int64_t batch_rows, cols, r0, r1;
+  };
+  const Case cases[] = {{1, 5, 0, 3}, {5, 1, 2, 13}, {33, 17, 1, 99}, {32, 64, 0, 96}, {70, 300, 3, 137}, {7, 513, 4, 20}};
+  const int64_t batches = 3;
+  for (const Case &k : cases)
+    for (int types = 0; types < 8; ++types)
+      for (BinaryOp op : {BinaryOp::add, BinaryOp::mul}) {
+        const Dtype tx = types & 4 ? Dtype::bf16 : Dtype::f32, ty = types & 2 ? Dtype::bf16 : Dtype::f32,
+                    to = types & 1 ? Dtype::bf16 : Dtype::f32;
+        const int64_t rows = batches * k.batch_rows, ld_x = k.cols + 2;
+        const int64_t y_ld = k.batch_rows + 3, y_batch = k.cols * y_ld + 7;
+        std::vector<float> xf(size_t(rows * ld_x)), yf(size_t(batches * y_batch)), of(size_t(rows * k.cols + 1));
+        std::vector<bf16> xb(xf.size()), yb(yf.size()), ob(of.size());
+        for (size_t i = 0; i < xf.size(); ++i) xf[i] = random_float(), xb[i] = bf16(xf[i]);
+        for (size_t i = 0; i < yf.size(); ++i) yf[i] = random_float(), yb[i] = bf16(yf[i]);
+        std::fill(of.begin(), of.end(), 5.0f);
+        std::fill(ob.begin(), ob.end(), bf16(5.0f));
+        hcops::ops::BinaryRows b{op,
+                                 tx,
+                                 ty,
+                                 to,
+                                 tx == Dtype::bf16 ? static_cast<const void *>(xb.data()) : xf.data(),
+                                 ty == Dtype::bf16 ? static_cast<const void *>(yb.data()) : yf.data(),
+                                 to == Dtype::bf16 ? static_cast<void *>(ob.data()) : of.data(),
+                                 k.cols,
+                                 1,
+                                 1,
+                                 ld_x,
+                                 y_ld};
+        b.y_batch_rows = k.batch_rows;
+        b.y_batch_stride = y_batch;
+        const int64_t r1 = std::min(k.r1, rows);
+        hcops::ops::binary_rows(b, k.r0, r1);
+        for (int64_t r = 0; r <= rows; ++r)
+          for (int64_t c = 0; c < (r < rows ? k.cols : 1); ++c) {
+            const size_t o = size_t(r * k.cols + c);
+            const bool written = r >= k.r0 && r < r1;
+            float want = 5.0f;
+            if (written) {
+              const size_t ix = size_t(r * ld_x + c);
+              const float x = tx == Dtype::bf16 ? float(xb[ix]) : xf[ix];
+              const size_t iy = size_t(r / k.batch_rows * y_batch + c * y_ld + r % k.batch_rows);
+              const float y = ty == Dtype::bf16 ? float(yb[iy]) : yf[iy];
+              want = op == BinaryOp::add ? x + y : x * y;
+            }
+            uint32_t got_bits, want_bits;
+            if (to == Dtype::bf16) {
+              got_bits = uint32_t(ob[o].bits) << 16;
+              want_bits = uint32_t(bf16(want).bits) << 16;
+            } else {
+              std::memcpy(&got_bits, &of[o], sizeof got_bits);
+              std::memcpy(&want_bits, &want, sizeof want_bits);
+            }
+            auto is_nan = [](uint32_t u) { return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu); };
+            if (is_nan(want_bits) ? !is_nan(got_bits) : got_bits != want_bits)
+              fail_msg("binary_rows (y transposed, %ld rows a batch) %s types %d cols %ld: element (%ld, %ld) "
+                       "0x%08x, want 0x%08x",
+                       long(k.batch_rows), op == BinaryOp::add ? "add" : "mul", types, long(k.cols), long(r),
+                       long(c), got_bits, want_bits);
+          }
+      }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -434,6 +517,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gelu_tanh_bf16), cmocka_unit_test(test_gelu_tanh_backward_bf16),
       cmocka_unit_test(test_silu_bf16),      cmocka_unit_test(test_silu_backward_bf16),
       cmocka_unit_test(test_to_bf16),        cmocka_unit_test(test_binary_rows),
+      cmocka_unit_test(test_binary_rows_y_transposed),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

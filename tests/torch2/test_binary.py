@@ -6,10 +6,14 @@ and the broadcasts HCOps takes ((B, 1, C) against (B, T, C) either way round,
 -0 and denormals in the data; the result's dtype, shape and strides; the
 gradients through autograd. Left to PyTorch, counted, with the reason under
 HCOPS_VERBOSE: alpha other than 1, a 0-dim operand, other dtypes, small
-tensors, transposed, permuted, strided and expanded operands, other
-broadcasts ((1, T, C)), rows of one element; a bool alpha raises PyTorch's
-error; shapes that do not broadcast raise PyTorch's own error. Taken too:
-operands whose rows are evenly spaced in a wider tensor (adaLN's chunks).
+tensors, transposed (but for the swapped layout below), permuted, strided
+and expanded operands, other broadcasts ((1, T, C)), rows of one element;
+a bool alpha raises PyTorch's error; shapes that do not broadcast raise
+PyTorch's own error. Taken too:
+operands whose rows are evenly spaced in a wider tensor (adaLN's chunks), and
+operands of the result's shape whose last two dimensions are swapped (DiT's
+residual stream) against contiguous ones or each other, the result in the
+first operand's layout as PyTorch's.
 """
 import os
 import subprocess
@@ -42,10 +46,13 @@ def child():
     def counts():
         return ht.call_counts("add")[0] + ht.call_counts("mul")[0]
 
-    def same(a, b):
+    def same(a, b, nan_sign=True):
+        sign_a, sign_b = torch.signbit(a), torch.signbit(b)
+        if not nan_sign:
+            sign_a, sign_b = sign_a & ~a.isnan(), sign_b & ~b.isnan()
         return a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride() and \
             torch.equal(torch.isnan(a), torch.isnan(b)) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0)) and \
-            torch.equal(torch.signbit(a), torch.signbit(b))
+            torch.equal(sign_a, sign_b)
 
     f32, bf16 = torch.float32, torch.bfloat16
     shapes = [((8, 256, 384), (8, 256, 384)), ((8, 256, 384), (8, 1, 384)), ((8, 1, 384), (8, 256, 384)),
@@ -66,6 +73,36 @@ def child():
                     check(taken == 1, f"{label}: taken")
                     check(same(got, want), f"{label}: bit for bit as stock",
                           f"max diff {(got.float() - want.float()).abs().nan_to_num(0).max().item():.3g}")
+
+    # The residual stream's layout: the last two dimensions swapped (DiT's
+    # patch embedding's transpose, kept by every op after it), against a
+    # contiguous operand of the same shape either way round, or both
+    # swapped; the result in a's layout as PyTorch gives it. Sizes that are
+    # not multiples of the transposing tile (32) or of a vector, one batch.
+    for shape in ((8, 256, 384), (3, 97, 131), (1, 256, 384), (2, 3, 70, 150)):
+        swapped_shape = shape[:-2] + (shape[-1], shape[-2])
+        for da in (f32, bf16):
+            for db in (f32, bf16):
+                for la, lb in (("swapped", "contiguous"), ("contiguous", "swapped"), ("swapped", "swapped")):
+                    def operand(layout, dt):
+                        return data(shape, dt) if layout == "contiguous" else data(swapped_shape, dt).transpose(-2, -1)
+                    a, b = operand(la, da), operand(lb, db)
+                    for name, fn in (("add", torch.add), ("mul", torch.mul)):
+                        with ht.enabled(False):
+                            want = fn(a, b)
+                        before = counts()
+                        with ht.enabled(True):
+                            got = fn(a, b)
+                        label = f"{name} {str(da)[6:]} {la} {shape} , {str(db)[6:]} {lb}"
+                        check(counts() - before == 1, f"{label}: taken")
+                        # A bf16 NaN's sign: PyTorch's loop for operands of
+                        # two layouts rounds every NaN to +NaN, its vector
+                        # loop (one layout) keeps the sign, as HCOps does
+                        # (inf * 0 gives x86's -NaN).
+                        nan_sign = la == lb or got.dtype != bf16
+                        check(same(got, want, nan_sign),
+                              f"{label}: bit for bit as stock{'' if nan_sign else ' but a NaN sign'}, strides "
+                              f"{tuple(got.stride())}", f"stock's strides {tuple(want.stride())}")
 
     # Operands whose rows are evenly spaced in a wider tensor: adaLN's chunks
     # of one (B, 6 C) output, unsqueezed to (B, 1, C); the first C of rows 2 C long.
@@ -97,12 +134,28 @@ def child():
             out.backward(g)
             grads[on] = [out.detach()] + [t.grad.clone() for t in (x, gate, y)]
     check(all(same(a, b) for a, b in zip(grads[False], grads[True])), "x + gate * y: output and gradients as stock")
+    # The same with x in the residual stream's swapped layout.
+    xs = torch.randn(8, 384, 256).transpose(1, 2).requires_grad_()
+    for on in (False, True):
+        with ht.enabled(on):
+            for t in (xs, gate, y):
+                t.grad = None
+            before = counts()
+            out = xs + gate * y
+            taken = counts() - before
+            out.backward(g)
+            grads[on] = [out.detach()] + [t.grad.clone() for t in (xs, gate, y)]
+    check(taken == 2, "swapped x + gate * y: both taken", f"{taken} taken")
+    check(all(same(a, b) for a, b in zip(grads[False], grads[True])),
+          "swapped x + gate * y: output and gradients as stock")
 
     # Declined, counted as fallbacks.
     big = torch.randn(8, 256, 384)
     declined = [("alpha", lambda: torch.add(big, big, alpha=2)), ("scalar", lambda: big + torch.tensor(2.0)),
                 ("dtype", lambda: big.double() * big.double()), ("small", lambda: big[:1, :1] + big[:1, :1]),
-                ("non_contiguous", lambda: big.transpose(1, 2) + big.transpose(1, 2)),
+                ("non_contiguous", lambda: big.transpose(0, 2) + big.transpose(0, 2)),
+                ("swapped, broadcast", lambda: big.transpose(1, 2) + big.transpose(1, 2)[:, :1]),
+                ("swapped and a slice", lambda: big.transpose(1, 2)[:, :, :200] * big[:, :200].transpose(1, 2)),
                 ("broadcast", lambda: big + big[:1]),
                 ("narrow", lambda: big.view(-1, 1) * big.view(-1, 1)),
                 ("permuted rows", lambda: big.permute(1, 0, 2) + big.permute(1, 0, 2)),
