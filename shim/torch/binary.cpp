@@ -84,19 +84,22 @@ bool swapped_dense(const at::Tensor &t) { return t.dim() >= 2 && t.transpose(-2,
 // it to a contiguous (B, T, C) tensor (x + gate * attn(..), an f32 + bf16
 // under autocast) takes PyTorch's strided loop 1.0-2.1 ms a call in DiT-S/2's
 // bf16 step on Zen 4, against a memory bound of 0.23 ms (here 0.33-0.54).
-// f32 + f32 is memory-bound either way (0.47 ms both). The result has a's
-// layout, as PyTorch gives it
-// (a decides when its strides order the dimensions, which they do when the
-// last two sizes exceed 1); in that layout's memory order a's rows are
-// dense and b is either dense too or transposed in each batch of rows
+// The result has a's layout, as PyTorch gives it (a decides when its
+// strides order the dimensions, which they do when the last two sizes
+// exceed 1); in that layout's memory order a's rows are dense and b is
+// either dense too or transposed in each batch of rows
 // (ops::BinaryRows::y_batch_rows). Fills *args but for op, the pointers and
-// the types; false when not this case.
-bool swapped_rows(const at::Tensor &a, const at::Tensor &b, at::IntArrayRef shape, ops::BinaryRows *args,
-                  bool *out_swapped) {
+// the types. Null when taken, else the reason PyTorch's kernel runs: not
+// this case ("non_contiguous"), or two f32 operands in different layouts,
+// which PyTorch's loop adds as fast (0.46-0.50 ms a call in DiT-S/2's f32
+// step, HCOps 0.47-0.90: it is slow only where it casts).
+const char *swapped_rows(const at::Tensor &a, const at::Tensor &b, at::IntArrayRef shape, ops::BinaryRows *args) {
   const int64_t n = int64_t(shape.size());
-  if (n < 2 || a.sizes() != shape || b.sizes() != shape || shape[n - 1] < 2 || shape[n - 2] < 2) return false;
+  if (n < 2 || a.sizes() != shape || b.sizes() != shape || shape[n - 1] < 2 || shape[n - 2] < 2)
+    return "non_contiguous";
   const bool a_sw = swapped_dense(a), b_sw = swapped_dense(b);
-  if (!(a_sw || a.is_contiguous()) || !(b_sw || b.is_contiguous()) || (!a_sw && !b_sw)) return false;
+  if (!(a_sw || a.is_contiguous()) || !(b_sw || b.is_contiguous()) || (!a_sw && !b_sw)) return "non_contiguous";
+  if (a_sw != b_sw && a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat) return "swapped_f32";
   const int64_t t = shape[n - 2], c = shape[n - 1];
   const int64_t cols = a_sw ? t : c, batch_rows = a_sw ? c : t;
   args->cols = cols;
@@ -107,8 +110,7 @@ bool swapped_rows(const at::Tensor &a, const at::Tensor &b, at::IntArrayRef shap
     args->y_batch_rows = batch_rows;
     args->y_batch_stride = t * c;
   }
-  *out_swapped = a_sw;
-  return true;
+  return nullptr;
 }
 
 const char *reason(const at::Tensor &a, const at::Tensor &b, const at::Scalar *alpha) {
@@ -127,14 +129,14 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
   std::vector<int64_t> shape;
   RowLayout la, lb;
   ops::BinaryRows args{};
-  bool swapped = false, out_swapped = false;
+  bool swapped = false;
   if (!why) {
     shape = at::infer_size(a.sizes(), b.sizes());  // throws PyTorch's own error for shapes that do not broadcast
     why = row_layout(a, shape, &la);
     if (const char *r = row_layout(b, shape, &lb); !why || (r && std::strcmp(r, "broadcast") == 0)) why = r;
-    if (why && std::strcmp(why, "non_contiguous") == 0 && swapped_rows(a, b, shape, &args, &out_swapped)) {
-      swapped = true;
-      why = nullptr;
+    if (why && std::strcmp(why, "non_contiguous") == 0) {
+      why = swapped_rows(a, b, shape, &args);
+      swapped = !why;
     }
     if (!why && !swapped) args = ops::BinaryRows{kind, {}, {}, {}, nullptr, nullptr, nullptr, shape.back(),
                                                  la.every, lb.every, la.ld, lb.ld};
@@ -146,14 +148,10 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
   }
   const bool f32 = a.scalar_type() == at::kFloat || b.scalar_type() == at::kFloat;
   const at::TensorOptions opts = a.options().dtype(f32 ? at::kFloat : at::kBFloat16);
-  at::Tensor out;
-  if (out_swapped) {  // a's layout: the last two dimensions swapped
-    std::vector<int64_t> stored(shape);
-    std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
-    out = at::empty(stored, opts).transpose(-2, -1);
-  } else {
-    out = at::empty(shape, opts);
-  }
+  // Swapped: a's layout, its strides as they are (a dense a: PyTorch's
+  // result has them, size-1 dimensions' strides included).
+  const at::Tensor out = swapped ? at::empty_like(a, opts) : at::empty(shape, opts);
+  const bool out_swapped = swapped && swapped_dense(a);
   const int64_t cols = args.cols, rows = out.numel() / cols;
   args.op = kind;
   args.x_type = dtype_of(a);
@@ -170,7 +168,9 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
                                                : ", b's last two dimensions swapped, transposed to a's")
                                 : ", both with the last two dimensions swapped");
   };
-  // A transposed b is read in bands of whole tiles: threads split at them.
+  // A transposed b is read in bands of up to a tile's rows within a batch:
+  // threads split at multiples of the tile (whole bands when a batch's rows
+  // are a multiple of it).
   const int64_t grain = args.y_batch_rows ? (row_grain(cols) + ops::kTransposeTile - 1) / ops::kTransposeTile *
                                                 ops::kTransposeTile
                                           : row_grain(cols);

@@ -229,28 +229,31 @@ inline void binary_row(const Tx *x, const Ty *y, To *out, int64_t n) {
 
 // Rows [r0, r1) with y transposed (BinaryRows::y_batch_rows): a band of at
 // most kTransposeTile rows of one batch at a time, y's part of it copied
-// transposed (ops/transpose.h, by tiles) into a buffer that stays in L1,
-// kTransposedCols columns at a time, then the rows' loop on x and the
-// buffer. y's lines are each read once, and the arithmetic is the rows'
-// (the same operations on the same values: bit for bit).
-constexpr int64_t kTransposedCols = 256;
+// transposed (ops/transpose.h, by tiles) into a buffer of kTransposedBytes,
+// as many columns at a time as it holds (128 f32, 256 bf16), then the rows'
+// loop on x and the buffer. The buffer is half of a 32 KiB L1, leaving the
+// rest to the lines of x, out and y in flight. y's lines are each read
+// once, and the arithmetic is the rows' (the same operations on the same
+// values: bit for bit).
+constexpr int64_t kTransposedBytes = 16 << 10;
 
 template <class F, bool Mul, class Tx, class Ty, class To>
 void binary_rows_y_transposed(const BinaryRows &b, int64_t r0, int64_t r1) {
+  constexpr int64_t kCols = kTransposedBytes / (kTransposeTile * int64_t(sizeof(Ty)));
   const Tx *x = static_cast<const Tx *>(b.x);
   const Ty *y = static_cast<const Ty *>(b.y);
   To *out = static_cast<To *>(b.out);
-  alignas(64) Ty band[kTransposeTile * kTransposedCols];
+  alignas(64) Ty band[kTransposeTile * kCols];
   for (int64_t r = r0; r < r1;) {
     const int64_t q = r / b.y_batch_rows, i0 = r % b.y_batch_rows;
     const int64_t rows = std::min({kTransposeTile, r1 - r, b.y_batch_rows - i0});
     const Ty *yq = y + q * b.y_batch_stride + i0;
-    for (int64_t j0 = 0; j0 < b.cols; j0 += kTransposedCols) {
-      const int64_t cols = std::min(kTransposedCols, b.cols - j0);
-      transpose_copy(yq + j0 * b.y_ld, b.y_ld, band, kTransposedCols, rows, cols);
+    for (int64_t j0 = 0; j0 < b.cols; j0 += kCols) {
+      const int64_t cols = std::min(kCols, b.cols - j0);
+      transpose_copy(yq + j0 * b.y_ld, b.y_ld, band, kCols, rows, cols);
       for (int64_t i = 0; i < rows; ++i)
-        binary_row<F, Mul>(x + (r + i) / b.x_every * b.x_ld + j0, band + i * kTransposedCols,
-                           out + (r + i) * b.cols + j0, cols);
+        binary_row<F, Mul>(x + (r + i) / b.x_every * b.x_ld + j0, band + i * kCols, out + (r + i) * b.cols + j0,
+                           cols);
     }
     r += rows;
   }
