@@ -82,8 +82,9 @@ bool swapped_dense(const at::Tensor &t) { return t.dim() >= 2 && t.transpose(-2,
 // residual stream under PyTorch 2.x keeps the patch embedding's transpose
 // (strides (T C, 1, T)) through every elementwise op after it, and adding
 // it to a contiguous (B, T, C) tensor (x + gate * attn(..), an f32 + bf16
-// under autocast) takes PyTorch's strided loop 1.0-2.1 ms a call in DiT-S/2's
-// bf16 step on Zen 4, against a memory bound of 0.23 ms (here 0.33-0.54).
+// under autocast) goes through PyTorch's strided loop, 0.58-2.06 ms a call
+// in DiT-S/2's bf16 step on Zen 4 against a memory bound of 0.23 ms (here
+// 0.33-0.93; per call, cold, 1.2-1.6x faster on 2 threads).
 // The result has a's layout, as PyTorch gives it (a decides when its
 // strides order the dimensions, which they do when the last two sizes
 // exceed 1); in that layout's memory order a's rows are dense and b is

@@ -230,12 +230,13 @@ inline void binary_row(const Tx *x, const Ty *y, To *out, int64_t n) {
 // Rows [r0, r1) with y transposed (BinaryRows::y_batch_rows): a band of at
 // most kTransposeTile rows of one batch at a time, y's part of it copied
 // transposed (ops/transpose.h, by tiles) into a buffer of kTransposedBytes,
-// as many columns at a time as it holds (128 f32, 256 bf16), then the rows'
-// loop on x and the buffer. The buffer is half of a 32 KiB L1, leaving the
-// rest to the lines of x, out and y in flight. y's lines are each read
-// once, and the arithmetic is the rows' (the same operations on the same
-// values: bit for bit).
-constexpr int64_t kTransposedBytes = 16 << 10;
+// as many columns at a time as it holds (256 f32, 512 bf16), then the rows'
+// loop on x and the buffer. y's lines are each read once, and the
+// arithmetic is the rows' (the same operations on the same values: bit for
+// bit). 32 KiB, a whole Zen 4 L1: half of it was slower there for DiT-S/2's
+// f32 + bf16 residual add, cold, alternated (2 threads 0.39-0.48 ms a call
+// against 0.41-0.63; rows of 384 bf16 then take two passes).
+constexpr int64_t kTransposedBytes = 32 << 10;
 
 template <class F, bool Mul, class Tx, class Ty, class To>
 void binary_rows_y_transposed(const BinaryRows &b, int64_t r0, int64_t r1) {

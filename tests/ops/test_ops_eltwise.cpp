@@ -426,7 +426,7 @@ void test_binary_rows(void **) {
 // stream's swapped layout against a contiguous operand): bit for bit the
 // same arithmetic as the rows' case, for every pairing of types, batches of
 // rows that are and are not multiples of the transposing tile, rows longer
-// than the buffer's columns (128 f32, 256 bf16), y's columns further apart than
+// than the buffer's columns (256 f32, 512 bf16), y's columns further apart than
 // its batch of rows and its batches further apart than their extent; rows
 // [r0, r1) starting and ending inside batches written and no other.
 void test_binary_rows_y_transposed(void **) {
