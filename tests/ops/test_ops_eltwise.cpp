@@ -348,6 +348,53 @@ void test_to_bf16(void **) {
   }
 }
 
+// A float of random bits, one in seven with its exponent cleared (a
+// denormal or zero): NaN, Inf, -0 and denormals all come up.
+float random_bits_float(std::mt19937 &rng) {
+  uint32_t bits = rng();
+  if (bits % 7 == 1) bits &= 0x807fffffu;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// A result's bits as wanted: equal, or both NaN (which operand's payload a
+// NaN result carries is the compiler's choice of operand order, as in
+// PyTorch's own loops).
+bool same_bits_or_nan(uint32_t got, uint32_t want) {
+  auto is_nan = [](uint32_t u) { return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu); };
+  return is_nan(want) ? is_nan(got) : got == want;
+}
+
+// x, y and out of a binary_rows check, each in f32 and in bf16 (x and y
+// random bits, their bf16 copies rounded from them; out filled with 5).
+struct BinaryData {
+  std::vector<float> xf, yf, of;
+  std::vector<bf16> xb, yb, ob;
+  BinaryData(size_t nx, size_t ny, size_t nout, std::mt19937 &rng)
+      : xf(nx), yf(ny), of(nout, 5.0f), xb(nx), yb(ny), ob(nout, bf16(5.0f)) {
+    for (size_t i = 0; i < nx; ++i) xf[i] = random_bits_float(rng), xb[i] = bf16(xf[i]);
+    for (size_t i = 0; i < ny; ++i) yf[i] = random_bits_float(rng), yb[i] = bf16(yf[i]);
+  }
+  // The arguments for these types, rows `cols` long.
+  hcops::ops::BinaryRows args(hcops::ops::BinaryOp op, hcops::Dtype tx, hcops::Dtype ty, hcops::Dtype to,
+                              int64_t cols, int64_t x_every, int64_t y_every, int64_t x_ld, int64_t y_ld) {
+    using hcops::Dtype;
+    return {op,
+            tx,
+            ty,
+            to,
+            tx == Dtype::bf16 ? static_cast<const void *>(xb.data()) : xf.data(),
+            ty == Dtype::bf16 ? static_cast<const void *>(yb.data()) : yf.data(),
+            to == Dtype::bf16 ? static_cast<void *>(ob.data()) : of.data(),
+            cols,
+            x_every,
+            y_every,
+            x_ld,
+            y_ld};
+  }
+};
+
 // binary_rows (PyTorch's add and mul of f32 / bf16 operands): bit for bit
 // the f32 sum or product of the widened operands, rounded once by
 // bf16(float) into a bf16 result, for every pairing of types, rows of every
@@ -359,13 +406,6 @@ void test_binary_rows(void **) {
   using hcops::Dtype;
   using hcops::ops::BinaryOp;
   std::mt19937 rng(11);
-  auto random_float = [&] {
-    uint32_t bits = rng();
-    if (bits % 7 == 1) bits &= 0x807fffffu;  // denormal (or zero)
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-  };
   const int64_t rows = 6, every_y = 3;
   for (int64_t cols = 1; cols <= 70; ++cols)
     for (int types = 0; types < 8; ++types)
@@ -373,24 +413,10 @@ void test_binary_rows(void **) {
         const Dtype tx = types & 4 ? Dtype::bf16 : Dtype::f32, ty = types & 2 ? Dtype::bf16 : Dtype::f32,
                     to = types & 1 ? Dtype::bf16 : Dtype::f32;
         const int64_t ld_x = cols, ld_y = cols + 5;  // y: rows 5 elements apart beyond their length
-        std::vector<float> xf(size_t(rows * ld_x)), yf(size_t(rows / every_y * ld_y)), of(size_t(rows * cols + 1));
-        std::vector<bf16> xb(xf.size()), yb(yf.size()), ob(of.size());
-        for (size_t i = 0; i < xf.size(); ++i) xf[i] = random_float(), xb[i] = bf16(xf[i]);
-        for (size_t i = 0; i < yf.size(); ++i) yf[i] = random_float(), yb[i] = bf16(yf[i]);
-        std::fill(of.begin(), of.end(), 5.0f);
-        std::fill(ob.begin(), ob.end(), bf16(5.0f));
-        const hcops::ops::BinaryRows b{op,
-                                       tx,
-                                       ty,
-                                       to,
-                                       tx == Dtype::bf16 ? static_cast<const void *>(xb.data()) : xf.data(),
-                                       ty == Dtype::bf16 ? static_cast<const void *>(yb.data()) : yf.data(),
-                                       to == Dtype::bf16 ? static_cast<void *>(ob.data()) : of.data(),
-                                       cols,
-                                       1,
-                                       every_y,
-                                       ld_x,
-                                       ld_y};
+        BinaryData d(size_t(rows * ld_x), size_t(rows / every_y * ld_y), size_t(rows * cols + 1), rng);
+        const auto &xf = d.xf, &yf = d.yf, &of = d.of;
+        const auto &xb = d.xb, &yb = d.yb, &ob = d.ob;
+        const hcops::ops::BinaryRows b = d.args(op, tx, ty, to, cols, 1, every_y, ld_x, ld_y);
         hcops::ops::binary_rows(b, 1, rows);  // row 0 left alone
         for (int64_t r = 0; r <= rows; ++r)  // row `rows`: the element past the last row
           for (int64_t c = 0; c < (r < rows ? cols : 1); ++c) {
@@ -412,10 +438,7 @@ void test_binary_rows(void **) {
             if (to == Dtype::bf16 && written) want_bits = uint32_t(bf16(want).bits) << 16;
             else if (to == Dtype::bf16) want_bits = uint32_t(bf16(5.0f).bits) << 16;
             else std::memcpy(&want_bits, &want, sizeof want_bits);
-            // NaN: any NaN (which operand's payload a NaN result carries is the
-            // compiler's choice of operand order, as in PyTorch's own loops).
-            auto is_nan = [](uint32_t u) { return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu); };
-            if (is_nan(want_bits) ? !is_nan(got_bits) : got_bits != want_bits)
+            if (!same_bits_or_nan(got_bits, want_bits))
               fail_msg("binary_rows %s types %d cols %ld: element (%ld, %ld) 0x%08x, want 0x%08x",
                        op == BinaryOp::add ? "add" : "mul", types, long(cols), long(r), long(c), got_bits, want_bits);
           }
@@ -433,13 +456,6 @@ void test_binary_rows_y_transposed(void **) {
   using hcops::Dtype;
   using hcops::ops::BinaryOp;
   std::mt19937 rng(12);
-  auto random_float = [&] {
-    uint32_t bits = rng();
-    if (bits % 7 == 1) bits &= 0x807fffffu;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-  };
   struct Case {
     int64_t batch_rows, cols, r0, r1;
   };
@@ -452,24 +468,10 @@ void test_binary_rows_y_transposed(void **) {
                     to = types & 1 ? Dtype::bf16 : Dtype::f32;
         const int64_t rows = batches * k.batch_rows, ld_x = k.cols + 2;
         const int64_t y_ld = k.batch_rows + 3, y_batch = k.cols * y_ld + 7;
-        std::vector<float> xf(size_t(rows * ld_x)), yf(size_t(batches * y_batch)), of(size_t(rows * k.cols + 1));
-        std::vector<bf16> xb(xf.size()), yb(yf.size()), ob(of.size());
-        for (size_t i = 0; i < xf.size(); ++i) xf[i] = random_float(), xb[i] = bf16(xf[i]);
-        for (size_t i = 0; i < yf.size(); ++i) yf[i] = random_float(), yb[i] = bf16(yf[i]);
-        std::fill(of.begin(), of.end(), 5.0f);
-        std::fill(ob.begin(), ob.end(), bf16(5.0f));
-        hcops::ops::BinaryRows b{op,
-                                 tx,
-                                 ty,
-                                 to,
-                                 tx == Dtype::bf16 ? static_cast<const void *>(xb.data()) : xf.data(),
-                                 ty == Dtype::bf16 ? static_cast<const void *>(yb.data()) : yf.data(),
-                                 to == Dtype::bf16 ? static_cast<void *>(ob.data()) : of.data(),
-                                 k.cols,
-                                 1,
-                                 1,
-                                 ld_x,
-                                 y_ld};
+        BinaryData d(size_t(rows * ld_x), size_t(batches * y_batch), size_t(rows * k.cols + 1), rng);
+        const auto &xf = d.xf, &yf = d.yf, &of = d.of;
+        const auto &xb = d.xb, &yb = d.yb, &ob = d.ob;
+        hcops::ops::BinaryRows b = d.args(op, tx, ty, to, k.cols, 1, 1, ld_x, y_ld);
         b.y_batch_rows = k.batch_rows;
         b.y_batch_stride = y_batch;
         const int64_t r1 = std::min(k.r1, rows);
@@ -494,8 +496,7 @@ void test_binary_rows_y_transposed(void **) {
               std::memcpy(&got_bits, &of[o], sizeof got_bits);
               std::memcpy(&want_bits, &want, sizeof want_bits);
             }
-            auto is_nan = [](uint32_t u) { return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu); };
-            if (is_nan(want_bits) ? !is_nan(got_bits) : got_bits != want_bits)
+            if (!same_bits_or_nan(got_bits, want_bits))
               fail_msg("binary_rows (y transposed, %ld rows a batch) %s types %d cols %ld: element (%ld, %ld) "
                        "0x%08x, want 0x%08x",
                        long(k.batch_rows), op == BinaryOp::add ? "add" : "mul", types, long(k.cols), long(r),

@@ -55,6 +55,15 @@ def child():
             torch.equal(torch.isnan(a), torch.isnan(b)) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0)) and \
             torch.equal(sign_a, sign_b)
 
+    def stock_and_hcops(fn, a, b):
+        """fn(a, b) by PyTorch's kernel and under HCOps, and how many calls HCOps took."""
+        with ht.enabled(False):
+            want = fn(a, b)
+        before = counts()
+        with ht.enabled(True):
+            got = fn(a, b)
+        return want, got, counts() - before
+
     f32, bf16 = torch.float32, torch.bfloat16
     shapes = [((8, 256, 384), (8, 256, 384)), ((8, 256, 384), (8, 1, 384)), ((8, 1, 384), (8, 256, 384)),
               ((4, 100, 97), (97,)), ((3, 5, 41, 131), (3, 1, 1, 131)), ((2, 257, 129), (1, 1, 129)),
@@ -64,12 +73,7 @@ def child():
             for db in (f32, bf16):
                 a, b = data(sa, da), data(sb, db)
                 for name, fn in (("add", torch.add), ("mul", torch.mul)):
-                    with ht.enabled(False):
-                        want = fn(a, b)
-                    before = counts()
-                    with ht.enabled(True):
-                        got = fn(a, b)
-                    taken = counts() - before
+                    want, got, taken = stock_and_hcops(fn, a, b)
                     label = f"{name} {str(da)[6:]} {tuple(sa)} , {str(db)[6:]} {tuple(sb)}"
                     check(taken == 1, f"{label}: taken")
                     check(same(got, want), f"{label}: bit for bit as stock",
@@ -92,13 +96,9 @@ def child():
                     a, b = operand(la, da), operand(lb, db)
                     taken = 0 if la != lb and da == db == f32 else 1
                     for name, fn in (("add", torch.add), ("mul", torch.mul)):
-                        with ht.enabled(False):
-                            want = fn(a, b)
-                        before = counts()
-                        with ht.enabled(True):
-                            got = fn(a, b)
+                        want, got, took = stock_and_hcops(fn, a, b)
                         label = f"{name} {str(da)[6:]} {la} {shape} , {str(db)[6:]} {lb}"
-                        check(counts() - before == taken, f"{label}: {'taken' if taken else 'declined'}")
+                        check(took == taken, f"{label}: {'taken' if taken else 'declined'}")
                         # A bf16 NaN's sign: PyTorch's loop for operands of
                         # two layouts rounds every NaN to +NaN, its vector
                         # loop (one layout) keeps the sign, as HCOps does
@@ -116,12 +116,8 @@ def child():
            ("a swapped, offset", data((9, 384, 256), f32)[1:].transpose(1, 2), data((8, 256, 384), bf16)),
            ("b swapped, offset", data((8, 256, 384), bf16), data((9, 384, 256), bf16)[1:].transpose(1, 2))]
     for label, a, b in odd:
-        with ht.enabled(False):
-            want = a + b
-        before = counts()
-        with ht.enabled(True):
-            got = a + b
-        check(counts() - before == 1, f"{label}: taken")
+        want, got, took = stock_and_hcops(torch.add, a, b)
+        check(took == 1, f"{label}: taken")
         check(same(got, want, got.dtype != bf16), f"{label}: as stock, strides {tuple(got.stride())}",
               f"stock's strides {tuple(want.stride())}")
 
