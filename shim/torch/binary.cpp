@@ -73,10 +73,6 @@ const char *row_layout(const at::Tensor &t, at::IntArrayRef out, RowLayout *l) {
   return layout;
 }
 
-// Whether t is dense with its last two dimensions swapped (a transpose(-2,
-// -1) of a contiguous tensor).
-bool swapped_dense(const at::Tensor &t) { return t.dim() >= 2 && t.transpose(-2, -1).is_contiguous(); }
-
 // Operands of the result's shape, each dense either contiguous or with its
 // last two dimensions swapped, not both contiguous (the rows' case): DiT's
 // residual stream under PyTorch 2.x keeps the patch embedding's transpose
@@ -90,11 +86,13 @@ bool swapped_dense(const at::Tensor &t) { return t.dim() >= 2 && t.transpose(-2,
 // exceed 1); in that layout's memory order a's rows are dense and b is
 // either dense too or transposed in each batch of rows
 // (ops::BinaryRows::y_batch_rows). Fills *args but for op, the pointers and
-// the types. Null when taken, else the reason PyTorch's kernel runs: not
+// the types, and *a_swapped (the result's layout). Null when taken, else
+// the reason PyTorch's kernel runs: not
 // this case ("non_contiguous"), or two f32 operands in different layouts,
 // which PyTorch's loop adds as fast (0.46-0.50 ms a call in DiT-S/2's f32
 // step, HCOps 0.47-0.90: it is slow only where it casts).
-const char *swapped_rows(const at::Tensor &a, const at::Tensor &b, at::IntArrayRef shape, ops::BinaryRows *args) {
+const char *swapped_rows(const at::Tensor &a, const at::Tensor &b, at::IntArrayRef shape, ops::BinaryRows *args,
+                         bool *a_swapped) {
   const int64_t n = int64_t(shape.size());
   if (n < 2 || a.sizes() != shape || b.sizes() != shape || shape[n - 1] < 2 || shape[n - 2] < 2)
     return "non_contiguous";
@@ -111,6 +109,7 @@ const char *swapped_rows(const at::Tensor &a, const at::Tensor &b, at::IntArrayR
     args->y_batch_rows = batch_rows;
     args->y_batch_stride = t * c;
   }
+  *a_swapped = a_sw;
   return nullptr;
 }
 
@@ -130,13 +129,13 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
   std::vector<int64_t> shape;
   RowLayout la, lb;
   ops::BinaryRows args{};
-  bool swapped = false;
+  bool swapped = false, out_swapped = false;
   if (!why) {
     shape = at::infer_size(a.sizes(), b.sizes());  // throws PyTorch's own error for shapes that do not broadcast
     why = row_layout(a, shape, &la);
     if (const char *r = row_layout(b, shape, &lb); !why || (r && std::strcmp(r, "broadcast") == 0)) why = r;
     if (why && std::strcmp(why, "non_contiguous") == 0) {
-      why = swapped_rows(a, b, shape, &args);
+      why = swapped_rows(a, b, shape, &args, &out_swapped);
       swapped = !why;
     }
     if (!why && !swapped) args = ops::BinaryRows{kind, {}, {}, {}, nullptr, nullptr, nullptr, shape.back(),
@@ -152,7 +151,6 @@ at::Tensor binary(Op op, ops::BinaryOp kind, const at::Tensor &a, const at::Tens
   // Swapped: a's layout, its strides as they are (a dense a: PyTorch's
   // result has them, size-1 dimensions' strides included).
   const at::Tensor out = swapped ? at::empty_like(a, opts) : at::empty(shape, opts);
-  const bool out_swapped = swapped && swapped_dense(a);
   const int64_t cols = args.cols, rows = out.numel() / cols;
   args.op = kind;
   args.x_type = dtype_of(a);

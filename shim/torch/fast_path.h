@@ -46,6 +46,26 @@ inline bool fast_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kB
 // The kernels' Dtype of a tensor of a fast dtype.
 inline Dtype dtype_of(const at::Tensor &t) { return t.scalar_type() == at::kBFloat16 ? Dtype::bf16 : Dtype::f32; }
 
+// Whether t is dense with its last two dimensions swapped: a transpose(-2,
+// -1) of a contiguous tensor (DiT's residual stream under 2.x), read from the
+// strides (no view made: binary ops ask on every call). As is_contiguous(),
+// it ignores the strides of size-1 dimensions.
+inline bool swapped_dense(const at::Tensor &t) {
+  const int64_t n = t.dim();
+  if (n < 2) return false;
+  if (t.numel() == 0) return true;  // as is_contiguous()
+  int64_t expected = 1;
+  auto dim_ok = [&](int64_t d) {
+    if (t.size(d) != 1 && t.stride(d) != expected) return false;
+    expected *= t.size(d);
+    return true;
+  };
+  if (!dim_ok(n - 2) || !dim_ok(n - 1)) return false;
+  for (int64_t d = n - 3; d >= 0; --d)
+    if (!dim_ok(d)) return false;
+  return true;
+}
+
 // The row kernels of add, mul and sum (binary.cpp, reduce.cpp): below
 // kMinRowElements elements PyTorch's own loop is as fast, and the call's
 // checks would be most of it; rows of fewer than kMinRowCols elements (an

@@ -83,7 +83,7 @@ std::vector<int64_t> stat_shape(const at::Tensor &input, size_t axis) {
 // (ops/transpose.h), 2-3x faster than contiguous()'s strided walk.
 at::Tensor dense(const at::Tensor &t) {
   if (!fast_dtype(t.scalar_type()) || t.layout() != at::kStrided || t.is_contiguous()) return t;
-  if (t.dim() < 2 || !t.transpose(-2, -1).is_contiguous()) return t.contiguous();
+  if (!swapped_dense(t)) return t.contiguous();
   at::Tensor out = at::empty_like(t, at::MemoryFormat::Contiguous);
   const int64_t rows = t.size(-2), cols = t.size(-1), tiles = (rows + ops::kTransposeTile - 1) / ops::kTransposeTile;
   const int64_t batches = rows * cols != 0 ? t.numel() / (rows * cols) : 0;
