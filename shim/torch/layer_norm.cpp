@@ -79,8 +79,8 @@ std::vector<int64_t> stat_shape(const at::Tensor &input, size_t axis) {
 // (X = input.expect_contiguous()): a contiguous copy, the output contiguous.
 // DiT's residual stream is one under 2.x (channels-last from the patch
 // embedding's transpose, kept by the elementwise ops): a tensor whose last
-// two dimensions are swapped from a contiguous one is copied by tiles
-// (ops/transpose.h), 2-3x faster than contiguous()'s strided walk.
+// two dimensions are swapped from a contiguous one is copied by blocks
+// transposed in registers (ops/transpose.h).
 at::Tensor dense(const at::Tensor &t) {
   if (!fast_dtype(t.scalar_type()) || t.layout() != at::kStrided || t.is_contiguous()) return t;
   if (!swapped_dense(t)) return t.contiguous();
@@ -97,7 +97,7 @@ at::Tensor dense(const at::Tensor &t) {
             for (int64_t u = u0; u < u1; ++u) {
               const int64_t b = u / tiles, r0 = u % tiles * ops::kTransposeTile;
               const int64_t n = std::min(ops::kTransposeTile, rows - r0);
-              ops::transpose_copy(src + b * rows * cols + r0, rows, dst + b * rows * cols + r0 * cols, cols, n, cols);
+              ops::transpose(src + b * rows * cols + r0, rows, dst + b * rows * cols + r0 * cols, cols, n, cols);
             }
           });
   });

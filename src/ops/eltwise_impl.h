@@ -31,6 +31,7 @@
 #include "common/dtype.h"
 #include "ops/eltwise.h"
 #include "ops/transpose.h"
+#include "ops/transpose_impl.h"
 #include "ops/vmath.h"
 
 namespace hcops::ops::eltwise {
@@ -229,7 +230,7 @@ inline void binary_row(const Tx *x, const Ty *y, To *out, int64_t n) {
 
 // Rows [r0, r1) with y transposed (BinaryRows::y_batch_rows): a band of at
 // most kTransposeTile rows of one batch at a time, y's part of it copied
-// transposed (ops/transpose.h, by tiles) into a buffer of kTransposedBytes,
+// transposed (ops/transpose_impl.h) into a buffer of kTransposedBytes,
 // as many columns at a time as it holds (256 f32, 512 bf16), then the rows'
 // loop on x and the buffer. y's lines are each read once, and the
 // arithmetic is the rows' (the same operations on the same values: bit for
@@ -251,7 +252,7 @@ void binary_rows_y_transposed(const BinaryRows &b, int64_t r0, int64_t r1) {
     const Ty *yq = y + q * b.y_batch_stride + i0;
     for (int64_t j0 = 0; j0 < b.cols; j0 += kCols) {
       const int64_t cols = std::min(kCols, b.cols - j0);
-      transpose_copy(yq + j0 * b.y_ld, b.y_ld, band, kCols, rows, cols);
+      transposing::transpose_copy<F>(yq + j0 * b.y_ld, b.y_ld, band, kCols, rows, cols);
       for (int64_t i = 0; i < rows; ++i)
         binary_row<F, Mul>(x + (r + i) / b.x_every * b.x_ld + j0, band + i * kCols, out + (r + i) * b.cols + j0,
                            cols);

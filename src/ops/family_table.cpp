@@ -28,6 +28,7 @@
 #include "ops/output_ops_impl.h"
 #include "ops/reduce_impl.h"
 #include "ops/softmax_impl.h"
+#include "ops/transpose_impl.h"
 
 HCOPS_FAMILY_FLAGS_MATCH(HCOPS_OPS_FAMILY);
 

@@ -39,6 +39,12 @@ struct OutputOps;    // ops/output_ops.h
     (dy, x, dx, n))                                                                                                   \
   X(to_bf16, eltwise::to_bf16<F>, (const float *x, bf16 *y, int64_t n), (x, y, n))                                    \
   X(binary_rows, eltwise::binary_rows<F>, (const BinaryRows &b, int64_t r0, int64_t r1), (b, r0, r1))                \
+  X(transpose_f32, transposing::transpose_copy<F>,                                                                  \
+    (const float *src, int64_t ld_src, float *dst, int64_t ld_dst, int64_t rows, int64_t cols),                       \
+    (src, ld_src, dst, ld_dst, rows, cols))                                                                           \
+  X(transpose_bf16, transposing::transpose_copy<F>,                                                                 \
+    (const bf16 *src, int64_t ld_src, bf16 *dst, int64_t ld_dst, int64_t rows, int64_t cols),                         \
+    (src, ld_src, dst, ld_dst, rows, cols))                                                                           \
   X(column_sums, reduce::column_sums<F>, (const ColumnSums &s, int64_t o, int64_t c0, int64_t c1), (s, o, c0, c1))    \
   X(softmax_forward_f32, rows::softmax_forward<F>, (const float *x, float *y, int64_t rows, int64_t cols, bool log),  \
     (x, y, rows, cols, log))                                                                                          \

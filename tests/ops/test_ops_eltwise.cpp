@@ -33,6 +33,7 @@ extern "C" {
 
 #include "common/dtype.h"
 #include "ops/eltwise.h"
+#include "ops/transpose.h"
 #include "ops/family.h"
 
 namespace {
@@ -505,6 +506,44 @@ void test_binary_rows_y_transposed(void **) {
       }
 }
 
+// ops::transpose (the residual stream made contiguous for LayerNorm, and
+// binary_rows' transposed operand): every element's bits copied to its
+// transposed place for sizes around the in-register blocks (8 x 8 and
+// 16 x 16: whole blocks, edges of rows, of columns, of both, and none),
+// with row strides wider than the rows on both sides; the padding between
+// the destination's rows left alone. f32 and bf16 (random bit patterns).
+template <class T>
+void check_transpose(std::mt19937 &rng, const char *name) {
+  const int64_t sizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 69};
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int64_t rows : sizes)
+    for (int64_t cols : sizes) {
+      const int64_t ld_src = rows + 3, ld_dst = cols + 5;
+      std::vector<T> src(size_t(std::max<int64_t>(1, cols * ld_src))), dst(size_t(std::max<int64_t>(1, rows * ld_dst)));
+      std::vector<uint32_t> raw(src.size());
+      for (auto &u : raw) u = bits(rng);
+      for (size_t i = 0; i < src.size(); ++i) std::memcpy(&src[i], &raw[i], sizeof(T));
+      std::vector<unsigned char> guard(dst.size() * sizeof(T), 0xa5);
+      std::memcpy(dst.data(), guard.data(), guard.size());
+      hcops::ops::transpose(src.data(), ld_src, dst.data(), ld_dst, rows, cols);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < ld_dst; ++c) {
+          const unsigned char *got = reinterpret_cast<const unsigned char *>(&dst[size_t(r * ld_dst + c)]);
+          const unsigned char *want = c < cols ? reinterpret_cast<const unsigned char *>(&src[size_t(c * ld_src + r)])
+                                               : guard.data();
+          if (std::memcmp(got, want, sizeof(T)) != 0)
+            fail_msg("transpose %s %ldx%ld: element (%ld, %ld) %s", name, long(rows), long(cols), long(r), long(c),
+                     c < cols ? "differs from the source's (c, r)" : "(padding) was written");
+        }
+    }
+}
+
+void test_transpose(void **) {
+  std::mt19937 rng(13);
+  check_transpose<float>(rng, "f32");
+  check_transpose<bf16>(rng, "bf16");
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -518,7 +557,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gelu_tanh_bf16), cmocka_unit_test(test_gelu_tanh_backward_bf16),
       cmocka_unit_test(test_silu_bf16),      cmocka_unit_test(test_silu_backward_bf16),
       cmocka_unit_test(test_to_bf16),        cmocka_unit_test(test_binary_rows),
-      cmocka_unit_test(test_binary_rows_y_transposed),
+      cmocka_unit_test(test_binary_rows_y_transposed), cmocka_unit_test(test_transpose),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
