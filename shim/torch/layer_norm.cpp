@@ -55,10 +55,20 @@ const char *param_reason(const c10::optional<at::Tensor> &p, const at::Tensor &i
   return nullptr;
 }
 
+// An input the kernels read in place with its rows and columns swapped
+// (ops/layer_norm.h's _swapped calls): its last two dimensions swapped from
+// a dense tensor's (fast_path.h's swapped_dense), normalized over the last
+// alone. DiT's residual stream under PyTorch 2.x is one at every LayerNorm.
+bool reads_swapped(const at::Tensor &t, c10::SymIntArrayRef normalized_shape) {
+  return fast_dtype(t.scalar_type()) && t.layout() == at::kStrided && t.dim() >= 2 && t.numel() > 0 &&
+         normalized_shape.size() == 1 && !t.is_contiguous() && swapped_dense(t);
+}
+
 const char *common_reason(const at::Tensor &input, const std::optional<Geometry> &g,
-                          const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias) {
+                          const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias,
+                          bool swapped) {
   if (const char *r = switch_reason()) return r;
-  if (const char *r = dense_reason(input)) return r;
+  if (const char *r = swapped ? nullptr : dense_reason(input)) return r;
   if (!g) return "normalized_shape";
   if (const char *r = param_reason(weight, input, *g)) return r;
   return param_reason(bias, input, *g);
@@ -80,7 +90,8 @@ std::vector<int64_t> stat_shape(const at::Tensor &input, size_t axis) {
 // DiT's residual stream is one under 2.x (channels-last from the patch
 // embedding's transpose, kept by the elementwise ops): a tensor whose last
 // two dimensions are swapped from a contiguous one is copied by blocks
-// transposed in registers (ops/transpose.h).
+// transposed in registers (ops/transpose.h). (As an input it is read in
+// place instead, reads_swapped(); this copies such a gradient.)
 at::Tensor dense(const at::Tensor &t) {
   if (!fast_dtype(t.scalar_type()) || t.layout() != at::kStrided || t.is_contiguous()) return t;
   if (!swapped_dense(t)) return t.contiguous();
@@ -104,11 +115,31 @@ at::Tensor dense(const at::Tensor &t) {
   return out;
 }
 
+// The rows of a swapped input (T rows of `cols` a batch, row i's element j
+// at x[i + j * T]) in units of whole batches' bands: rows [first, first + n)
+// of batch b.
+struct SwappedRows {
+  int64_t T, per_unit, units_per_batch;
+  SwappedRows(const at::Tensor &input, int64_t cols)
+      : T(input.size(-2)),
+        // about kGrainElements elements a unit, in whole bands of the kernels' transposing copy
+        per_unit((row_grain(cols) + ops::kTransposeTile - 1) / ops::kTransposeTile * ops::kTransposeTile),
+        units_per_batch((T + per_unit - 1) / per_unit) {}
+  int64_t units(int64_t rows) const { return rows / T * units_per_batch; }
+  template <class Fn>
+  void unit(int64_t u, const Fn &fn) const {  // fn(b, first, n)
+    const int64_t b = u / units_per_batch, first = u % units_per_batch * per_unit;
+    fn(b, first, std::min(per_unit, T - first));
+  }
+};
+
 Tensors layer_norm(const at::Tensor &strided_input, c10::SymIntArrayRef normalized_shape,
                    const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias, double eps) {
-  const at::Tensor input = dense(strided_input);  // one copy, checked and computed on
+  // Read in place when swapped; otherwise one copy, checked and computed on.
+  const bool swapped = reads_swapped(strided_input, normalized_shape);
+  const at::Tensor input = swapped ? strided_input : dense(strided_input);
   const auto g = geometry(input, normalized_shape);
-  if (const char *why = common_reason(input, g, weight, bias)) {
+  if (const char *why = common_reason(input, g, weight, bias, swapped)) {
     fall_back(Op::layer_norm, strided_input, why);
     return at::cpu::native_layer_norm_symint(strided_input, normalized_shape, weight, bias, eps);
   }
@@ -116,13 +147,27 @@ Tensors layer_norm(const at::Tensor &strided_input, c10::SymIntArrayRef normaliz
   at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
   at::Tensor mean = at::empty({g->rows}, f32), rstd = at::empty({g->rows}, f32);
   const int64_t cols = g->cols;
-  run_taken(Op::layer_norm, input, "normalized=" + shape_name(input.sizes().slice(g->axis)), [&] {
+  std::string details = "normalized=" + shape_name(input.sizes().slice(g->axis));
+  if (swapped) details += ",input=swapped";
+  run_taken(Op::layer_norm, input, details, [&] {
     int threads = 1;
     with_fast_type(input.scalar_type(), [&](auto tag) {
       using T = decltype(tag);
       const T *x = data_as<T>(input), *gamma = param_data<T>(weight), *beta = param_data<T>(bias);
       T *y = data_as<T>(out);
       float *m = mean.data_ptr<float>(), *r = rstd.data_ptr<float>();
+      if (swapped) {
+        const SwappedRows sr(input, cols);
+        threads = split(sr.units(g->rows), 1, [&](int64_t u0, int64_t u1) {
+          for (int64_t u = u0; u < u1; ++u)
+            sr.unit(u, [&](int64_t b, int64_t first, int64_t n) {
+              const int64_t row = b * sr.T + first;
+              ops::layer_norm_forward_swapped(x + b * sr.T * cols + first, sr.T, gamma, beta, y + row * cols, m + row,
+                                              r + row, n, cols, static_cast<float>(eps));
+            });
+        });
+        return;
+      }
       threads = split(g->rows, row_grain(cols), [&](int64_t b, int64_t e) {
         ops::layer_norm_forward(x + b * cols, gamma, beta, y + b * cols, m + b, r + b, e - b, cols,
                                 static_cast<float>(eps));
@@ -148,10 +193,12 @@ Tensors layer_norm_backward(const at::Tensor &strided_grad_out, const at::Tensor
                             c10::SymIntArrayRef normalized_shape, const at::Tensor &mean, const at::Tensor &rstd,
                             const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias,
                             std::array<bool, 3> output_mask) {
-  // As PyTorch's kernel: X and dY contiguous (copies of strided ones).
-  const at::Tensor input = dense(strided_input), grad_out = dense(strided_grad_out);
+  // As PyTorch's kernel: X and dY contiguous (copies of strided ones), but
+  // a swapped X read in place.
+  const bool swapped = reads_swapped(strided_input, normalized_shape);
+  const at::Tensor input = swapped ? strided_input : dense(strided_input), grad_out = dense(strided_grad_out);
   const auto g = geometry(input, normalized_shape);
-  const char *why = common_reason(input, g, weight, bias);
+  const char *why = common_reason(input, g, weight, bias, swapped);
   if (!why) why = paired_reason(grad_out, input);
   if (!why) why = stat_reason(mean, input, *g);
   if (!why) why = stat_reason(rstd, input, *g);
@@ -179,6 +226,8 @@ Tensors layer_norm_backward(const at::Tensor &strided_grad_out, const at::Tensor
   if (output_mask[2]) dbeta_acc = at::zeros({blocks, cols}, f32);
   std::string details = "normalized=" + shape_name(input.sizes().slice(g->axis)) + ",mask=";
   for (bool b : output_mask) details += b ? '1' : '0';
+  if (swapped) details += ",input=swapped";
+  const int64_t batch_rows = swapped ? input.size(-2) : 0;
   run_taken(Op::layer_norm_backward, input, details, [&] {
     int threads = 1;
     with_fast_type(input.scalar_type(), [&](auto tag) {
@@ -191,9 +240,20 @@ Tensors layer_norm_backward(const at::Tensor &strided_grad_out, const at::Tensor
       threads = split(blocks, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t blk = b0; blk < b1; ++blk) {
           const int64_t r0 = rows * blk / blocks, r1 = rows * (blk + 1) / blocks;
-          ops::layer_norm_backward(dy + r0 * cols, x + r0 * cols, m + r0, r + r0, gamma,
-                                   dxp ? dxp + r0 * cols : nullptr, dg ? dg + blk * cols : nullptr,
-                                   db ? db + blk * cols : nullptr, r1 - r0, cols);
+          float *dgb = dg ? dg + blk * cols : nullptr, *dbb = db ? db + blk * cols : nullptr;
+          if (!swapped) {
+            ops::layer_norm_backward(dy + r0 * cols, x + r0 * cols, m + r0, r + r0, gamma,
+                                     dxp ? dxp + r0 * cols : nullptr, dgb, dbb, r1 - r0, cols);
+            continue;
+          }
+          // The block's rows batch by batch, in row order into the same
+          // accumulators: the same bits as on a contiguous X.
+          for (int64_t i = r0; i < r1;) {
+            const int64_t b = i / batch_rows, first = i % batch_rows, n = std::min(r1 - i, batch_rows - first);
+            ops::layer_norm_backward_swapped(dy + i * cols, x + b * batch_rows * cols + first, batch_rows, m + i,
+                                             r + i, gamma, dxp ? dxp + i * cols : nullptr, dgb, dbb, n, cols);
+            i += n;
+          }
         }
       });
     });

@@ -44,5 +44,28 @@ void layer_norm_backward(const bf16 *dy, const bf16 *x, const float *mean, const
 void layer_norm_backward(const bf16 *dy, const bf16 *x, const float *mean, const float *rstd, const float *gamma,
                          bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols);
 
+// The same with x's rows and columns swapped: element j of row i at
+// x[i + j * ld_x] (ld_x >= rows), as a band of rows of a tensor whose last
+// two dimensions are swapped from a contiguous one holds them (DiT's
+// residual stream under PyTorch 2.x). y, dy and dx are contiguous rows as
+// above. The rows are copied transposed, a band at a time, into a buffer
+// of the call's own and computed there: the same bits as on a contiguous
+// copy of x, without that copy's pass through memory.
+void layer_norm_forward_swapped(const float *x, int64_t ld_x, const float *gamma, const float *beta, float *y,
+                                float *mean, float *rstd, int64_t rows, int64_t cols, float eps);
+void layer_norm_forward_swapped(const bf16 *x, int64_t ld_x, const bf16 *gamma, const bf16 *beta, bf16 *y,
+                                float *mean, float *rstd, int64_t rows, int64_t cols, float eps);
+void layer_norm_forward_swapped(const bf16 *x, int64_t ld_x, const float *gamma, const float *beta, bf16 *y,
+                                float *mean, float *rstd, int64_t rows, int64_t cols, float eps);
+void layer_norm_backward_swapped(const float *dy, const float *x, int64_t ld_x, const float *mean, const float *rstd,
+                                 const float *gamma, float *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows,
+                                 int64_t cols);
+void layer_norm_backward_swapped(const bf16 *dy, const bf16 *x, int64_t ld_x, const float *mean, const float *rstd,
+                                 const bf16 *gamma, bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows,
+                                 int64_t cols);
+void layer_norm_backward_swapped(const bf16 *dy, const bf16 *x, int64_t ld_x, const float *mean, const float *rstd,
+                                 const float *gamma, bf16 *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows,
+                                 int64_t cols);
+
 }  // namespace hcops::ops
 HCOPS_API_END

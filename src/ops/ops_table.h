@@ -73,29 +73,29 @@ struct OutputOps;    // ops/output_ops.h
   X(softmax_backward_bf16, rows::softmax_backward<F>,                                                                 \
     (const bf16 *dy, const bf16 *y, bf16 *dx, int64_t rows, int64_t cols, bool log), (dy, y, dx, rows, cols, log))    \
   X(layer_norm_forward_f32, rows::layer_norm_forward<F>,                                                              \
-    (const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd, int64_t rows,          \
-     int64_t cols, float eps),                                                                                        \
-    (x, gamma, beta, y, mean, rstd, rows, cols, eps))                                                                 \
+    (const float *x, int64_t ld_x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,         \
+     int64_t rows, int64_t cols, float eps),                                                                          \
+    (x, ld_x, gamma, beta, y, mean, rstd, rows, cols, eps))                                                           \
   X(layer_norm_forward_bf16, rows::layer_norm_forward<F>,                                                             \
-    (const bf16 *x, const bf16 *gamma, const bf16 *beta, bf16 *y, float *mean, float *rstd, int64_t rows,             \
-     int64_t cols, float eps),                                                                                        \
-    (x, gamma, beta, y, mean, rstd, rows, cols, eps))                                                                 \
+    (const bf16 *x, int64_t ld_x, const bf16 *gamma, const bf16 *beta, bf16 *y, float *mean, float *rstd,             \
+     int64_t rows, int64_t cols, float eps),                                                                          \
+    (x, ld_x, gamma, beta, y, mean, rstd, rows, cols, eps))                                                           \
   X(layer_norm_forward_bf16_f32, rows::layer_norm_forward<F>,                                                         \
-    (const bf16 *x, const float *gamma, const float *beta, bf16 *y, float *mean, float *rstd, int64_t rows,           \
-     int64_t cols, float eps),                                                                                        \
-    (x, gamma, beta, y, mean, rstd, rows, cols, eps))                                                                 \
+    (const bf16 *x, int64_t ld_x, const float *gamma, const float *beta, bf16 *y, float *mean, float *rstd,           \
+     int64_t rows, int64_t cols, float eps),                                                                          \
+    (x, ld_x, gamma, beta, y, mean, rstd, rows, cols, eps))                                                           \
   X(layer_norm_backward_f32, rows::layer_norm_backward<F>,                                                            \
-    (const float *dy, const float *x, const float *mean, const float *rstd, const float *gamma, float *dx,            \
-     float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols),                                                \
-    (dy, x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols))                                                \
+    (const float *dy, const float *x, int64_t ld_x, const float *mean, const float *rstd, const float *gamma,         \
+     float *dx, float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols),                                     \
+    (dy, x, ld_x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols))                                          \
   X(layer_norm_backward_bf16, rows::layer_norm_backward<F>,                                                           \
-    (const bf16 *dy, const bf16 *x, const float *mean, const float *rstd, const bf16 *gamma, bf16 *dx,                \
+    (const bf16 *dy, const bf16 *x, int64_t ld_x, const float *mean, const float *rstd, const bf16 *gamma, bf16 *dx,  \
      float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols),                                                \
-    (dy, x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols))                                                \
+    (dy, x, ld_x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols))                                          \
   X(layer_norm_backward_bf16_f32, rows::layer_norm_backward<F>,                                                       \
-    (const bf16 *dy, const bf16 *x, const float *mean, const float *rstd, const float *gamma, bf16 *dx,               \
+    (const bf16 *dy, const bf16 *x, int64_t ld_x, const float *mean, const float *rstd, const float *gamma, bf16 *dx, \
      float *dgamma_acc, float *dbeta_acc, int64_t rows, int64_t cols),                                                \
-    (dy, x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols))                                                \
+    (dy, x, ld_x, mean, rstd, gamma, dx, dgamma_acc, dbeta_acc, rows, cols))                                          \
   X(adam_step_f32, adam_step_impl<F>,                                                                                 \
     (float *param, const float *grad, float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq, int64_t n,            \
      const AdamScalars &s),                                                                                           \

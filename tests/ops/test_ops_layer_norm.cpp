@@ -407,12 +407,77 @@ void test_empty(void **) {
   assert_true(y.guard_intact() && dg.guard_intact() && yb.guard_intact());
 }
 
+// x with its rows and columns swapped (the _swapped calls: DiT's residual
+// stream under PyTorch 2.x, read in place): the same bits as the same rows
+// contiguous, forward (y, mean, rstd) and backward (dx, and the parameter
+// gradients added to the same accumulators; with gamma and without, dx
+// absent), for row counts across the 32-row bands and the 16 x 16 and 8 x 8
+// blocks of the transposing copy (edges of rows and columns), columns
+// spaced wider than the rows (ld > rows), NaN and Inf included.
+template <typename T, typename P>
+void swapped_same_bits() {
+  Checker c(std::string("layer_norm swapped ") + type_name<T>() + " params " + type_name<P>());
+  struct Shape {
+    int64_t rows, cols;
+  };
+  const Shape shapes[] = {{1, 17}, {16, 16}, {33, 5}, {40, 384}, {69, 33}, {64, 1000}, {7, 1}};
+  unsigned seed = 77;
+  for (const Shape &sh : shapes) {
+    const int64_t rows = sh.rows, cols = sh.cols, ld = rows + 3;
+    std::vector<T> x = random_rows<T>(rows, cols, 1, 0.5, seed++);
+    if (rows > 4 && cols > 3) {
+      x[size_t(2 * cols + 1)] = from_float<T>(NAN);
+      x[size_t(3 * cols + 2)] = from_float<T>(INFINITY);
+    }
+    std::vector<T> xs(size_t(cols * ld), from_float<T>(-7.0f));  // the gaps between columns: never read into rows
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) xs[size_t(i + j * ld)] = x[size_t(i * cols + j)];
+    const std::vector<P> gv = random_rows<P>(1, cols, 0.5, 1, seed++), bv = random_rows<P>(1, cols, 1, 0, seed++);
+    const size_t total = size_t(rows * cols), pb = size_t(cols) * sizeof(float);
+    std::vector<T> y(total), y2(total);
+    std::vector<float> mean(rows), rstd(rows), mean2(rows), rstd2(rows);
+    hcops::ops::layer_norm_forward(x.data(), gv.data(), bv.data(), y.data(), mean.data(), rstd.data(), rows, cols, kEps);
+    Guarded<T> ys(total);
+    hcops::ops::layer_norm_forward_swapped(xs.data(), ld, gv.data(), bv.data(), ys.data(), mean2.data(), rstd2.data(),
+                                           rows, cols, kEps);
+    c.require(ys.guard_intact(), "swapped forward stored past the end");
+    c.require(!std::memcmp(ys.data(), y.data(), total * sizeof(T)) &&
+                  !std::memcmp(mean2.data(), mean.data(), size_t(rows) * sizeof(float)) &&
+                  !std::memcmp(rstd2.data(), rstd.data(), size_t(rows) * sizeof(float)),
+              "swapped forward differs from contiguous");
+    const std::vector<T> dy = random_rows<T>(rows, cols, 2, 0.25, seed++);
+    const std::vector<float> acc0 = random_rows<float>(2, cols, 1, 0, seed++);
+    for (bool with_gamma : {true, false})
+      for (bool with_dx : {true, false}) {
+        const P *g = with_gamma ? gv.data() : nullptr;
+        std::vector<T> dx(total), dxs(total);
+        std::vector<float> dg(acc0.begin(), acc0.begin() + cols), db(acc0.begin() + cols, acc0.end());
+        std::vector<float> dgs(dg), dbs(db);
+        hcops::ops::layer_norm_backward(dy.data(), x.data(), mean.data(), rstd.data(), g,
+                                        with_dx ? dx.data() : nullptr, dg.data(), db.data(), rows, cols);
+        hcops::ops::layer_norm_backward_swapped(dy.data(), xs.data(), ld, mean.data(), rstd.data(), g,
+                                                with_dx ? dxs.data() : nullptr, dgs.data(), dbs.data(), rows, cols);
+        c.require(!std::memcmp(dxs.data(), dx.data(), total * sizeof(T)) && !std::memcmp(dgs.data(), dg.data(), pb) &&
+                      !std::memcmp(dbs.data(), db.data(), pb),
+                  "swapped backward differs from contiguous");
+      }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
+void test_swapped(void **) {
+  swapped_same_bits<float, float>();
+  swapped_same_bits<bf16, bf16>();
+  swapped_same_bits<bf16, float>();
+}
+
 }  // namespace
 
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_family),       cmocka_unit_test(test_forward), cmocka_unit_test(test_backward),
       cmocka_unit_test(test_special_rows), cmocka_unit_test(test_empty),    cmocka_unit_test(test_long_rows),
+      cmocka_unit_test(test_swapped),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -393,11 +393,11 @@ def child_ops(threads, full):
     x = randn((6, 40), torch.float64).requires_grad_()
     run_case(torch, ht, c, "layer_norm f64 falls back", autograd_fn(torch, lambda x: F.layer_norm(x, (40,))),
              [x, randn((6, 40), torch.float64)], ["native_layer_norm", "native_layer_norm_backward"], False)
-    # A transposed input (and gradient) is copied contiguous, as PyTorch's own
-    # kernel does, and taken: 2-D, and batches of matrices with their last two
-    # dimensions swapped (DiT's residual stream: copied by tiles, odd sizes
-    # across the 32-element tiles), and a permutation that is neither
-    # (contiguous()'s copy).
+    # A transposed input is taken: 2-D, and batches of matrices with their
+    # last two dimensions swapped (DiT's residual stream), read in place in
+    # bands of 32 rows transposed by blocks of 16 or 8 (odd sizes across
+    # them); a permutation that is neither is copied contiguous first, as
+    # PyTorch's own kernel does, and so is a transposed gradient.
     for dt in (torch.float32, torch.bfloat16):
         for label, make in [("(40, 6).t()", lambda: randn((40, 6), dt).t()),
                             ("(3, 45, 37).transpose(1, 2)", lambda: randn((3, 45, 37), dt).transpose(1, 2)),
@@ -410,6 +410,20 @@ def child_ops(threads, full):
                      autograd_fn(torch, lambda x, n=n: F.layer_norm(x, (n,))), [x, w],
                      ["native_layer_norm", "native_layer_norm_backward"], True, values=dt == torch.float32,
                      ulps=(None, row_ulps(n)))
+            # Read in place or copied first: the same bits, forward and backward
+            # (with weight and bias), and a transposed gradient taken too.
+            xs = make()
+            wb = [randn((n,), dt), randn((n,), dt)]
+            dy = make().transpose(-1, -2).contiguous().transpose(-1, -2)
+            results = []
+            for inp in (xs, xs.contiguous()):
+                xi = inp.detach().clone().requires_grad_()
+                ps = [p.detach().clone().requires_grad_() for p in wb]
+                y = F.layer_norm(xi, (n,), ps[0], ps[1], 1e-6)
+                y.backward(dy)
+                results.append([y, xi.grad, ps[0].grad, ps[1].grad])
+            c.check(all(torch.equal(a, b) for a, b in zip(*results)),
+                    f"layer_norm {label} {dt}: the same bits in place as on a contiguous copy")
     x = randn((6, 40), torch.float32)
     run_case(torch, ht, c, "gelu broadcast backward falls back",
              lambda x: torch.ops.aten.gelu_backward(torch.ones(40), x, approximate="tanh"), [x], ["gelu_backward"], False)
