@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""DiT's LayerNorms through the PyTorch dispatcher: HCOps (libhcops_torch2.so's
+native_layer_norm and its backward, shim/torch/layer_norm.cpp) against the
+wheel's own kernel, in one process, alternated call by call
+(hcops.torch.enabled toggles the two).
+
+Under PyTorch 2.x DiT's residual stream keeps the patch embedding's
+transpose: every LayerNorm's input is a (batch, tokens, hidden) tensor whose
+last two dimensions are swapped from a contiguous one (strides (T H, 1, T)).
+The wheel's kernel copies it contiguous first; HCOps reads it in place,
+transposing bands of rows into a buffer of its own (ops/layer_norm.h's
+_swapped calls). Cases: forward and backward (dx and the affine parameters'
+gradients, dY contiguous as the modulation's backward leaves it), the input
+"swapped" as in the step and "contiguous" for scale, f32 (what autocast runs
+LayerNorm in) and bf16. Two states of x before each call: "warm", just
+written by the operator before it (an in-place multiply, as the residual
+add leaves it), and "cold", after a write of twice the last-level cache
+(torch2_gemm.py's flush). Outputs are allocated by the call. Per case,
+rounds x reps calls of each side; medians reported, beside the call's
+memory bound: the bytes it must move (read x, write y; backward read dY and
+x, write dX; the statistics and parameters) at hcops-stream's triad
+bandwidth on as many threads.
+
+  build/torch2-venv/bin/python perf/torch2_layer_norm.py [--model S] [--batch 8] [--threads 1 2]
+      [--rounds 3] [--reps 7] [--csv doc/perf/torch2-layer-norm.csv] [--png doc/perf/torch2-layer-norm.png] [--quick]
+  python3 perf/torch2_layer_norm.py --replot doc/perf/torch2-layer-norm.csv --png doc/perf/torch2-layer-norm.png
+
+Exit status: 0; 1 when HCOps computed none of the calls (said why); 2 usage.
+"""
+import argparse
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # benchlib, torch2_gemm
+sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
+sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
+
+from benchlib.build import built_tool  # noqa: E402
+from benchlib.report import cpu_label, paired_panels, read_csv_rows, write_outputs  # noqa: E402
+from dit_config import CONFIGS, TOKENS  # noqa: E402
+from hcops.prof.machine import Machine, MachineError  # noqa: E402
+from torch2_gemm import Flusher, llc_bytes, measure  # noqa: E402
+
+CSV_COLUMNS = ["model", "batch", "dtype", "threads", "dir", "layout", "shape", "state", "stock_ms", "hcops_ms",
+               "stock_over_hcops", "stock_gbs", "hcops_gbs", "bound_ms", "hcops_of_bound", "cpu"]
+EPS = 1e-6  # DiT's nn.LayerNorm(eps=1e-6)
+
+
+def bytes_moved(direction, shape, elem):
+    """What a call must read and write at the least: x and y (backward dY, x
+    and dX), the per-row mean and rstd (in the data's type, as PyTorch keeps
+    them), the weight and bias (and their gradients backward)."""
+    n = shape[0] * shape[1] * shape[2]
+    rows, cols = n // shape[2], shape[2]
+    if direction == "fwd":
+        return (2 * n + 2 * rows + 2 * cols) * elem
+    return (3 * n + 2 * rows + 3 * cols) * elem
+
+
+def plot(rows, path, title):
+    col = {c: i for i, c in enumerate(CSV_COLUMNS)}
+    paired_panels(path, title, rows, CSV_COLUMNS, lambda r: (r[col["threads"]], r[col["state"]]),
+                  lambda r, side: float(r[col[f"{side}_gbs"]]),
+                  lambda r: f"{r[col['dir']]} {r[col['layout']]} {r[col['dtype']]}",
+                  lambda g: f"{g[0]} thr, {g[1]}: GB/s", "the wheel's own LayerNorm",
+                  tick_args={"rotation": 20, "ha": "right"})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="S", choices=sorted(CONFIGS))
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, os.cpu_count()])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="DiT-tiny, batch 2, 1 round of 1 call (tests)")
+    ap.add_argument("--csv")
+    ap.add_argument("--png")
+    ap.add_argument("--replot", metavar="CSV", help="only draw --png from a CSV this script wrote")
+    args = ap.parse_args()
+    title = "DiT-{}/2 batch {}: LayerNorm on the residual stream through the dispatcher\n{}"
+    if args.replot:
+        if not args.png:
+            ap.error("--replot draws into --png")
+        rows = read_csv_rows(args.replot)
+        plot(rows, args.png, title.format(rows[0][0], rows[0][1], rows[0][-1]))
+        return 0
+    import torch  # noqa: PLC0415 - --replot needs none
+    import hcops.torch as ht  # noqa: PLC0415
+    if args.quick:
+        args.model, args.batch, args.rounds, args.reps = "tiny", 2, 1, 1
+    cpu = cpu_label()
+    print(f"DiT-{args.model}/2 batch {args.batch}: LayerNorm on the residual stream through the dispatcher, "
+          f"torch {torch.__version__}, {cpu}; cold: caches flushed ({llc_bytes() >> 20} MiB last level)", flush=True)
+    machine = Machine(built_tool)
+    bandwidth = {}
+    try:
+        for t in args.threads:
+            bandwidth[t] = machine.bandwidth(t)
+    except MachineError as e:
+        print(f"no bandwidth: {e}")
+    flush = Flusher()
+    aten = torch.ops.aten
+    hidden = CONFIGS[args.model][0]
+    shape = (args.batch, TOKENS, hidden)
+    shape_text = "x".join(map(str, shape))
+    rows, computed = [], 0
+    head = f"{'dir':<5}{'layout':<12}{'shape':<14}{'dtype':<6}{'thr':>4}{'state':>6}{'stock ms':>10}{'hcops ms':>10}" \
+           f"{'stock/hcops':>12}{'stock GB/s':>11}{'hcops GB/s':>11}{'bound ms':>10}{'of bound':>9}"
+    for t in args.threads:
+        torch.set_num_threads(t)
+        print(f"\n{head}", flush=True)
+        for state in ("warm", "cold"):
+            for dt in (torch.float32, torch.bfloat16):
+                dname = "f32" if dt == torch.float32 else "bf16"
+                gen = torch.Generator().manual_seed(3)
+                # The residual stream as the patch embedding's transpose leaves it.
+                base = torch.randn((shape[0], shape[2], shape[1]), generator=gen).to(dt)
+                w = (torch.rand(hidden, generator=gen) + 0.5).to(dt)
+                b = (torch.rand(hidden, generator=gen) - 0.5).to(dt)
+                dy = torch.randn(shape, generator=gen).to(dt)
+                for layout in ("swapped", "contiguous"):
+                    x = base.transpose(1, 2) if layout == "swapped" else base.transpose(1, 2).contiguous()
+                    written = base if layout == "swapped" else x
+                    _, mean, rstd = aten.native_layer_norm(x, [hidden], w, b, EPS)
+                    for direction in ("fwd", "bwd"):
+                        if direction == "fwd":
+                            op = "native_layer_norm"
+                            call = lambda hcops, x=x: aten.native_layer_norm(x, [hidden], w, b, EPS)  # noqa: E731
+                        else:
+                            op = "native_layer_norm_backward"
+                            call = lambda hcops, x=x, m=mean, r=rstd: aten.native_layer_norm_backward(  # noqa: E731
+                                dy, x, [hidden], m, r, w, b, [True, True, True])
+                        nbytes = bytes_moved(direction, shape, x.element_size())
+                        before = ht.call_counts(op)[0]
+                        prepare = flush if state == "cold" else (lambda t_=written: t_.mul_(1.0))
+                        times = measure(call, prepare, args.rounds, args.reps, ht.enabled)
+                        computed += ht.call_counts(op)[0] - before
+                        s, h = statistics.median(times["stock"]), statistics.median(times["hcops"])
+                        bw = bandwidth.get(t)
+                        bound = nbytes / (bw * 1e9) if bw else float("nan")
+                        print(f"{direction:<5}{layout:<12}{shape_text:<14}{dname:<6}{t:>4}{state:>6}{1e3 * s:>10.3f}"
+                              f"{1e3 * h:>10.3f}{s / h:>11.2f}x{nbytes / s / 1e9:>11.1f}{nbytes / h / 1e9:>11.1f}"
+                              f"{1e3 * bound:>10.3f}{100 * bound / h:>8.1f}%", flush=True)
+                        rows.append([args.model, args.batch, dname, t, direction, layout, shape_text, state,
+                                     f"{1e3 * s:.4f}", f"{1e3 * h:.4f}", f"{s / h:.4f}", f"{nbytes / s / 1e9:.2f}",
+                                     f"{nbytes / h / 1e9:.2f}", f"{1e3 * bound:.4f}", f"{bound / h:.4f}", cpu])
+    if bandwidth:
+        print("\ntriad bandwidth: " + ", ".join(f"{t} thr {v:.1f} GB/s" for t, v in bandwidth.items() if v))
+    write_outputs(__file__, args, CSV_COLUMNS, rows,
+                  lambda: plot(rows, args.png, title.format(args.model, args.batch, cpu)))
+    if computed == 0:
+        print("HCOps computed none of the calls (HCOPS_VERBOSE=1 says why)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
