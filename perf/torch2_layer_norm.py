@@ -9,8 +9,9 @@ transpose: every LayerNorm's input is a (batch, tokens, hidden) tensor whose
 last two dimensions are swapped from a contiguous one (strides (T H, 1, T)).
 The wheel's kernel copies it contiguous first; HCOps reads it in place,
 transposing bands of rows into a buffer of its own (ops/layer_norm.h's
-_swapped calls). Cases: forward and backward (dx and the affine parameters'
-gradients, dY contiguous as the modulation's backward leaves it), the input
+_swapped calls). Cases: forward and backward (dx; dY contiguous, as the
+modulation's backward leaves it), without weight and bias, as DiT's
+LayerNorms (elementwise_affine=False: adaLN modulates after them), the input
 "swapped" as in the step and "contiguous" for scale, f32 (what autocast runs
 LayerNorm in) and bf16. Two states of x before each call: "warm", just
 written by the operator before it (an in-place multiply, as the residual
@@ -18,8 +19,8 @@ add leaves it), and "cold", after a write of twice the last-level cache
 (torch2_gemm.py's flush). Outputs are allocated by the call. Per case,
 rounds x reps calls of each side; medians reported, beside the call's
 memory bound: the bytes it must move (read x, write y; backward read dY and
-x, write dX; the statistics and parameters) at hcops-stream's triad
-bandwidth on as many threads.
+x, write dX; the statistics) at hcops-stream's triad bandwidth on as many
+threads.
 
   build/torch2-venv/bin/python perf/torch2_layer_norm.py [--model S] [--batch 8] [--threads 1 2]
       [--rounds 3] [--reps 7] [--csv doc/perf/torch2-layer-norm.csv] [--png doc/perf/torch2-layer-norm.png] [--quick]
@@ -50,13 +51,11 @@ EPS = 1e-6  # DiT's nn.LayerNorm(eps=1e-6)
 
 def bytes_moved(direction, shape, elem):
     """What a call must read and write at the least: x and y (backward dY, x
-    and dX), the per-row mean and rstd (in the data's type, as PyTorch keeps
-    them), the weight and bias (and their gradients backward)."""
+    and dX) and the per-row mean and rstd (in the data's type, as PyTorch
+    keeps them)."""
     n = shape[0] * shape[1] * shape[2]
-    rows, cols = n // shape[2], shape[2]
-    if direction == "fwd":
-        return (2 * n + 2 * rows + 2 * cols) * elem
-    return (3 * n + 2 * rows + 3 * cols) * elem
+    rows = n // shape[2]
+    return ((2 if direction == "fwd" else 3) * n + 2 * rows) * elem
 
 
 def plot(rows, path, title):
@@ -118,21 +117,19 @@ def main():
                 gen = torch.Generator().manual_seed(3)
                 # The residual stream as the patch embedding's transpose leaves it.
                 base = torch.randn((shape[0], shape[2], shape[1]), generator=gen).to(dt)
-                w = (torch.rand(hidden, generator=gen) + 0.5).to(dt)
-                b = (torch.rand(hidden, generator=gen) - 0.5).to(dt)
                 dy = torch.randn(shape, generator=gen).to(dt)
                 for layout in ("swapped", "contiguous"):
                     x = base.transpose(1, 2) if layout == "swapped" else base.transpose(1, 2).contiguous()
                     written = base if layout == "swapped" else x
-                    _, mean, rstd = aten.native_layer_norm(x, [hidden], w, b, EPS)
+                    _, mean, rstd = aten.native_layer_norm(x, [hidden], None, None, EPS)
                     for direction in ("fwd", "bwd"):
                         if direction == "fwd":
                             op = "native_layer_norm"
-                            call = lambda hcops, x=x: aten.native_layer_norm(x, [hidden], w, b, EPS)  # noqa: E731
+                            call = lambda hcops, x=x: aten.native_layer_norm(x, [hidden], None, None, EPS)  # noqa: E731
                         else:
                             op = "native_layer_norm_backward"
                             call = lambda hcops, x=x, m=mean, r=rstd: aten.native_layer_norm_backward(  # noqa: E731
-                                dy, x, [hidden], m, r, w, b, [True, True, True])
+                                dy, x, [hidden], m, r, None, None, [True, False, False])
                         nbytes = bytes_moved(direction, shape, x.element_size())
                         before = ht.call_counts(op)[0]
                         prepare = flush if state == "cold" else (lambda t_=written: t_.mul_(1.0))

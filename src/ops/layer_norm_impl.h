@@ -48,6 +48,7 @@
 #include "common/dtype.h"
 #include "ops/layer_norm.h"
 #include "ops/row_loops.h"
+#include "ops/transpose.h"
 #include "ops/transpose_impl.h"
 #include "ops/vmath.h"
 
@@ -190,17 +191,35 @@ void layer_norm_backward_rows(const T *dy, const T *x, const float *mean, const 
 // (ops/transpose_impl.h) into a buffer of band x cols elements, then the
 // rows' loop on it. The rows' arithmetic is the same, and the parameter
 // gradients are still added in row order: the same bits as a contiguous x.
-// A band of 32 rows reads 128 bytes of each f32 column (64 of bf16) and
-// fits the buffer in L1 for rows of up to 256 f32 (L2 beyond).
-constexpr int64_t kSwappedBand = 32;
+// The band is the transposing copy's (kTransposeTile, which its prefetch
+// assumes): 128 bytes of each f32 column (64 of bf16); the buffer, 48 KiB
+// for DiT-S/2's 384 f32 columns, is in L2 and each row's 1.5 KiB in L1
+// while the rows' loop reads it three times.
+constexpr int64_t kSwappedBand = kTransposeTile;
+
+// The calling thread's buffer of at least n elements, kept for its next
+// call: a call per unit of work, and at DiT-XL/2's 1152 f32 columns the
+// buffer (144 KiB) is above glibc's mmap threshold, which would otherwise
+// map and unmap it on every call. Freed when the thread ends.
+template <class F, class T>
+T *swapped_buffer(size_t n) {
+  static thread_local std::unique_ptr<T[]> buf;
+  static thread_local size_t size = 0;
+  if (size < n) {
+    buf.reset();
+    buf.reset(new T[n]);
+    size = n;
+  }
+  return buf.get();
+}
 
 template <class F, class T, class Fn>
 void swapped_bands(const T *x, int64_t ld_x, int64_t rows, int64_t cols, const Fn &band_fn) {
-  std::unique_ptr<T[]> buf(new T[size_t(std::min(rows, kSwappedBand) * cols)]);
+  T *buf = swapped_buffer<F, T>(size_t(std::min(rows, kSwappedBand) * cols));
   for (int64_t i0 = 0; i0 < rows; i0 += kSwappedBand) {
     const int64_t n = std::min(kSwappedBand, rows - i0);
-    transposing::transpose_copy<F>(x + i0, ld_x, buf.get(), cols, n, cols);
-    band_fn(static_cast<const T *>(buf.get()), i0, n);
+    transposing::transpose_copy<F>(x + i0, ld_x, buf, cols, n, cols);
+    band_fn(static_cast<const T *>(buf), i0, n);
   }
 }
 

@@ -17,7 +17,7 @@
 // every element it holds.
 //
 // Measured (Zen 4, 2 threads, 3 MB each way: the (8, 256, 384) f32
-// residual stream of DiT-S/2 made contiguous, caches flushed): 0.44-0.47 ms
+// residual stream of DiT-S/2 made contiguous, caches flushed): 0.43-0.47 ms
 // by scalar tiles, 0.42-0.44 by these blocks, 0.37-0.39 with the prefetch
 // below; memcpy of as much 0.13-0.22. Reading memory a few lines from each
 // of hundreds of rows is what costs (non-temporal stores of the whole
@@ -26,7 +26,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #if defined(__AVX512F__)
 #include "kernels/avx512/transpose_pack.h"
@@ -131,11 +130,11 @@ inline void block_4bytes(const void *src, int64_t ld_src, void *dst, int64_t ld_
 
 // Each block reads one line (or half of one) from each of B source rows a
 // row stride apart: streams too many and too short for the hardware
-// prefetchers. The lines 128 bytes further along each row (the next band
-// of rows a caller hands over, kTransposeTile f32) are fetched ahead: the
-// DiT-S/2 residual stream's transposing copy, caches flushed, Zen 4,
-// 2 threads, 0.43-0.44 ms without, 0.37-0.39 with (64 and 128 elements
-// ahead: 0.37-0.42, 0.41-0.43).
+// prefetchers. The lines 128 bytes further along each row are fetched
+// ahead: the next band of rows a caller hands over (kTransposeTile) in f32,
+// the one after it in bf16. DiT-S/2's residual stream made contiguous,
+// caches flushed, Zen 4, 2 threads: 0.43-0.44 ms without, 0.37-0.39 with
+// (64 and 128 elements ahead: 0.37-0.42, 0.41-0.43).
 constexpr int64_t kPrefetchBytes = 128;
 
 // dst (rows x cols, row stride ld_dst) = src^T.

@@ -402,6 +402,8 @@ def child_ops(threads, full):
         for label, make in [("(40, 6).t()", lambda: randn((40, 6), dt).t()),
                             ("(3, 45, 37).transpose(1, 2)", lambda: randn((3, 45, 37), dt).transpose(1, 2)),
                             ("(2, 3, 64, 33).transpose(2, 3)", lambda: randn((2, 3, 64, 33), dt).transpose(2, 3)),
+                            # units of 32 rows and backward blocks that start inside a batch
+                            ("(2, 1000, 100).transpose(1, 2)", lambda: randn((2, 1000, 100), dt).transpose(1, 2)),
                             ("(33, 5, 40).permute(1, 0, 2)", lambda: randn((33, 5, 40), dt).permute(1, 0, 2))]:
             x = make().requires_grad_()
             w = make()
@@ -453,6 +455,10 @@ def child_probe():
     torch.nn.functional.gelu(torch.ones(4, 8))
     torch.nn.functional.gelu(torch.ones(3, dtype=torch.float64))
     torch.softmax(torch.ones(2, 5), -1)
+    # LayerNorm on a swapped input (read in place) and on a permuted one (copied).
+    for x in (torch.randn(2, 6, 40).transpose(1, 2), torch.randn(40, 2, 6).permute(1, 0, 2)):
+        x.requires_grad_()
+        torch.nn.functional.layer_norm(x, (6,)).sum().backward()
     print(json.dumps({"loaded": ht.loaded_ops(), "gelu": ht.call_counts("gelu")}), flush=True)
 
 
@@ -565,6 +571,10 @@ def main():
     check(any(l.startswith("hcops_verbose,exec,_softmax,f32,2x5,1,") for l in lines),
           "HCOPS_VERBOSE=1: the softmax line")
     check(not any(l.startswith("hcops_verbose,summary") for l in lines), "HCOPS_VERBOSE=1: no summary")
+    ln = [l for l in lines if l.startswith(("hcops_verbose,exec,native_layer_norm,f32,2x40x6,",
+                                            "hcops_verbose,exec,native_layer_norm_backward,f32,2x40x6,"))]
+    check(len(ln) == 4 and [l.endswith(",input=swapped") for l in ln] == [True, True, False, False],
+          "HCOPS_VERBOSE=1: LayerNorm reads the swapped input in place (input=swapped), copies the permuted one", ln)
     p = run_child(["--child-probe"], {"HCOPS_VERBOSE": "2"})
     summary = [l.split(",") for l in p.stderr.splitlines() if l.startswith("hcops_verbose,summary,gelu,")]
     check(len(summary) == 1 and summary[0][3] == "1" and summary[0][5] == "1" and summary[0][6] == "dtype:1",
