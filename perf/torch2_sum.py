@@ -21,7 +21,6 @@ of each side; medians reported, beside the call's memory bound: its bytes
 
 Exit status: 0; 1 when HCOps computed none of the calls (said why); 2 usage.
 """
-import argparse
 import os
 import statistics
 import sys
@@ -31,10 +30,9 @@ sys.path.insert(0, HERE)  # benchlib, torch2_gemm
 sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
 sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
 
-from benchlib.build import built_tool  # noqa: E402
-from benchlib.report import cpu_label, paired_panels, read_csv_rows, write_outputs  # noqa: E402
+from benchlib import membound  # noqa: E402
+from benchlib.report import cpu_label, paired_panels  # noqa: E402
 from dit_config import CONFIGS, TOKENS  # noqa: E402
-from hcops.prof.machine import Machine, MachineError  # noqa: E402
 from torch2_gemm import Flusher, llc_bytes, measure  # noqa: E402
 
 CSV_COLUMNS = ["model", "batch", "dtype", "threads", "case", "shape", "dims", "state", "stock_ms", "hcops_ms",
@@ -61,38 +59,16 @@ def plot(rows, path, title):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="S", choices=sorted(CONFIGS))
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--threads", nargs="+", type=int, default=[1, os.cpu_count()])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--quick", action="store_true", help="DiT-tiny, batch 2, 1 round of 1 call (tests)")
-    ap.add_argument("--csv")
-    ap.add_argument("--png")
-    ap.add_argument("--replot", metavar="CSV", help="only draw --png from a CSV this script wrote")
-    args = ap.parse_args()
+    args = membound.parse_args(__doc__)
     title = "DiT-{}/2 batch {}: autograd's sums through the dispatcher\n{}"
-    if args.replot:
-        if not args.png:
-            ap.error("--replot draws into --png")
-        rows = read_csv_rows(args.replot)
-        plot(rows, args.png, title.format(rows[0][0], rows[0][1], rows[0][-1]))
+    if membound.replot(args, plot, title):
         return 0
     import torch  # noqa: PLC0415 - --replot needs none
     import hcops.torch as ht  # noqa: PLC0415
-    if args.quick:
-        args.model, args.batch, args.rounds, args.reps = "tiny", 2, 1, 1
     cpu = cpu_label()
     print(f"DiT-{args.model}/2 batch {args.batch}: autograd's sums through the dispatcher, torch {torch.__version__}, "
           f"{cpu}; cold: caches flushed ({llc_bytes() >> 20} MiB last level)", flush=True)
-    machine = Machine(built_tool)
-    bandwidth = {}
-    try:
-        for t in args.threads:
-            bandwidth[t] = machine.bandwidth(t)
-    except MachineError as e:
-        print(f"no bandwidth: {e}")
+    bandwidth = membound.bandwidths(args.threads)
     flush = Flusher()
     rows, computed = [], 0
     head = f"{'case':<14}{'shape':<16}{'dtype':<6}{'thr':>4}{'state':>6}{'stock ms':>10}{'hcops ms':>10}" \
@@ -121,14 +97,8 @@ def main():
                     rows.append([args.model, args.batch, dname, t, name, shape_text, ",".join(map(str, dims)), state,
                                  f"{1e3 * s:.4f}", f"{1e3 * h:.4f}", f"{s / h:.4f}", f"{nbytes / s / 1e9:.2f}",
                                  f"{nbytes / h / 1e9:.2f}", f"{1e3 * bound:.4f}", f"{bound / h:.4f}", cpu])
-    if bandwidth:
-        print("\ntriad bandwidth: " + ", ".join(f"{t} thr {v:.1f} GB/s" for t, v in bandwidth.items() if v))
-    write_outputs(__file__, args, CSV_COLUMNS, rows,
-                  lambda: plot(rows, args.png, title.format(args.model, args.batch, cpu)))
-    if computed == 0:
-        print("HCOps computed none of the calls (HCOPS_VERBOSE=1 says why)")
-        return 1
-    return 0
+    return membound.finish(__file__, args, CSV_COLUMNS, rows,
+                           lambda: plot(rows, args.png, title.format(args.model, args.batch, cpu)), bandwidth, computed)
 
 
 if __name__ == "__main__":
