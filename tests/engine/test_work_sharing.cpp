@@ -281,6 +281,40 @@ void test_loop_covers_a_late_thread(void **) {
   assert_true(late <= 1);
 }
 
+// Each thread's own part first: with a team of T, thread t starts on the
+// t-th of T equal runs of the pieces and takes them front to back; pieces
+// of its run that other threads took are its back end, taken back to
+// front. Whatever the timing (checked on the order of the claims, not on
+// how many each thread got).
+void test_loop_keeps_each_threads_part(void **) {
+  const int team = hcops::max_threads();
+  if (team < 2) skip();
+  const long count = 61;
+  std::vector<int> by(count, -1);
+  std::vector<long> seq(count, -1);
+  std::atomic<long> clock{0};
+  const int used = hcops::share_dynamically(count, team, [&](long i) {
+    seq[i] = clock.fetch_add(1);
+    by[i] = omp_get_thread_num();
+    usleep(200);
+  });
+  for (long i = 0; i < count; ++i) assert_true(by[i] >= 0);
+  if (used != team) {  // a team cut by contention (common/contention.h): its runs are not checked
+    std::printf("# %d of %d threads took part: the runs' order is not checked\n", used, team);
+    return;
+  }
+  for (int t = 0; t < team; ++t) {
+    const long begin = count * t / team, end = count * (t + 1) / team;
+    long i = begin;
+    for (; i < end && by[i] == t; ++i)
+      if (i > begin) assert_true(seq[i] > seq[i - 1]);  // the owner, front to back
+    for (long j = i; j < end; ++j) {
+      assert_true(by[j] != t);  // the rest: others', back to front (one other thread: in its order)
+      if (j > i && team == 2) assert_true(seq[j] < seq[j - 1]);
+    }
+  }
+}
+
 // Softmax and LayerNorm rows shared with random delays: the bits of the
 // serial computation.
 void test_operators_under_delays(void **) {
@@ -354,6 +388,7 @@ int main() {
       cmocka_unit_test(test_random_delays_f64),        cmocka_unit_test(test_random_delays_bf16),
       cmocka_unit_test(test_random_delays_bf16_c),     cmocka_unit_test(test_finished_domain_helps),
       cmocka_unit_test(test_loop_covers_a_late_thread), cmocka_unit_test(test_operators_under_delays),
+      cmocka_unit_test(test_loop_keeps_each_threads_part),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
