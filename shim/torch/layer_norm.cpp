@@ -115,23 +115,18 @@ at::Tensor dense(const at::Tensor &t) {
   return out;
 }
 
-// The rows of a swapped input (T rows of `cols` a batch, row i's element j
-// at x[i + j * T]) in units of whole batches' bands: rows [first, first + n)
-// of batch b.
-struct SwappedRows {
-  int64_t T, per_unit, units_per_batch;
-  SwappedRows(const at::Tensor &input, int64_t cols)
-      : T(input.size(-2)),
-        // about kGrainElements elements a unit, in whole bands of the kernels' transposing copy
-        per_unit((row_grain(cols) + ops::kTransposeTile - 1) / ops::kTransposeTile * ops::kTransposeTile),
-        units_per_batch((T + per_unit - 1) / per_unit) {}
-  int64_t units(int64_t rows) const { return rows / T * units_per_batch; }
-  template <class Fn>
-  void unit(int64_t u, const Fn &fn) const {  // fn(b, first, n)
-    const int64_t b = u / units_per_batch, first = u % units_per_batch * per_unit;
-    fn(b, first, std::min(per_unit, T - first));
+// Rows [r0, r1) of a swapped input of T rows a batch, in pieces that each
+// lie in one batch: fn(batch, its first row in the batch, rows, the first
+// row's index over all rows). The kernels read one batch's matrix at a time
+// (row i's element j at x[i + j * T]).
+template <class Fn>
+void batch_pieces(int64_t r0, int64_t r1, int64_t T, const Fn &fn) {
+  for (int64_t i = r0; i < r1;) {
+    const int64_t b = i / T, first = i % T, n = std::min(r1 - i, T - first);
+    fn(b, first, n, i);
+    i += n;
   }
-};
+}
 
 Tensors layer_norm(const at::Tensor &strided_input, c10::SymIntArrayRef normalized_shape,
                    const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias, double eps) {
@@ -157,14 +152,13 @@ Tensors layer_norm(const at::Tensor &strided_input, c10::SymIntArrayRef normaliz
       T *y = data_as<T>(out);
       float *m = mean.data_ptr<float>(), *r = rstd.data_ptr<float>();
       if (swapped) {
-        const SwappedRows sr(input, cols);
-        threads = split(sr.units(g->rows), 1, [&](int64_t u0, int64_t u1) {
-          for (int64_t u = u0; u < u1; ++u)
-            sr.unit(u, [&](int64_t b, int64_t first, int64_t n) {
-              const int64_t row = b * sr.T + first;
-              ops::layer_norm_forward_swapped(x + b * sr.T * cols + first, sr.T, gamma, beta, y + row * cols, m + row,
-                                              r + row, n, cols, static_cast<float>(eps));
-            });
+        // Chunks of about kGrainElements elements, in whole bands of the kernels' transposing copy.
+        const int64_t T = input.size(-2), band = ops::kTransposeTile;
+        threads = split(g->rows, (row_grain(cols) + band - 1) / band * band, [&](int64_t b0, int64_t e0) {
+          batch_pieces(b0, e0, T, [&](int64_t b, int64_t first, int64_t n, int64_t row) {
+            ops::layer_norm_forward_swapped(x + b * T * cols + first, T, gamma, beta, y + row * cols, m + row, r + row,
+                                            n, cols, static_cast<float>(eps));
+          });
         });
         return;
       }
@@ -248,12 +242,10 @@ Tensors layer_norm_backward(const at::Tensor &strided_grad_out, const at::Tensor
           }
           // The block's rows batch by batch, in row order into the same
           // accumulators: the same bits as on a contiguous X.
-          for (int64_t i = r0; i < r1;) {
-            const int64_t b = i / batch_rows, first = i % batch_rows, n = std::min(r1 - i, batch_rows - first);
+          batch_pieces(r0, r1, batch_rows, [&](int64_t b, int64_t first, int64_t n, int64_t i) {
             ops::layer_norm_backward_swapped(dy + i * cols, x + b * batch_rows * cols + first, batch_rows, m + i,
                                              r + i, gamma, dxp ? dxp + i * cols : nullptr, dgb, dbb, n, cols);
-            i += n;
-          }
+          });
         }
       });
     });
