@@ -7,7 +7,7 @@
 #include "kernels/amx/gemm_family.h"
 #include "kernels/avx512_bf16/vec.h"
 #include "kernels/amx/skinny_tiles.h"
-#include "kernels/shallow.h"
+#include "kernels/avx512_bf16/shallow_bf16.h"
 #include "kernels/amx/tiles_hw.h"
 #include "kernels/family_flags.h"
 
@@ -20,10 +20,11 @@ namespace {
 // packed path: packing costs more than such a product, and a shallow one
 // would be padded to 32 steps of k. The skinny kernel reads A in place, on
 // the tiles where its rows are contiguous in k (skinny_tiles.h); the
-// shallow one writes C from AVX-512 registers (shallow.h).
+// shallow one writes C from AVX-512 registers, two steps of k per
+// vdpbf16ps (avx512_bf16/shallow_bf16.h).
 template <typename Ty>
 constexpr GemmKernel<Ty> thin_paths(GemmKernel<Ty> k) {
-  return shallow::with_shallow<Ty, avx512_bf16::F32>(skinny_tiles::with_skinny(k));
+  return avx512_bf16::shallow_bf16::with_shallow(skinny_tiles::with_skinny(k));
 }
 constexpr GemmKernel<Bf16Gemm> bf16_f32 = thin_paths(tile_kernel<HwTiles, Bf16Gemm>());
 constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = thin_paths(tile_kernel<HwTiles, Bf16Bf16Gemm>());

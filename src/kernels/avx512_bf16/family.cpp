@@ -39,6 +39,7 @@
 
 #include "kernels/avx512_bf16/convert.h"
 #include "kernels/avx512_bf16/pair_pack.h"
+#include "kernels/avx512_bf16/shallow_bf16.h"
 #include "kernels/avx512_bf16/skinny_bf16.h"
 #include "kernels/avx512_bf16/vec.h"
 #include "kernels/family_flags.h"
@@ -310,10 +311,11 @@ constexpr GemmKernel<Ty> pair_kernel() {
 }
 
 // bf16 inputs as given also have the skinny kernel (n <= 16, A streamed)
-// and the shallow one (k <= 16, C written from registers).
+// and the shallow one (k <= 16, C written from registers, two steps of k
+// per vdpbf16ps).
 template <typename Ty>
 constexpr GemmKernel<Ty> thin_paths(GemmKernel<Ty> k) {
-  return shallow::with_shallow<Ty, avx512_bf16::F32>(skinny_bf16::with_skinny(k));
+  return shallow_bf16::with_shallow(skinny_bf16::with_skinny(k));
 }
 constexpr GemmKernel<Bf16Gemm> bf16_f32 = thin_paths(pair_kernel<Bf16Gemm>());
 constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = thin_paths(pair_kernel<Bf16Bf16Gemm>());
