@@ -45,7 +45,6 @@
 #include "kernels/family_flags.h"
 #include "kernels/kernel.h"
 #include "kernels/macro_kernel.h"
-#include "kernels/shallow.h"
 
 HCOPS_FAMILY_FLAGS_MATCH(avx512_bf16);
 

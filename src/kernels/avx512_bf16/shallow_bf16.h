@@ -99,7 +99,7 @@ void pair_a(Trans ta, const bf16 *a, long lda, long r0, long rows, uint32_t *dst
     uint32_t *d = dst + p * kPanelRows;
     const bool two = 2 * p + 1 < K;
     if (ta == Trans::N) {  // op(A)(r, s) = a[r + s * lda]: steps 2p, 2p + 1 are two columns, contiguous in r
-      const bf16 *lo = a + r0 + 2 * p * lda, *hi = lo + lda;
+      const bf16 *lo = a + r0 + 2 * p * lda, *hi = two ? lo + lda : lo;  // (no column past an odd K's last)
       long r = 0;
       for (; r < rows; r += 16) {
         const __mmask16 m = rows - r >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (rows - r)) - 1);
