@@ -24,7 +24,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 
@@ -54,9 +53,9 @@ struct alignas(64) PieceRun {
   }
 };
 
-// Pieces a call shares in runs (PieceRun's 32-bit halves); longer loops
-// are not made by any caller.
-constexpr long kMaxPieces = 0x7fffffffL;
+// Claims a call shares in runs (PieceRun's 32-bit halves). A longer loop
+// (no caller makes one) is claimed in groups of consecutive pieces.
+constexpr long kMaxClaims = 0x7fffffffL;
 
 // body(i) for every i in [0, count), on up to `wanted` threads, fewer while
 // other work takes cores (common/contention.h's settled_team); inline, one thread, inside
@@ -64,9 +63,9 @@ constexpr long kMaxPieces = 0x7fffffffL;
 // exception from body (std::bad_alloc from a work buffer, a framework's
 // error) must not leave the OpenMP region, where it would terminate the
 // process: the first one is kept, the pieces not yet started are skipped,
-// and it is thrown again after the region.
+// and it is thrown again after the region. `max_claims` is for the tests.
 template <class Body>
-int share_dynamically(long count, int wanted, const Body &body) {
+int share_dynamically(long count, int wanted, const Body &body, long max_claims = kMaxClaims) {
   if (count <= 0) return 1;
   // settled_team: the GEMM engine's long regions measure the cores and try
   // the full team again (contended_team); these follow them. A loop of
@@ -78,9 +77,10 @@ int share_dynamically(long count, int wanted, const Body &body) {
     for (long i = 0; i < count; ++i) body(i);
     return 1;
   }
-  if (count > kMaxPieces) std::abort();  // no caller comes near: a bug, not a configuration
+  // A claim is `group` consecutive pieces: one, unless count > max_claims.
+  const long group = (count + max_claims - 1) / max_claims, claims = (count + group - 1) / group;
   std::unique_ptr<PieceRun[]> runs(new PieceRun[size_t(threads)]);
-  for (int t = 0; t < threads; ++t) runs[size_t(t)].set(count * t / threads, count * (t + 1) / threads);
+  for (int t = 0; t < threads; ++t) runs[size_t(t)].set(claims * t / threads, claims * (t + 1) / threads);
   std::atomic<bool> failed{false};
   std::exception_ptr error;  // the first exception, written by the thread that set `failed`
   WaitCounter arrived;
@@ -97,9 +97,9 @@ int share_dynamically(long count, int wanted, const Body &body) {
       const int me = omp_get_thread_num();
       for (int k = 0; k < threads; ++k) {
         PieceRun &run = runs[size_t((me + k) % threads)];
-        for (long i; !failed.load(std::memory_order_relaxed) && (i = run.take(k == 0)) >= 0;) {
+        for (long c; !failed.load(std::memory_order_relaxed) && (c = run.take(k == 0)) >= 0;) {
           try {
-            body(i);
+            for (long i = c * group, end = std::min(count, i + group); i < end; ++i) body(i);
           } catch (...) {
             if (!failed.exchange(true, std::memory_order_acq_rel)) error = std::current_exception();
           }

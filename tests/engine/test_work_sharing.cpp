@@ -315,6 +315,19 @@ void test_loop_keeps_each_threads_part(void **) {
   }
 }
 
+// A loop of more pieces than a run can number is claimed in groups of
+// consecutive pieces: each piece still once, whatever the grouping.
+void test_loop_longer_than_its_claims(void **) {
+  for (const long most : {1L, 2L, 7L, 60L, 61L}) {
+    const long count = 61;
+    std::vector<std::atomic<int>> runs(count);
+    for (auto &r : runs) r.store(0);
+    hcops::share_dynamically(
+        count, hcops::max_threads(), [&](long i) { runs[size_t(i)].fetch_add(1); }, most);
+    for (long i = 0; i < count; ++i) assert_int_equal(runs[size_t(i)].load(), 1);
+  }
+}
+
 // Softmax and LayerNorm rows shared with random delays: the bits of the
 // serial computation.
 void test_operators_under_delays(void **) {
@@ -388,7 +401,7 @@ int main() {
       cmocka_unit_test(test_random_delays_f64),        cmocka_unit_test(test_random_delays_bf16),
       cmocka_unit_test(test_random_delays_bf16_c),     cmocka_unit_test(test_finished_domain_helps),
       cmocka_unit_test(test_loop_covers_a_late_thread), cmocka_unit_test(test_operators_under_delays),
-      cmocka_unit_test(test_loop_keeps_each_threads_part),
+      cmocka_unit_test(test_loop_keeps_each_threads_part), cmocka_unit_test(test_loop_longer_than_its_claims),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
