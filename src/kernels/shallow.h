@@ -160,81 +160,127 @@ __attribute__((always_inline)) inline void columns(const float *__restrict col, 
   }
 }
 
-template <typename W, int K, typename A, typename B, typename C>
-void product(Trans ta, Trans tb, long m, long n, float alpha, const A *a, long lda, const B *b, long ldb, float beta,
-             C *c, long ldc, bool stream) {
+// The loops of a shallow product, shared with avx512_bf16/shallow_bf16.h:
+// C in panels of kPanelRows rows and op(B) in chunks of kCols columns, each
+// chunk 4 columns (then 1) at a time down the panel's blocks of kRows rows,
+// whole blocks then the masked tail. `kern` prepares a panel of op(A)
+// (kern.panel(r0, rows)) and a chunk of op(B) (kern.chunk(j0, nc)), and
+// computes NC columns of one block (kern.template block<NC, Full>(i0, jj,
+// c, ldc, m0, m1, stream): i0 the block's first row in the panel, jj its
+// first column in the chunk, c its first element of C).
+template <typename W, typename Kern, typename C>
+void sweep(Kern &kern, long m, long n, C *c, long ldc, bool stream) {
   static_assert(W::lanes * 2 == kRows, "two vectors of 16 rows");
-  alignas(64) float bbuf[K * kCols];  // op(B)(p, j0 + jj) at p * kCols + jj
-  // op(A)'s panel as f32, column-major (kPanelRows rows apart): gathered
-  // when op(A) = A^T (its rows are contiguous in k), widened when bf16 (once
-  // per panel, not once per group of 4 columns); an f32 op(A) = A is read
-  // in place.
-  alignas(64) float abuf[K * kPanelRows];
   for (long r0 = 0; r0 < m; r0 += kPanelRows) {
     const long rows = std::min<long>(kPanelRows, m - r0);
-    const float *col = abuf;
-    long ld = kPanelRows;
-    if constexpr (std::is_same_v<A, float>) {
-      if (ta == Trans::N) {
-        col = a + r0;  // column p of the panel at col + p * lda
-        ld = lda;
-      }
-    }
-    if (col == abuf) {
-      for (int p = 0; p < K; ++p) {
-        if (ta == Trans::N) widen<W>(a + r0 + p * lda, abuf + p * kPanelRows, rows);
-        else
-          for (long r = 0; r < rows; ++r) abuf[p * kPanelRows + r] = float(a[p + (r0 + r) * lda]);
-      }
-    }
+    kern.panel(r0, rows);
+    const long full_rows = rows / kRows * kRows;
+    const int tail = static_cast<int>(rows - full_rows);
+    const typename W::Mask m0 = W::mask(std::min(tail, W::lanes)), m1 = W::mask(std::max(tail - W::lanes, 0));
+    const typename W::Mask all = W::mask(W::lanes);
     for (long j0 = 0; j0 < n; j0 += kCols) {
       const long nc = std::min<long>(kCols, n - j0);
-      for (int p = 0; p < K; ++p) {
-        if (tb == Trans::T) widen<W>(b + j0 + p * ldb, bbuf + p * kCols, nc);
-        else
-          for (long jj = 0; jj < nc; ++jj) bbuf[p * kCols + jj] = float(b[p + (j0 + jj) * ldb]);
-      }
-      const long full_rows = rows / kRows * kRows;
-      const int tail = static_cast<int>(rows - full_rows);
-      const typename W::Mask m0 = W::mask(std::min(tail, W::lanes)), m1 = W::mask(std::max(tail - W::lanes, 0));
-      const typename W::Mask all = W::mask(W::lanes);
-      for (long jj = 0; jj < nc;) {
-        const float *bcol = bbuf + jj;
+      kern.chunk(j0, nc);
+      const auto columns = [&](auto width, long jj) {
+        constexpr int NC = decltype(width)::value;
         C *cj = c + r0 + (j0 + jj) * ldc;
-        if (nc - jj >= 4) {
-          for (long i0 = 0; i0 < full_rows; i0 += kRows)
-            columns<W, K, 4, true>(col + i0, ld, bcol, alpha, beta, cj + i0, ldc, all, all, stream);
-          if (tail) columns<W, K, 4, false>(col + full_rows, ld, bcol, alpha, beta, cj + full_rows, ldc, m0, m1, false);
-          jj += 4;
-        } else {
-          for (long i0 = 0; i0 < full_rows; i0 += kRows)
-            columns<W, K, 1, true>(col + i0, ld, bcol, alpha, beta, cj + i0, ldc, all, all, stream);
-          if (tail) columns<W, K, 1, false>(col + full_rows, ld, bcol, alpha, beta, cj + full_rows, ldc, m0, m1, false);
-          jj += 1;
-        }
-      }
+        for (long i0 = 0; i0 < full_rows; i0 += kRows)
+          kern.template block<NC, true>(i0, jj, cj + i0, ldc, all, all, stream);
+        if (tail) kern.template block<NC, false>(full_rows, jj, cj + full_rows, ldc, m0, m1, false);
+      };
+      long jj = 0;
+      for (; jj + 4 <= nc; jj += 4) columns(std::integral_constant<int, 4>{}, jj);
+      for (; jj < nc; ++jj) columns(std::integral_constant<int, 1>{}, jj);
     }
   }
   if (stream) W::stream_fence();
 }
 
+// f(std::integral_constant<int, k>) for k in [1, kShallowMaxK]: a
+// kernel's depth as a constant (its K steps held in registers).
+template <typename F>
+void with_depth(long k, F &&f) {
+  switch (k) {
+#define HCOPS_SHALLOW_K(K) \
+  case K: return f(std::integral_constant<int, K>{});
+    HCOPS_SHALLOW_K(1)
+    HCOPS_SHALLOW_K(2)
+    HCOPS_SHALLOW_K(3)
+    HCOPS_SHALLOW_K(4)
+    HCOPS_SHALLOW_K(5)
+    HCOPS_SHALLOW_K(6)
+    HCOPS_SHALLOW_K(7)
+    HCOPS_SHALLOW_K(8)
+    HCOPS_SHALLOW_K(9)
+    HCOPS_SHALLOW_K(10)
+    HCOPS_SHALLOW_K(11)
+    HCOPS_SHALLOW_K(12)
+    HCOPS_SHALLOW_K(13)
+    HCOPS_SHALLOW_K(14)
+    HCOPS_SHALLOW_K(15)
+    HCOPS_SHALLOW_K(16)
+#undef HCOPS_SHALLOW_K
+    default: break;  // the driver never calls with k outside [1, kShallowMaxK]
+  }
+}
+static_assert(kShallowMaxK == 16, "one case per k");
+
+// This kernel's panels and blocks (sweep's Kern): op(A)'s panel as f32,
+// column-major (kPanelRows rows apart), gathered when op(A) = A^T (its rows
+// are contiguous in k), widened when bf16 (once per panel, not once per
+// group of 4 columns); an f32 op(A) = A is read in place. op(B)'s chunk
+// widened to f32, op(B)(p, j0 + jj) at p * kCols + jj.
+template <typename W, int K, typename A, typename B>
+struct WidenedPanels {
+  Trans ta, tb;
+  const A *a;
+  long lda;
+  const B *b;
+  long ldb;
+  float alpha, beta;
+  alignas(64) float abuf[K * kPanelRows];
+  alignas(64) float bbuf[K * kCols];
+  const float *col = abuf;
+  long ld = kPanelRows;
+
+  void panel(long r0, long rows) {
+    col = abuf;
+    ld = kPanelRows;
+    if constexpr (std::is_same_v<A, float>) {
+      if (ta == Trans::N) {
+        col = a + r0;  // column p of the panel at col + p * lda
+        ld = lda;
+        return;
+      }
+    }
+    for (int p = 0; p < K; ++p) {
+      if (ta == Trans::N) widen<W>(a + r0 + p * lda, abuf + p * kPanelRows, rows);
+      else
+        for (long r = 0; r < rows; ++r) abuf[p * kPanelRows + r] = float(a[p + (r0 + r) * lda]);
+    }
+  }
+  void chunk(long j0, long nc) {
+    for (int p = 0; p < K; ++p) {
+      if (tb == Trans::T) widen<W>(b + j0 + p * ldb, bbuf + p * kCols, nc);
+      else
+        for (long jj = 0; jj < nc; ++jj) bbuf[p * kCols + jj] = float(b[p + (j0 + jj) * ldb]);
+    }
+  }
+  template <int NC, bool Full, typename C>
+  void block(long i0, long jj, C *c, long ldc, typename W::Mask m0, typename W::Mask m1, bool stream) {
+    columns<W, K, NC, Full>(col + i0, ld, bbuf + jj, alpha, beta, c, ldc, m0, m1, stream);
+  }
+};
+
 // The ShallowKernel entry point (kernel.h): K = k as a constant.
 template <typename W, typename A, typename B, typename C>
 void kernel(Trans ta, Trans tb, long m, long n, long k, float alpha, const A *a, long lda, const B *b, long ldb,
             float beta, C *c, long ldc, bool stream) {
-  switch (k) {
-#define HCOPS_SHALLOW_K(K) \
-  case K: return product<W, K>(ta, tb, m, n, alpha, a, lda, b, ldb, beta, c, ldc, stream);
-    HCOPS_SHALLOW_K(1)
-    HCOPS_SHALLOW_K(2)
-    HCOPS_SHALLOW_K(3) HCOPS_SHALLOW_K(4) HCOPS_SHALLOW_K(5) HCOPS_SHALLOW_K(6) HCOPS_SHALLOW_K(7) HCOPS_SHALLOW_K(8)
-        HCOPS_SHALLOW_K(9) HCOPS_SHALLOW_K(10) HCOPS_SHALLOW_K(11) HCOPS_SHALLOW_K(12) HCOPS_SHALLOW_K(13)
-            HCOPS_SHALLOW_K(14) HCOPS_SHALLOW_K(15) HCOPS_SHALLOW_K(16)
-#undef HCOPS_SHALLOW_K
-                default : break;  // the driver never calls with k outside [1, kShallowMaxK]
-  }
+  with_depth(k, [&](auto depth) {
+    WidenedPanels<W, decltype(depth)::value, A, B> kern{ta, tb, a, lda, b, ldb, alpha, beta};
+    sweep<W>(kern, m, n, c, ldc, stream);
+  });
 }
-static_assert(kShallowMaxK == 16, "one case per k");
 
 // A family's GemmKernel for f32 accumulation with this shallow kernel.
 template <typename Ty, typename W>

@@ -1,8 +1,8 @@
 // Shallow bf16 products (k <= kShallowMaxK, kernel.h's ShallowKernel) with
 // vdpbf16ps, for bf16 A and B and an f32 or bf16 C: kernels/shallow.h's
-// loops (C written from registers, 4 columns at a time down a panel of
-// rows, in blocks of 32 rows, streamed where the driver says) with the
-// arithmetic of pairs of k steps. shallow.h widens bf16 to f32 and does one
+// loops (shallow::sweep: C written from registers, 4 columns at a time down
+// a panel of rows, in blocks of 32 rows, streamed where the driver says)
+// with the arithmetic of pairs of k steps. shallow.h widens bf16 to f32 and does one
 // FMA per step, so DiT's adaLN weight gradient (2304 x 384 x 8, 14.2
 // MFLOP) was bound by the f32 FMA peak, 0.061 ms on 2 threads of AMD Zen 4,
 // beside 0.052 ms to write C; one vdpbf16ps does two steps.
@@ -133,69 +133,37 @@ void pair_b(Trans tb, const bf16 *b, long ldb, long j0, long nc, uint32_t *dst) 
   }
 }
 
-template <int K, typename C>
-void product(Trans ta, Trans tb, long m, long n, float alpha, const bf16 *a, long lda, const bf16 *b, long ldb,
-             float beta, C *c, long ldc, bool stream) {
-  constexpr int KP = (K + 1) / 2;
+// This kernel's panels and blocks (shallow::sweep's Kern): op(A)'s panel
+// and op(B)'s chunk as pair words.
+template <int K>
+struct PairedPanels {
+  static constexpr int KP = (K + 1) / 2;
+  Trans ta, tb;
+  const bf16 *a;
+  long lda;
+  const bf16 *b;
+  long ldb;
+  float alpha, beta;
   alignas(64) uint32_t abuf[KP * kPanelRows];
   alignas(64) uint32_t bbuf[KP * kCols];
-  for (long r0 = 0; r0 < m; r0 += kPanelRows) {
-    const long rows = std::min<long>(kPanelRows, m - r0);
-    pair_a<K>(ta, a, lda, r0, rows, abuf);
-    const long full_rows = rows / kRows * kRows;
-    const int tail = static_cast<int>(rows - full_rows);
-    const __mmask16 m0 = W::mask(std::min(tail, 16)), m1 = W::mask(std::max(tail - 16, 0)), all = W::mask(16);
-    for (long j0 = 0; j0 < n; j0 += kCols) {
-      const long nc = std::min<long>(kCols, n - j0);
-      pair_b<K>(tb, b, ldb, j0, nc, bbuf);
-      for (long jj = 0; jj < nc;) {
-        const uint32_t *bq = bbuf + jj;
-        C *cj = c + r0 + (j0 + jj) * ldc;
-        if (nc - jj >= 4) {
-          for (long i0 = 0; i0 < full_rows; i0 += kRows)
-            columns<KP, 4, true>(abuf + i0, bq, alpha, beta, cj + i0, ldc, all, all, stream);
-          if (tail) columns<KP, 4, false>(abuf + full_rows, bq, alpha, beta, cj + full_rows, ldc, m0, m1, false);
-          jj += 4;
-        } else {
-          for (long i0 = 0; i0 < full_rows; i0 += kRows)
-            columns<KP, 1, true>(abuf + i0, bq, alpha, beta, cj + i0, ldc, all, all, stream);
-          if (tail) columns<KP, 1, false>(abuf + full_rows, bq, alpha, beta, cj + full_rows, ldc, m0, m1, false);
-          jj += 1;
-        }
-      }
-    }
+
+  void panel(long r0, long rows) { pair_a<K>(ta, a, lda, r0, rows, abuf); }
+  void chunk(long j0, long nc) { pair_b<K>(tb, b, ldb, j0, nc, bbuf); }
+  template <int NC, bool Full, typename C>
+  void block(long i0, long jj, C *c, long ldc, __mmask16 m0, __mmask16 m1, bool stream) {
+    columns<KP, NC, Full>(abuf + i0, bbuf + jj, alpha, beta, c, ldc, m0, m1, stream);
   }
-  if (stream) W::stream_fence();
-}
+};
 
 // The ShallowKernel entry point (kernel.h) for bf16 A and B: K = k as a constant.
 template <typename C>
 void kernel(Trans ta, Trans tb, long m, long n, long k, float alpha, const bf16 *a, long lda, const bf16 *b, long ldb,
             float beta, C *c, long ldc, bool stream) {
-  switch (k) {
-#define HCOPS_SHALLOW_BF16_K(K) \
-  case K: return product<K>(ta, tb, m, n, alpha, a, lda, b, ldb, beta, c, ldc, stream);
-    HCOPS_SHALLOW_BF16_K(1)
-    HCOPS_SHALLOW_BF16_K(2)
-    HCOPS_SHALLOW_BF16_K(3)
-    HCOPS_SHALLOW_BF16_K(4)
-    HCOPS_SHALLOW_BF16_K(5)
-    HCOPS_SHALLOW_BF16_K(6)
-    HCOPS_SHALLOW_BF16_K(7)
-    HCOPS_SHALLOW_BF16_K(8)
-    HCOPS_SHALLOW_BF16_K(9)
-    HCOPS_SHALLOW_BF16_K(10)
-    HCOPS_SHALLOW_BF16_K(11)
-    HCOPS_SHALLOW_BF16_K(12)
-    HCOPS_SHALLOW_BF16_K(13)
-    HCOPS_SHALLOW_BF16_K(14)
-    HCOPS_SHALLOW_BF16_K(15)
-    HCOPS_SHALLOW_BF16_K(16)
-#undef HCOPS_SHALLOW_BF16_K
-    default: break;  // the driver never calls with k outside [1, kShallowMaxK]
-  }
+  shallow::with_depth(k, [&](auto depth) {
+    PairedPanels<decltype(depth)::value> kern{ta, tb, a, lda, b, ldb, alpha, beta};
+    shallow::sweep<W>(kern, m, n, c, ldc, stream);
+  });
 }
-static_assert(kShallowMaxK == 16, "one case per k");
 
 // A family's GemmKernel for bf16 A and B with this shallow kernel.
 template <typename Ty>
