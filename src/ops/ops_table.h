@@ -46,6 +46,12 @@ struct OutputOps;    // ops/output_ops.h
     (const bf16 *src, int64_t ld_src, bf16 *dst, int64_t ld_dst, int64_t rows, int64_t cols),                         \
     (src, ld_src, dst, ld_dst, rows, cols))                                                                           \
   X(column_sums, reduce::column_sums<F>, (const ColumnSums &s, int64_t o, int64_t c0, int64_t c1), (s, o, c0, c1))    \
+  X(column_partial_sums, reduce::column_partial_sums<F>,                                                              \
+    (const ColumnSums &s, int64_t o, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *total, float *comp),       \
+    (s, o, r0, r1, c0, c1, total, comp))                                                                              \
+  X(combine_column_sums, reduce::combine_column_sums<F>,                                                              \
+    (const ColumnSums &s, int64_t o, int64_t c0, int64_t c1, const float *total, const float *comp, int64_t blocks),  \
+    (s, o, c0, c1, total, comp, blocks))                                                                              \
   X(softmax_forward_f32, rows::softmax_forward<F>, (const float *x, float *y, int64_t rows, int64_t cols, bool log),  \
     (x, y, rows, cols, log))                                                                                          \
   X(softmax_forward_bf16, rows::softmax_forward<F>, (const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log),   \

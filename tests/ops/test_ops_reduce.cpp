@@ -7,6 +7,9 @@
 // data, slices apart, column ranges that start and end inside a vector;
 // every element outside the block NaN, so that reading one shows.
 //
+// The same through the blocked calls (column_partial_sums, then
+// combine_column_sums), the rows in 1 to 8 blocks.
+//
 // Bound (ops/reduce.h): |got - sum| <= 18 u sum|x| (u = 2^-24), plus the
 // rounding of the result (u |sum| for f32, one bf16 ulp for bf16). NaN where
 // a column holds a NaN or both infinities, the infinity where it holds one
@@ -35,10 +38,14 @@ Dtype dtype_of() {
 }
 
 // One call per slice: columns [c0, c1) of slice o of rows x cols, rows ld
-// apart, slices ld_outer apart.
+// apart, slices ld_outer apart. With blocks > 0, through the blocked
+// calls instead: each slice's rows cut into that many blocks (as the
+// framework layer cuts them, rows * b / blocks; some empty when blocks >
+// rows), summed last block first into partials, then combined; partials
+// outside [c0, c1) must stay as they were.
 template <typename Tx, typename To>
 void check_case(Checker &chk, int64_t outer, int64_t rows, int64_t cols, int64_t ld, int64_t ld_outer, int64_t c0,
-                int64_t c1, bool specials, unsigned seed) {
+                int64_t c1, bool specials, unsigned seed, int64_t blocks = 0) {
   const int64_t n = (outer - 1) * ld_outer + (rows - 1) * ld + cols;
   // Values of mixed sign around an offset: columns whose sum cancels; NaN in
   // every element outside the block (between rows and slices, and 64 past
@@ -67,7 +74,25 @@ void check_case(Checker &chk, int64_t outer, int64_t rows, int64_t cols, int64_t
   }
   opscheck::Guarded<To> out(size_t(outer * cols));
   const hcops::ops::ColumnSums s{dtype_of<Tx>(), dtype_of<To>(), x.data(), out.data(), rows, cols, ld, ld_outer};
-  for (int64_t o = 0; o < outer; ++o) hcops::ops::column_sums(s, o, c0, c1);
+  if (blocks == 0) {
+    for (int64_t o = 0; o < outer; ++o) hcops::ops::column_sums(s, o, c0, c1);
+  } else {
+    opscheck::Guarded<float> total(size_t(blocks * cols)), comp(size_t(blocks * cols));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t b = blocks - 1; b >= 0; --b)
+        hcops::ops::column_partial_sums(s, o, rows * b / blocks, rows * (b + 1) / blocks, c0, c1,
+                                        total.data() + b * cols, comp.data() + b * cols);
+      hcops::ops::combine_column_sums(s, o, c0, c1, total.data(), comp.data(), blocks);
+    }
+    chk.require(total.guard_intact() && comp.guard_intact(), "a partial sum stored past the last block");
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t c = 0; c < cols; ++c)
+        if ((c < c0 || c >= c1) && (total[size_t(b * cols + c)] != float(kSentinel) ||
+                                    comp[size_t(b * cols + c)] != float(kSentinel))) {
+          chk.require(false, "a partial sum outside [c0, c1) written");
+          return;
+        }
+  }
   chk.require(out.guard_intact(), "a store past the last slice");
   const bool b16 = std::is_same<To, bf16>::value;
   for (int64_t o = 0; o < outer; ++o)
@@ -114,6 +139,16 @@ void run_types(void **) {
   // DiT's bias gradients: 2048 rows of 384 and 1536; and past a block.
   for (int64_t cols : {384, 1536, 2100}) check_case<Tx, To>(chk, 1, 2048, cols, cols, 0, 0, cols, true, seed++);
   check_case<Tx, To>(chk, 1, 2048, 1536, 1536, 0, 768, 1536, false, seed++);
+  // In row blocks: DiT's bias gradients in 8, blocks that do not divide
+  // the rows, blocks of fewer rows than are summed at a time, empty ones,
+  // a block past 1024 columns, column ranges inside vectors, slices apart.
+  for (int64_t blocks : {1, 2, 3, 8}) {
+    for (int64_t cols : {384, 1536, 2100}) check_case<Tx, To>(chk, 1, 2048, cols, cols, 0, 0, cols, true, seed++, blocks);
+    check_case<Tx, To>(chk, 3, 100, 37, 41, 100 * 41 + 7, 0, 37, true, seed++, blocks);
+    check_case<Tx, To>(chk, 1, 517, 1040, 1045, 0, 3, 1030, false, seed++, blocks);
+  }
+  check_case<Tx, To>(chk, 1, 5, 33, 33, 0, 0, 33, true, seed++, 8);
+  check_case<Tx, To>(chk, 2, 33, 20, 20, 33 * 20, 1, 19, true, seed++, 5);
   assert_int_equal(chk.failures(), 0);
 }
 

@@ -6,7 +6,7 @@ contiguous and slices of wider tensors (rows or slices farther apart than
 their data), one row and size-1 dimensions of any stride, column counts off the vector length, NaN and infinities in the
 data; the result's dtype, shape and strides as PyTorch's, its values within
 ops/reduce.h's bound (18 u sum|x| plus the result's rounding), the same on
-1 and 2 threads; the gradients of a Linear's bias and of adaLN's gate through
+1, 2 and 3 threads (the rows of a few slices summed in blocks); the gradients of a Linear's bias and of adaLN's gate through
 autograd. Left to PyTorch, counted, with the reason under HCOPS_VERBOSE:
 the last dimension or every dimension summed, dimensions not adjacent,
 transposed and permuted tensors, rows of fewer than 16 elements, other dtypes, dtype= other than the
@@ -129,15 +129,19 @@ def child():
                   f"{label} (keepdim {keepdim}): taken, shape and strides as stock, within the bound",
                   f"{got.shape} {got.stride()} vs {want.shape} {want.stride()}, worst {worst:.3f}")
 
-    # The same bits on 1 and 2 threads (columns are split, never rows).
-    x = data((2048, 1536), f32)
+    # The same bits on 1, 2 and 3 threads: the rows' blocks are fixed by
+    # the shape (8 of 256 rows here; 2 of 300 for the (600, 40) slices), and
+    # the columns' ranges change no bits.
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    one = x.sum((0,), keepdim=True)
-    torch.set_num_threads(max(2, threads))
-    two = x.sum((0,), keepdim=True)
-    torch.set_num_threads(threads)
-    check(torch.equal(one, two), "the same result on 1 and 2 threads")
+    for shape, dims in (((2048, 1536), (0,)), ((2048, 384), (0,)), ((3, 600, 40), (1,))):
+        x = data(shape, f32)
+        results = []
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            results.append(x.sum(dims, keepdim=True))
+        torch.set_num_threads(threads)
+        check(all(torch.equal(results[0], r) for r in results[1:]),
+              f"{shape} over {dims}: the same result on 1, 2 and 3 threads")
 
     # Through autograd: a Linear's bias gradient on a (B, T, C) input and
     # adaLN's gate (B, 1, C), as sum_to issues them.
