@@ -123,12 +123,15 @@ constexpr long kPiecesPerThread = 4;
 // dynamically; returns the threads that took part. Every piece starts on a
 // multiple of grain: a kernel's row block (the GEMM's skinny and shallow
 // kernels), or a vector's worth of elements.
+// A caller whose pieces should be long (each reads strided memory in runs
+// as long as the piece: the skinny kernels with op(A) = A) gives the most
+// pieces per thread it wants; at least one each.
 template <class F>
-int share_range(long n, long grain, int wanted, const F &f) {
+int share_range(long n, long grain, int wanted, const F &f, long pieces_per_thread = kPiecesPerThread) {
   if (n <= 0) return 1;
   grain = std::max(grain, 1L);
   const long units = (n + grain - 1) / grain;
-  const long pieces = std::clamp<long>(long(std::max(wanted, 1)) * kPiecesPerThread, 1, units);
+  const long pieces = std::clamp<long>(long(std::max(wanted, 1)) * std::max(pieces_per_thread, 1L), 1, units);
   return share_dynamically(pieces, wanted, [&](long p) {
     f(std::min(n, units * p / pieces * grain), std::min(n, units * (p + 1) / pieces * grain));
   });

@@ -408,6 +408,9 @@ constexpr long kSkinnyRowGrain = 96;
 // Bytes of A per thread of a skinny product: smaller ones run on fewer
 // threads (waking a thread costs more than streaming that much).
 constexpr long kSkinnyBytesPerThread = 128 << 10;
+// Rows a piece of a skinny product with op(A) = A is given at least, where
+// there are rows enough (share_range's pieces per thread fewer).
+constexpr long kSkinnyNPieceRows = 512;
 
 // Whether a product goes to the family's skinny kernel (kernels/skinny.h):
 // at most kSkinnyMaxN columns, such a kernel, HCOPS_SKINNY not never, and
@@ -452,12 +455,21 @@ bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &
     b = contiguous.get();
     csb = g.k;
   }
-  rep.threads = share_range(g.m, kSkinnyRowGrain, wanted, [&](long i0, long i1) {
-    if (i1 <= i0) return;
-    const auto *a = g.a + (g.ta == Trans::N ? i0 : i0 * g.lda);
-    kern.skinny(g.ta, i1 - i0, g.n, g.k, g.alpha, a, g.lda, b, csb, g.beta, g.c + i0, g.ldc);
-    if (g.epilogue) apply_epilogue(g, i0, i1 - i0, 0, g.n);
-  });
+  // With op(A) = A a piece reads its rows' part of every column of A, lda
+  // apart: pieces of at least kSkinnyNPieceRows rows where there are rows
+  // for them (DiT-XL/2's adaLN input gradient, 1152 rows: 2 pieces, not 8).
+  const long per_thread = g.ta == Trans::N
+                              ? std::clamp<long>(g.m / (kSkinnyNPieceRows * std::max(wanted, 1)), 1, kPiecesPerThread)
+                              : kPiecesPerThread;
+  rep.threads = share_range(
+      g.m, kSkinnyRowGrain, wanted,
+      [&](long i0, long i1) {
+        if (i1 <= i0) return;
+        const auto *a = g.a + (g.ta == Trans::N ? i0 : i0 * g.lda);
+        kern.skinny(g.ta, i1 - i0, g.n, g.k, g.alpha, a, g.lda, b, csb, g.beta, g.c + i0, g.ldc);
+        if (g.epilogue) apply_epilogue(g, i0, i1 - i0, 0, g.n);
+      },
+      per_thread);
   rep.b = "skinny";
   return true;
 }

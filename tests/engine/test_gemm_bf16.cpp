@@ -475,8 +475,9 @@ Result check_thin(const Case &c, const char *path) {
 // chunks, op(B) strided in k (copied first), alpha and beta, NaN in C
 // with beta = 0, NaN and Inf in A and B (in the last, half-padded pair of
 // an odd k too), and DiT's adaLN products (the weight 2304 x 384 streamed,
-// the input gradient 384 x 8 x 2304) large enough for two threads. On such
-// a family each must have run on the skinny kernel.
+// the input gradient 384 x 8 x 2304; XL/2's 6912 x 1152 at batch 2) large
+// enough for two threads. On such a family each must have run on the
+// skinny kernel.
 template <typename Ty>
 void test_skinny(void **) {
   const bool skinny = skinny_kernel<Ty>();
@@ -498,29 +499,33 @@ void test_skinny(void **) {
   // of A is all 0.5, so the NaN is planted at another).
   for (int t = 0; t < 4; ++t)
     run(nonfinite_case(t, {70, 11, 45}, {3 + 20 * t, t == 0 ? 30 : 44}, {t == 0 ? 44 : 7 * t, 10 - t}, 50 + t));
-  // Pieces of more than one panel of the ta = N kernel (256 rows), k over
-  // several of its chunks (64 steps), the last one odd.
-  const long panels[][3] = {{2000, 7, 65}, {1500, 16, 193}, {5000, 1, 3}, {1300, 9, 129}};
-  for (int s = 0; s < 4; ++s) {
+  // Pieces of more than one panel of the ta = N kernel (256 rows at 16
+  // columns, 576 at 7), panels of up to 2048 rows (n = 1, 2) in pieces of
+  // 512 rows or more, k over several of its chunks (64 steps), the last
+  // one odd.
+  const long panels[][3] = {{2000, 7, 65}, {1500, 16, 193}, {5000, 1, 3}, {1300, 9, 129}, {9000, 1, 40}, {3000, 2, 131}};
+  for (int s = 0; s < 6; ++s) {
     Case c;
     c.m = panels[s][0];
     c.n = panels[s][1];
     c.k = panels[s][2];
     c.ta = s == 3 ? Trans::T : Trans::N;
-    c.tb = s == 1 ? Trans::T : Trans::N;
-    c.beta = s == 2 ? 0.5f : 0.0f;
+    c.tb = s == 1 || s == 5 ? Trans::T : Trans::N;
+    c.beta = s == 2 ? 0.5f : s == 5 ? 1.0f : 0.0f;
     c.seed = static_cast<unsigned>(600 + s);
     run(c);
   }
-  const long adaln[][3] = {{2304, 8, 384}, {384, 8, 2304}};
+  // DiT-S/2's adaLN products at batch 8 and DiT-XL/2's at batch 2 (a 6912
+  // x 1152 weight).
+  const long adaln[][3] = {{2304, 8, 384}, {384, 8, 2304}, {6912, 2, 1152}, {1152, 2, 6912}};
   bool two_threads = false;
-  for (int s = 0; s < 2; ++s)
+  for (int s = 0; s < 4; ++s)
     for (int b = 0; b < 2; ++b) {
       Case c;
       c.m = adaln[s][0];
       c.n = adaln[s][1];
       c.k = adaln[s][2];
-      c.ta = s == 0 ? Trans::T : Trans::N;  // as a Linear's forward and input gradient reach the engine
+      c.ta = s % 2 == 0 ? Trans::T : Trans::N;  // as a Linear's forward and input gradient reach the engine
       c.tb = Trans::N;
       c.pad_a = c.pad_b = c.pad_c = 0;
       c.beta = b ? 1.0f : 0.0f;

@@ -73,21 +73,39 @@ inline __m512bh b_last(const bf16 *col, long p) {
   return (__m512bh)_mm512_set1_epi32(static_cast<int>(*reinterpret_cast<const uint16_t *>(col + p)));
 }
 
-// op(A) = A: C's rows go in panels of kPanelRows, k in chunks of
+// op(A) = A: C's rows go in panels (panel_rows), k in chunks of
 // kChunkSteps. A panel's sums stay in an L1 buffer (PanelSums) across the
 // chunks, and each chunk is worked through one 32-row block at a time, so
-// that a chunk's part of A (64 columns of 512 bytes) is read from memory
-// once, a column's rows in one run. Looping each 32-row block over the
+// that a chunk's part of A (64 columns of a panel's rows) is read from
+// memory once, a column's rows in one run. Looping each 32-row block over the
 // whole of k instead walked A 64 bytes a column (lda apart): DiT's adaLN
 // input gradient (384 x 8 x 2304) took 0.39 ms from memory, 4x its time
 // with A warm (Xeon, AMX, 2 threads).
-constexpr int kPanelRows = 256;
+//
+// A panel is as many rows as kPanelSumFloats of sums hold for the n
+// columns (256 rows at kSkinnyMaxN = 16, 2048 at n = 2), and the driver
+// gives a thread pieces of 512 rows or more where there are rows for them,
+// so that with few columns each chunk reads long runs of A's columns.
+// DiT-XL/2's adaLN input gradient at batch 2 (1152 x 2 x 6912, a 15.9 MB
+// weight, caches flushed, 2 threads of a Zen 4) read 192-384 bytes of each
+// column per piece: 1.05-1.79 ms, 26-44 % of the memory bound; in two
+// pieces of 576 rows, one panel each, with the next chunk prefetched into
+// L2: 0.62-0.74 ms (63-75 %). DiT-S/2's at batch 8 (384 x 8 x 2304):
+// 0.157-0.178 -> 0.116-0.124 ms.
+constexpr long kPanelSumFloats = 4096;  // 16 KiB, in L1: 32 floats a 32-row block and column
+constexpr long kMaxPanelRows = 2048;
 constexpr long kChunkSteps = 64;  // even: only the last chunk of an odd k has a lone step
 
+inline long panel_rows(long n) {
+  return std::clamp<long>(kPanelSumFloats / (32 * std::max<long>(n, 1)) * 32, 32, kMaxPanelRows);
+}
+
 // The f32 sums of one panel: per 32-row block and column, the two
-// interleaved halves (lo: rows 0-3, 8-11, ...; hi: rows 4-7, 12-15, ...).
+// interleaved halves (lo: rows 0-3, 8-11, ...; hi: rows 4-7, 12-15, ...),
+// the blocks n columns apart.
 struct PanelSums {
-  alignas(64) float v[kPanelRows / 32][kSkinnyMaxN][2][16];
+  alignas(64) float v[kPanelSumFloats];
+  float (*block(long rb, long n))[2][16] { return reinterpret_cast<float (*)[2][16]>(v + rb * n * 32); }
 };
 
 // A chunk of kc steps of k for one 32-row block (rows under `m`) and NB
@@ -115,9 +133,11 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const bf16 *__restri
   };
   long p = 0;
   for (; p + 2 <= kc; p += 2, a += 2 * lda) {
-    // The same rows of the next chunk, read after the panel's other blocks.
-    _mm_prefetch(reinterpret_cast<const char *>(a + kChunkSteps * lda), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char *>(a + (kChunkSteps + 1) * lda), _MM_HINT_T0);
+    // The same rows of the next chunk, read after the panel's other blocks:
+    // into L2, as a wide panel's chunk (64 columns of up to 4 KiB) does not
+    // stay in L1 that long.
+    _mm_prefetch(reinterpret_cast<const char *>(a + kChunkSteps * lda), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char *>(a + (kChunkSteps + 1) * lda), _MM_HINT_T1);
     pair_step(_mm512_maskz_loadu_epi16(m, a), _mm512_maskz_loadu_epi16(m, a + lda),
               [p](const bf16 *col) __attribute__((always_inline)) { return b_pair(col, p); });
   }
@@ -272,21 +292,23 @@ template <typename C>
 void n_rows(long m, long n, long k, float alpha, const bf16 *a, long lda, const bf16 *b, long csb, float beta, C *c,
             long ldc) {
   PanelSums sums;
-  for (long i0 = 0; i0 < m; i0 += kPanelRows) {
-    const long rows = std::min<long>(kPanelRows, m - i0);
+  const long panel = panel_rows(n);
+  for (long i0 = 0; i0 < m; i0 += panel) {
+    const long rows = std::min<long>(panel, m - i0);
     const long blocks = (rows + 31) / 32;
     for (long rb = 0; rb < blocks; ++rb)
       for (long j = 0; j < n; ++j) {
-        _mm512_store_ps(sums.v[rb][j][0], _mm512_setzero_ps());
-        _mm512_store_ps(sums.v[rb][j][1], _mm512_setzero_ps());
+        _mm512_store_ps(sums.block(rb, n)[j][0], _mm512_setzero_ps());
+        _mm512_store_ps(sums.block(rb, n)[j][1], _mm512_setzero_ps());
       }
     for (long p0 = 0; p0 < k; p0 += kChunkSteps) {
       const long kc = std::min(kChunkSteps, k - p0);
       for (long rb = 0; rb < blocks; ++rb)
-        n_chunk_columns(kc, n, a + i0 + 32 * rb + p0 * lda, lda, b + p0, csb, sums.v[rb], rows_mask(rows - 32 * rb));
+        n_chunk_columns(kc, n, a + i0 + 32 * rb + p0 * lda, lda, b + p0, csb, sums.block(rb, n),
+                        rows_mask(rows - 32 * rb));
     }
     for (long rb = 0; rb < blocks; ++rb)
-      n_store(n, sums.v[rb], alpha, beta, c + i0 + 32 * rb, ldc, rows_mask(rows - 32 * rb));
+      n_store(n, sums.block(rb, n), alpha, beta, c + i0 + 32 * rb, ldc, rows_mask(rows - 32 * rb));
   }
 }
 
