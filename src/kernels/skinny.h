@@ -7,8 +7,9 @@
 //
 // op(B) is contiguous in k (kernel.h's SkinnyKernel: the driver copies it
 // otherwise, n x k elements). op(A) = A (ta = N): C's rows in blocks of
-// three vectors, NB <= 8 columns at a time; each k step loads a column of
-// the block and broadcasts op(B)'s NB values. op(A) = A^T: op(A)'s rows are
+// three vectors, in panels, k in chunks (n_rows), NB <= 8 columns at a
+// time; each k step loads a column of the block and broadcasts op(B)'s NB
+// values. op(A) = A^T: op(A)'s rows are
 // contiguous in k, so R = 4 rows by NB <= 4 columns are dot products along
 // k, vectorised over k and summed across lanes at the end.
 //
@@ -31,8 +32,37 @@ namespace hcops {
 namespace kernels {
 namespace skinny {
 
-// How far ahead (in k steps) the ta = N loop prefetches op(A)'s columns: they
-// are lda apart, a stride the hardware prefetchers follow poorly.
+// op(A) = A: C's rows go in panels of RB = 3 vectors per block, k in chunks
+// of kChunkSteps. A panel's sums stay in an L1 buffer (PanelSums) across
+// the chunks and each chunk is worked through one block at a time, so that
+// a chunk's part of A (kChunkSteps columns of the panel's rows) is read from
+// memory once, each column's rows in one run. Walking each block over the
+// whole of k instead read 3 lines of every column, lda apart, one after
+// another: a stride the hardware prefetchers follow poorly. The sums are
+// taken in the same order either way (each row's along k), so the bits
+// are the same.
+//
+// A panel is as many blocks as kPanelSumBytes of sums hold for the n
+// columns (480 f32 rows at n = 8, 2016 at n = 2, at most kMaxPanelRows),
+// and the driver gives a thread pieces of 512 rows or more where there are
+// rows for them (gemm.cpp), as the bf16 kernel's (avx512_bf16/skinny_bf16.h).
+//
+// Where it pays: A whose columns do not start on a cache line (malloc's
+// 16-byte alignment through BLAS, a view at an offset), where a block's
+// three vectors straddle four lines, one shared with the next block. DiT-
+// XL/2's adaLN input gradient (NN 1152 x 2 x 6912, sgemm_, caches flushed,
+// 2 threads of a Zen 5), A 16 bytes past a line: 1.40-1.69 ms walking each
+// block over k, 0.85-0.87 ms in panels (1152 x 8: 1.44-1.70 -> 1.12-1.30).
+// With A on a line, as PyTorch allocates it: level (0.59-0.83 ms either
+// way as the guest's speed moved, panels 1-5 % ahead in each run).
+// Prefetching the next chunk into L2 as well as or instead of the rows 16
+// steps ahead into L1 lost up to 15 % on the aligned products there.
+constexpr long kPanelSumBytes = 16 << 10;  // in L1
+constexpr long kMaxPanelRows = 2048;
+constexpr long kChunkSteps = 64;
+// How far ahead (in k steps) the ta = N loop prefetches op(A)'s columns
+// into L1: they are lda apart, a stride the hardware prefetchers follow
+// poorly. Near a chunk's end these are the next chunk's same rows.
 constexpr long kPrefetchSteps = 16;
 // How far ahead (in rows of op(A)) the ta = T loop prefetches: a row of
 // DiT's k = 384 is only 24 lines, too short a stream for the prefetchers to
@@ -40,18 +70,35 @@ constexpr long kPrefetchSteps = 16;
 // 29-35 with; 4 and 16 rows ahead were within that noise).
 constexpr long kPrefetchRows = 8;
 
-// C's rows [0, rows) (rows <= 3 lanes) by NB columns, op(A) = A.
+template <typename W, typename T>
+struct PanelSums {
+  static constexpr long kRows = 3 * W::lanes;  // a block's rows
+  static constexpr long kValues = kPanelSumBytes / long(sizeof(T));
+  alignas(64) T v[kValues];
+  // Rows a panel holds for n columns: whole blocks.
+  static long panel_rows(long n) {
+    return std::clamp<long>(kValues / (kRows * std::max<long>(n, 1)), 1, kMaxPanelRows / kRows) * kRows;
+  }
+  // Block rb's sums: column j's three vectors at [j * kRows, (j + 1) * kRows).
+  T *block(long rb, long n) { return v + rb * n * kRows; }
+};
+
+// kc steps of k for one block of C's rows [0, rows) (rows <= 3 lanes) and NB
+// columns, added to the block's sums (column j at sums + j * 3 lanes).
 template <typename W, typename T, int NB, bool kFull>
-__attribute__((always_inline)) inline void n_block(long k, T alpha, const T *__restrict a, long lda,
-                                                   const T *__restrict b, long csb, T beta, T *__restrict c,
-                                                   long ldc, int rows) {
+__attribute__((always_inline)) inline void n_chunk(long kc, const T *__restrict a, long lda, const T *__restrict b,
+                                                   long csb, T *__restrict sums, int rows) {
   constexpr int L = W::lanes;
   const typename W::Mask m0 = W::mask(std::clamp(rows, 0, L)), m1 = W::mask(std::clamp(rows - L, 0, L)),
                          m2 = W::mask(std::clamp(rows - 2 * L, 0, L));
   typename W::V c0[NB], c1[NB], c2[NB];
 #pragma GCC unroll 8
-  for (int j = 0; j < NB; ++j) c0[j] = c1[j] = c2[j] = W::zero();
-  for (long p = 0; p < k; ++p, a += lda, ++b) {
+  for (int j = 0; j < NB; ++j) {
+    c0[j] = W::load(sums + j * 3 * L);
+    c1[j] = W::load(sums + j * 3 * L + L);
+    c2[j] = W::load(sums + j * 3 * L + 2 * L);
+  }
+  for (long p = 0; p < kc; ++p, a += lda, ++b) {
     _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + L), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + 2 * L), _MM_HINT_T0);
@@ -66,24 +113,53 @@ __attribute__((always_inline)) inline void n_block(long k, T alpha, const T *__r
       c2[j] = W::fmadd(a2, bj, c2[j]);
     }
   }
-  const auto va = W::set1(alpha), vb = W::set1(beta);
 #pragma GCC unroll 8
   for (int j = 0; j < NB; ++j) {
+    W::storeu(sums + j * 3 * L, c0[j]);
+    W::storeu(sums + j * 3 * L + L, c1[j]);
+    W::storeu(sums + j * 3 * L + 2 * L, c2[j]);
+  }
+}
+
+// All n columns of one chunk for one block: passes of 8, then the rest.
+template <typename W, typename T, bool kFull>
+void n_chunk_columns(long kc, long n, const T *a, long lda, const T *b, long csb, T *sums, int rows) {
+  constexpr long RB = 3 * W::lanes;
+  long j = 0;
+  for (; j + 8 <= n; j += 8) n_chunk<W, T, 8, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows);
+  const T *bj = b + j * csb;
+  T *sj = sums + j * RB;
+  switch (n - j) {
+    case 1: n_chunk<W, T, 1, kFull>(kc, a, lda, bj, csb, sj, rows); break;
+    case 2: n_chunk<W, T, 2, kFull>(kc, a, lda, bj, csb, sj, rows); break;
+    case 3: n_chunk<W, T, 3, kFull>(kc, a, lda, bj, csb, sj, rows); break;
+    case 4: n_chunk<W, T, 4, kFull>(kc, a, lda, bj, csb, sj, rows); break;
+    case 5: n_chunk<W, T, 5, kFull>(kc, a, lda, bj, csb, sj, rows); break;
+    case 6: n_chunk<W, T, 6, kFull>(kc, a, lda, bj, csb, sj, rows); break;
+    case 7: n_chunk<W, T, 7, kFull>(kc, a, lda, bj, csb, sj, rows); break;
+    default: break;
+  }
+}
+
+// C = alpha * sums + beta * C for one block's rows [0, rows) and n columns.
+template <typename W, typename T>
+void n_store(long n, const T *sums, T alpha, T beta, T *c, long ldc, int rows) {
+  constexpr int L = W::lanes;
+  const typename W::Mask m[3] = {W::mask(std::clamp(rows, 0, L)), W::mask(std::clamp(rows - L, 0, L)),
+                                 W::mask(std::clamp(rows - 2 * L, 0, L))};
+  const auto va = W::set1(alpha), vb = W::set1(beta);
+  for (long j = 0; j < n; ++j) {
     T *cj = c + j * ldc;
-    auto r0 = W::mul(va, c0[j]), r1 = W::mul(va, c1[j]), r2 = W::mul(va, c2[j]);
-    if (beta != T(0)) {  // beta = 0 never reads C
-      r0 = W::fmadd(vb, kFull ? W::loadu(cj) : W::loadu(cj, m0), r0);
-      r1 = W::fmadd(vb, kFull ? W::loadu(cj + L) : W::loadu(cj + L, m1), r1);
-      r2 = W::fmadd(vb, kFull ? W::loadu(cj + 2 * L) : W::loadu(cj + 2 * L, m2), r2);
-    }
-    if (kFull) {
-      W::storeu(cj, r0);
-      W::storeu(cj + L, r1);
-      W::storeu(cj + 2 * L, r2);
-    } else {
-      W::storeu(cj, r0, m0);
-      W::storeu(cj + L, r1, m1);
-      W::storeu(cj + 2 * L, r2, m2);
+#pragma GCC unroll 3
+    for (int v = 0; v < 3; ++v) {
+      auto r = W::mul(va, W::load(sums + (j * 3 + v) * L));
+      if (rows >= 3 * L) {
+        if (beta != T(0)) r = W::fmadd(vb, W::loadu(cj + v * L), r);  // beta = 0 never reads C
+        W::storeu(cj + v * L, r);
+      } else {
+        if (beta != T(0)) r = W::fmadd(vb, W::loadu(cj + v * L, m[v]), r);
+        W::storeu(cj + v * L, r, m[v]);
+      }
     }
   }
 }
@@ -135,39 +211,29 @@ __attribute__((always_inline)) inline void t_block(long k, T alpha, const T *__r
     }
 }
 
-// Columns [0, n) of rows [0, m) with op(A) = A, NB-wide passes then the rest.
-template <typename W, typename T, int NB>
+// Rows [0, m) by columns [0, n) with op(A) = A: panels, chunks of k, then
+// C written from each panel's sums.
+template <typename W, typename T>
 void n_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c, long ldc) {
-  constexpr long RB = 3 * W::lanes;
-  for (long i = 0; i < m; i += RB) {
-    const int rows = static_cast<int>(std::min(RB, m - i));
-    long j = 0;
-    for (; j + NB <= n; j += NB) {
-      if (rows == RB) n_block<W, T, NB, true>(k, alpha, a + i, lda, b + j * csb, csb, beta, c + i + j * ldc, ldc, rows);
-      else n_block<W, T, NB, false>(k, alpha, a + i, lda, b + j * csb, csb, beta, c + i + j * ldc, ldc, rows);
-    }
-    if constexpr (NB > 1) {
-      if (j < n) {  // the last n % NB columns: one pass of that width
-        const long left = n - j;
-        const T *bj = b + j * csb;
-        T *cj = c + i + j * ldc;
-        switch (left) {
-#define HCOPS_SKINNY_N_CASE(w)                                                                    \
-  case w:                                                                                         \
-    if constexpr (w < NB) n_block<W, T, w, false>(k, alpha, a + i, lda, bj, csb, beta, cj, ldc, rows);      \
-    break;
-          HCOPS_SKINNY_N_CASE(1)
-          HCOPS_SKINNY_N_CASE(2)
-          HCOPS_SKINNY_N_CASE(3)
-          HCOPS_SKINNY_N_CASE(4)
-          HCOPS_SKINNY_N_CASE(5)
-          HCOPS_SKINNY_N_CASE(6)
-          HCOPS_SKINNY_N_CASE(7)
-#undef HCOPS_SKINNY_N_CASE
-          default: break;
-        }
+  using Sums = PanelSums<W, T>;
+  constexpr long RB = Sums::kRows;
+  Sums sums;
+  const long panel = Sums::panel_rows(n);
+  for (long i0 = 0; i0 < m; i0 += panel) {
+    const long rows = std::min(panel, m - i0);
+    const long blocks = (rows + RB - 1) / RB;
+    std::fill(sums.v, sums.v + blocks * n * RB, T(0));
+    const auto block_rows = [&](long rb) { return static_cast<int>(std::min(RB, rows - rb * RB)); };
+    for (long p0 = 0; p0 < k; p0 += kChunkSteps) {
+      const long kc = std::min(kChunkSteps, k - p0);
+      for (long rb = 0; rb < blocks; ++rb) {
+        const T *ab = a + i0 + rb * RB + p0 * lda;
+        if (block_rows(rb) == RB) n_chunk_columns<W, T, true>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), RB);
+        else n_chunk_columns<W, T, false>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), block_rows(rb));
       }
     }
+    for (long rb = 0; rb < blocks; ++rb)
+      n_store<W, T>(n, sums.block(rb, n), alpha, beta, c + i0 + rb * RB, ldc, block_rows(rb));
   }
 }
 
@@ -191,7 +257,7 @@ void t_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, l
 template <typename W, typename T>
 void kernel(Trans ta, long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c,
             long ldc) {
-  if (ta == Trans::N) n_rows<W, T, 8>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
+  if (ta == Trans::N) n_rows<W, T>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
   else t_rows<W, T>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
 }
 

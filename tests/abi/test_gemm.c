@@ -142,11 +142,13 @@ static void small_shapes(void **s) {
 /* Products of at most 16 columns (the engine's skinny kernels, which read A
  * in place: kernels/skinny.h): the row counts around their row blocks (48 and
  * 24 rows with op(A) = A, 4 with A^T) and the pieces the rows are shared in
- * (96), k around a vector and DiT's 384, beyond 128 KiB of A (several
+ * (96), panels of them (2304 rows: several of 480 at n = 8, of 2016 at
+ * n <= 2, on one thread when A is small), k around a vector, over chunks of
+ * 64 with a partial one (130) and DiT's 384, beyond 128 KiB of A (several
  * threads), with random transposes, leading dimensions, scalars and NaN in C. */
 static void skinny_shapes(void **s) {
   (void)s;
-  static const int ns[] = {1, 2, 7, 8, 9, 15, 16}, ms[] = {3, 47, 48, 49, 97, 250, 2304}, ks[] = {1, 15, 17, 384};
+  static const int ns[] = {1, 2, 7, 8, 9, 15, 16}, ms[] = {3, 47, 48, 49, 97, 250, 2304}, ks[] = {1, 15, 17, 130, 384};
   bt_rng_reset(__func__);
   for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
     for (size_t im = 0; im < sizeof ms / sizeof *ms; ++im)
