@@ -9,9 +9,9 @@
 // otherwise, n x k elements). op(A) = A (ta = N): C's rows in blocks of
 // three vectors, in panels, k in chunks (n_rows), NB <= 8 columns at a
 // time; each k step loads a column of the block and broadcasts op(B)'s NB
-// values. op(A) = A^T: op(A)'s rows are
-// contiguous in k, so R = 4 rows by NB <= 4 columns are dot products along
-// k, vectorised over k and summed across lanes at the end.
+// values. op(A) = A^T: op(A)'s rows are contiguous in k, so R = 4 rows by
+// NB <= 4 columns are dot products along k, vectorised over k and summed
+// across lanes at the end.
 //
 // W is a vector-traits type as in simd_tile.h, plus reduce_add.
 #pragma once
@@ -51,8 +51,8 @@ namespace skinny {
 // 16-byte alignment through BLAS, a view at an offset), where a block's
 // three vectors straddle four lines, one shared with the next block. DiT-
 // XL/2's adaLN input gradient (NN 1152 x 2 x 6912, sgemm_, caches flushed,
-// 2 threads of a Zen 5), A 16 bytes past a line: 1.40-1.69 ms walking each
-// block over k, 0.85-0.87 ms in panels (1152 x 8: 1.44-1.70 -> 1.12-1.30).
+// 2 threads of a Zen 5), A 16 bytes past a line: 1.27-1.69 ms walking each
+// block over k, 0.84-0.87 ms in panels (1152 x 8: 1.44-1.70 -> 1.12-1.30).
 // With A on a line, as PyTorch allocates it: level (0.59-0.83 ms either
 // way as the guest's speed moved, panels 1-5 % ahead in each run).
 // Prefetching the next chunk into L2 as well as or instead of the rows 16
