@@ -26,9 +26,10 @@ hcops-prof caches it), with a CSV and a PNG beside it.
       [--csv build/demo/dit-demo.csv] [--png build/demo/dit-demo.png] [--quick]
 
 --quick (make check): DiT-tiny, batch 2, one round of one step, every
-variant and check as above, no timing judged. Exit status: 0 HCOps ran and
-every loss agrees; 1 a loss disagrees or an HCOps variant ran no HCOps GEMM;
-2 usage or a run failed.
+variant and check as above, no timing judged (each HCOps variant's one run
+is under HCOPS_VERBOSE=1 and is also its verbose step). Exit status: 0
+HCOps ran and every loss agrees; 1 a loss disagrees or an HCOps variant ran
+no HCOps GEMM; 2 usage or a run failed.
 """
 import argparse
 import os
@@ -156,9 +157,16 @@ def time_route(args, route, env, progress):
         for r in range(args.rounds):
             res = {}
             for v in alternated(route.variants, r):
-                res[v.name] = json_result(run(dit_command(args, route, v, amp, args.steps, warmup), env))
+                # --quick judges no timing: an HCOps variant's one run is
+                # also its verbose step (check_route's), a run fewer each.
+                verbose = args.quick and v.hcops
+                proc = run(dit_command(args, route, v, amp, args.steps, warmup),
+                           dict(env, HCOPS_VERBOSE="1") if verbose else env)
+                res[v.name] = json_result(proc)
                 progress.say(f"{route.label} {DTYPES[amp]} round {r + 1}: {v.name} "
-                             f"{res[v.name]['median_s']:.3f} s a step")
+                             f"{res[v.name]['median_s']:.3f} s a step" + (" (under HCOPS_VERBOSE=1)" if verbose else ""))
+                if verbose:
+                    record_check(route, amp, v, proc, warmup)
             rounds.append(res)
 
 
@@ -197,15 +205,22 @@ def read_verbose(stderr, warmup):
     return ran
 
 
+def record_check(route, amp, v, proc, warmup):
+    """What a verbose run of HCOps variant v shows it ran: its first timed step."""
+    ran = read_verbose(proc.stderr, warmup)
+    ran.step_s = json_result(proc)["step_times"][0]
+    route.checks[(amp, v.name)] = ran
+    return ran
+
+
 def check_route(args, route, env, progress):
-    """One verbose step of each HCOps variant: warm-up steps as timed, then one."""
+    """One verbose step of each HCOps variant not yet checked (--quick's
+    timed runs are their checks): warm-up steps as timed, then one."""
     for amp in route.amps:
-        for v in (v for v in route.variants if v.hcops):
+        for v in (v for v in route.variants if v.hcops and (amp, v.name) not in route.checks):
             warmup = warmup_of(args, route)
             proc = run(dit_command(args, route, v, amp, 1, warmup), dict(env, HCOPS_VERBOSE="1"))
-            ran = read_verbose(proc.stderr, warmup)
-            ran.step_s = json_result(proc)["step_times"][0]
-            route.checks[(amp, v.name)] = ran
+            ran = record_check(route, amp, v, proc, warmup)
             progress.say(f"{route.label} {DTYPES[amp]}: {v.name} under HCOPS_VERBOSE=1: {ran.gemms} HCOps GEMM "
                          f"calls, {sum(c for c, _ in ran.ops.values())} operator calls")
 
@@ -379,7 +394,7 @@ def main():
         print(f"peaks (hcops-peak, {args.threads} threads): " +
               ", ".join(f"{DTYPES[a]} {g:.0f} GFLOPS" for a, g in peak.items()), flush=True)
     env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
-    total = sum(len(r.amps) * (args.rounds * len(r.variants) + sum(v.hcops for v in r.variants))
+    total = sum(len(r.amps) * (args.rounds * len(r.variants) + (0 if args.quick else sum(v.hcops for v in r.variants)))
                 for r in all_routes)
     progress = Progress(total)
     try:
