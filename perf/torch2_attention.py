@@ -33,7 +33,8 @@ sys.path.insert(0, HERE)  # benchlib
 sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
 sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
 from benchlib.build import built_tool  # noqa: E402
-from benchlib.report import cpu_label, paired_panels, read_csv_rows, write_outputs  # noqa: E402
+from benchlib.report import (cpu_label, paired_panels, preloaded_hcops_warning, read_csv_rows,  # noqa: E402
+                             write_outputs)
 from dit_config import CONFIGS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 from torch2_gemm import Flusher, llc_bytes, measure  # noqa: E402
@@ -110,6 +111,8 @@ def main():
     cpu = cpu_label()
     print(f"DiT's attention through the dispatcher, torch {torch.__version__}, {cpu}; caches flushed before each "
           f"call ({llc_bytes() >> 20} MiB last level)", flush=True)
+    if preloaded_hcops_warning():
+        print(preloaded_hcops_warning(), flush=True)
     peak = {}
     try:
         m = Machine(built_tool)

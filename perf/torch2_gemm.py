@@ -37,7 +37,8 @@ sys.path.insert(1, os.path.join(HERE, "dit"))  # dit_config
 sys.path.insert(2, os.path.join(os.path.dirname(HERE), "python"))  # hcops
 
 from benchlib.build import built_tool  # noqa: E402
-from benchlib.report import cpu_label, paired_panels, read_csv_rows, write_outputs  # noqa: E402
+from benchlib.report import (cpu_label, paired_panels, preloaded_hcops_warning, read_csv_rows,  # noqa: E402
+                             write_outputs)
 from dit_config import CONFIGS, TOKENS  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 
@@ -215,6 +216,8 @@ def main():
     cpu = cpu_label()
     print(f"DiT-{args.model}/2 batch {args.batch}: its GEMMs through the dispatcher, torch {torch.__version__}, "
           f"{cpu}; caches flushed before each call ({llc_bytes() >> 20} MiB last level)", flush=True)
+    if preloaded_hcops_warning():
+        print(preloaded_hcops_warning(), flush=True)
     peak = peaks(args.threads)
     flush = Flusher()
     rows, computed = [], 0

@@ -11,6 +11,19 @@ def error(message):
     print(f"{PROG}: {message}", file=sys.stderr)
 
 
+def preloaded_hcops_warning():
+    """A line to print when LD_PRELOAD holds libhcops: the wheel's own calls
+    to the BLAS symbols it exports (its MKL sgemm_, which PyTorch reaches
+    through the PLT) then run HCOps' GEMM, so a "stock" column is not the
+    wheel's (its f32 GEMMs and the flash kernel's products). None otherwise.
+    Compare two HCOps builds in separate processes by swapping the build's
+    library, or in one process through BLAS with dlopen."""
+    if "libhcops" not in os.environ.get("LD_PRELOAD", ""):
+        return None
+    return ("warning: LD_PRELOAD holds libhcops, which interposes the wheel's own BLAS calls: the 'stock' "
+            "column below is partly HCOps, not the wheel's MKL")
+
+
 def size_label(n):
     """1 MiB, 64 KiB, 8 B: byte counts (int or a JSON key) as the tables show them."""
     n = int(n)
