@@ -19,6 +19,7 @@
 #include "gemm/blocking.h"
 #include "gemm/fp32_math.h"
 #include "gemm/gemm_with.h"
+#include "gemm/held_a.h"
 #include "gemm/pack_policy.h"
 #include "gemm/packed_a_cache.h"
 #include "gemm/partition.h"
@@ -295,6 +296,54 @@ bool read_b_in_place(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Bl
 
 enum class Outcome { done, unpacked, short_team };
 
+// op(A) packed whole (the packed-A cache's entries, a caller's held
+// panels): its k blocks are kc deep, and k block b's panels of all rows
+// start at element offsets[b]; returns the elements of all of them.
+template <typename Ty>
+long whole_a_kc(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Blocking &blk) {
+  return balanced_block(g.k, blk.kc, std::lcm(8, kern.k_align));  // part_blocks' kc: the same in every part
+}
+template <typename Ty>
+long whole_a_layout(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, long kc, std::vector<long> &offsets) {
+  const long nk = ceil_div(g.k, kc), mp = ceil_div(g.m, kern.mr) * kern.mr;
+  offsets.resize(static_cast<size_t>(nk));
+  long total = 0;
+  for (long b = 0; b < nk; ++b) {
+    offsets[b] = total;
+    total += mp * packed_depth(kern, std::min(kc, g.k - b * kc));
+  }
+  return total;
+}
+template <typename Ty>
+PackedAKey whole_a_key(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, long kc, const void *owner) {
+  return {g.a, g.lda, g.ta, g.m, g.k, reinterpret_cast<const void *>(kern.pack_a), kern.mr, kc,
+          sizeof(typename Ty::a_type), owner};
+}
+// Packs op(A) whole into dst, in chunks of the units' height (dynamic over
+// `threads`).
+template <typename Ty>
+void pack_whole_a(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Blocking &blk, long kc,
+                  const std::vector<long> &offsets, typename Ty::packed_a_type *dst, int threads) {
+  const long nk = static_cast<long>(offsets.size());
+  const long rows = std::max<long>(kern.mr, blk.mc / kern.mr * kern.mr), chunks = ceil_div(g.m, rows);
+  const long tasks = nk * chunks;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic)
+  for (long t = 0; t < tasks; ++t) {
+    const long b = t / chunks, i0 = (t % chunks) * rows, pc = b * kc, kcb = std::min(kc, g.k - pc);
+    kern.pack_a(dst + offsets[b] + i0 * packed_depth(kern, kcb), g.a, g.lda, g.ta, i0, std::min(rows, g.m - i0), pc,
+                kcb);
+  }
+}
+// Whether every unit's rows start on a panel of op(A) packed whole: each
+// part's first row and its units' height (blk.mc, capped, need not be a
+// multiple of an mr of 24).
+template <typename Ty>
+bool units_on_panels(const PartitionPlan &plan, const std::vector<PartWork> &work, const GemmKernel<Ty> &kern) {
+  for (size_t i = 0; i < plan.parts.size(); ++i)
+    if (plan.parts[i].m0 % kern.mr != 0 || work[i].mu % kern.mr != 0) return false;
+  return true;
+}
+
 // op(A) through the packed-A cache (packed_a_cache.h), for a caller that
 // tagged it: the entry to read, packed whole first unless it already holds
 // op(A) as it is now (in each k block, row i's panel where a unit's block
@@ -306,39 +355,28 @@ std::shared_ptr<PackedAEntry> cached_a(const GemmArgs<Ty> &g, const PartitionPla
                                       const std::vector<PartWork> &work, const Blocking &blk,
                                       std::vector<long> &offsets, ACacheUse *use) {
   using PackedA = typename Ty::packed_a_type;
-  // A unit's rows must start on a panel: each part's first row and its
-  // units' height (blk.mc, capped, need not be a multiple of an mr of 24).
-  for (size_t i = 0; i < plan.parts.size(); ++i)
-    if (plan.parts[i].m0 % kern.mr != 0 || work[i].mu % kern.mr != 0) {
-      *use = ACacheUse::unaligned;
-      return nullptr;
-    }
-  const long kc = work.front().pb.kc, nk = work.front().nk;
-  const long mp = ceil_div(g.m, kern.mr) * kern.mr;
-  offsets.resize(static_cast<size_t>(nk));
-  long total = 0;
-  for (long b = 0; b < nk; ++b) {
-    offsets[b] = total;
-    total += mp * packed_depth(kern, std::min(kc, g.k - b * kc));
+  if (!units_on_panels(plan, work, kern)) {
+    *use = ACacheUse::unaligned;
+    return nullptr;
   }
-  const PackedAKey key{g.a,     g.lda,   g.ta, g.m, g.k, reinterpret_cast<const void *>(kern.pack_a),
-                       kern.mr, kc,      sizeof(typename Ty::a_type), g.a_tag->owner};
+  const long kc = work.front().pb.kc;
+  const long total = whole_a_layout(g, kern, kc, offsets);
   std::shared_ptr<PackedAEntry> e =
-      acquire_packed_a(key, g.a_tag->version, sizeof(PackedA) * size_t(total), plan.parts.front().mem_node,
-                       plan.threads, use);
+      acquire_packed_a(whole_a_key(g, kern, kc, g.a_tag->owner), g.a_tag->version, sizeof(PackedA) * size_t(total),
+                       plan.parts.front().mem_node, plan.threads, use);
   if (!e || *use == ACacheUse::hit) return e;
-  auto *dst = static_cast<PackedA *>(e->panels.data());
-  const long rows = std::max<long>(kern.mr, blk.mc / kern.mr * kern.mr), chunks = ceil_div(g.m, rows);
-  const long tasks = nk * chunks;
-  const int threads = plan.threads;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic)
-  for (long t = 0; t < tasks; ++t) {
-    const long b = t / chunks, i0 = (t % chunks) * rows, pc = b * kc, kcb = std::min(kc, g.k - pc);
-    kern.pack_a(dst + offsets[b] + i0 * packed_depth(kern, kcb), g.a, g.lda, g.ta, i0, std::min(rows, g.m - i0), pc,
-                kcb);
-  }
+  pack_whole_a(g, kern, blk, kc, offsets, static_cast<PackedA *>(e->panels.data()), plan.threads);
   publish_packed_a(e);
   return e;
+}
+
+// Whether the caller's held panels (gemm/held_a.h) are op(A) as this
+// product would pack it.
+template <typename Ty>
+bool held_a_serves(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKernel<Ty> &kern,
+                   const std::vector<PartWork> &work) {
+  const HeldPackedA &h = *g.a_held;
+  return h.valid && h.key == whole_a_key(g, kern, work.front().pb.kc, nullptr) && units_on_panels(plan, work, kern);
 }
 
 // One attempt at the product with `plan`. A short team (OpenMP gave fewer
@@ -373,19 +411,26 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
   }
   std::vector<long> a_offsets;
   std::shared_ptr<PackedAEntry> a_entry;  // held until the product is done
-  if (g.a_tag) {
+  const typename Ty::packed_a_type *a_cached = nullptr;
+  const long *a_cached_offsets = nullptr;
+  if (g.a_held && held_a_serves(g, plan, kern, work)) {
+    a_cached = static_cast<const typename Ty::packed_a_type *>(g.a_held->panels.data());
+    a_cached_offsets = g.a_held->offsets.data();
+    a_cache = "held";
+  } else if (g.a_tag) {
     ACacheUse use = ACacheUse::off;
     a_entry = cached_a(g, plan, kern, work, blk, a_offsets, &use);
     a_cache = a_cache_use_name(use);
+    if (a_entry) a_cached = static_cast<const typename Ty::packed_a_type *>(a_entry->panels.data());
+    a_cached_offsets = a_offsets.data();
   }
-  const auto *a_cached = a_entry ? static_cast<const typename Ty::packed_a_type *>(a_entry->panels.data()) : nullptr;
   ws->finish.reset(plan.threads);
   if (plan.threads == 1) {
-    run_thread(Job<Ty>{g, plan, kern, blk, *ws, work, direct_b, nullptr, a_cached, a_offsets.data()}, 0);
+    run_thread(Job<Ty>{g, plan, kern, blk, *ws, work, direct_b, nullptr, a_cached, a_cached_offsets}, 0);
     return Outcome::done;
   }
   RegionTimer timer(plan.threads, allowed_threads());
-  const Job<Ty> job{g, plan, kern, blk, *ws, work, direct_b, &timer, a_cached, a_offsets.data()};
+  const Job<Ty> job{g, plan, kern, blk, *ws, work, direct_b, &timer, a_cached, a_cached_offsets};
   bool short_team = false;
 #pragma omp parallel num_threads(plan.threads)
   {
@@ -595,6 +640,7 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
       const auto *b = g.b ? g.b + (g.tb == Trans::N ? j0 * g.ldb : j0) : g.b;
       GemmArgs<Wide> w{g.ta, g.tb, g.m, n, g.k, g.alpha, g.a, g.lda, b, g.ldb, g.beta, tmp.get(), g.m};
       w.a_tag = g.a_tag;  // the same op(A): the same packed panels
+      w.a_held = g.a_held;
       // The copy's column j is C's column j0 + j: the epilogue is told so.
       const ShiftedEpilogue<Acc<Ty>> shifted{g.epilogue, j0};
       if (g.epilogue) w.epilogue = {&ShiftedEpilogue<Acc<Ty>>::apply, &shifted};
@@ -691,9 +737,40 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   return rep;
 }
 
+template <typename Ty>
+bool hold_packed_a_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, HeldPackedA &held) {
+  held.valid = false;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.alpha == Acc<Ty>(0)) return false;
+  if (skinny_applies(g, kern) || shallow_applies(g, kern)) return false;  // neither packs op(A)
+  const Blocking blk = blocking_for_product(topology(), kern, g.k);
+  const long kc = whole_a_kc(g, kern, blk);
+  const long total = whole_a_layout(g, kern, kc, held.offsets);
+  auto *dst = static_cast<typename Ty::packed_a_type *>(
+      held.panels.ensure(sizeof(typename Ty::packed_a_type) * size_t(total), -1));
+  if (!dst) return false;
+  pack_whole_a(g, kern, blk, kc, held.offsets, dst, 1);
+  held.key = whole_a_key(g, kern, kc, nullptr);
+  held.valid = true;
+  return true;
+}
+
+// On the kernel gemm() chooses for Ty. A bf16 C deeper than one k block
+// runs on the f32-C kernel of the same datatypes (gemm_through_wide_c),
+// which reads these panels where its pack_a is the same (the key says).
+template <typename Ty>
+bool hold_packed_a(const GemmArgs<Ty> &g, HeldPackedA &held) {
+  held.valid = false;
+  if constexpr (std::is_same_v<Ty, Sgemm>)
+    if (g.f32_mode != F32Mode::strict && fp32_math().used != Fp32Math::strict) return false;  // as_mode's kernels
+  const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
+  return chosen.kernel && hold_packed_a_with(g, *chosen.kernel, held);
+}
+
 #define HCOPS_INSTANTIATE_GEMM(Ty, name)                                                                 \
   template GemmReport gemm_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, const char *); \
-  template GemmReport gemm<Ty>(const GemmArgs<Ty> &);
+  template GemmReport gemm<Ty>(const GemmArgs<Ty> &);                                            \
+  template bool hold_packed_a<Ty>(const GemmArgs<Ty> &, HeldPackedA &);                         \
+  template bool hold_packed_a_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, HeldPackedA &);
 HCOPS_GEMM_DATATYPES(HCOPS_INSTANTIATE_GEMM)
 #undef HCOPS_INSTANTIATE_GEMM
 

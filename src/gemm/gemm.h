@@ -23,6 +23,8 @@ struct OperandTag {
   unsigned long long version;
 };
 
+struct HeldPackedA;  // gemm/held_a.h
+
 template <typename Ty>
 struct GemmArgs {
   Trans ta, tb;
@@ -40,6 +42,9 @@ struct GemmArgs {
   // Set: op(A)'s packed panels may be kept for later calls and read from
   // there (HCOPS_WEIGHT_CACHE); null: packed for this call only.
   const OperandTag *a_tag = nullptr;
+  // Set: op(A) as the caller packed it for this product and others
+  // (gemm/held_a.h), read instead of packing it when it matches.
+  const HeldPackedA *a_held = nullptr;
 };
 
 // What gemm() did, for the ABI layer's verbose line.
@@ -55,7 +60,8 @@ struct GemmReport {
   const char *math = nullptr;     // f32: the HCOPS_FP32_MATH mode it ran in, "math=strict"
                                   // (fp32_math_detail()); null for the other datatypes
   const char *a_cache = nullptr;  // for a tagged op(A): what the packed-A cache did
-                                  // (a_cache_use_name()); null when untagged or not packed
+                                  // (a_cache_use_name()); "held": the caller's panels
+                                  // (gemm/held_a.h); null when untagged or not packed
   bool c_streamed = false;        // C written non-temporally (shallow products whose C
                                   // outgrows the writers' L2: gemm.cpp's shallow_streams_c)
 };

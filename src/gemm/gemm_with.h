@@ -10,9 +10,13 @@ namespace hcops {
 
 template <typename Ty>
 GemmReport gemm_with(const GemmArgs<Ty> &args, const GemmKernel<Ty> &kernel, const char *family);
+// hold_packed_a (gemm/held_a.h) for a product on this kernel.
+template <typename Ty>
+bool hold_packed_a_with(const GemmArgs<Ty> &args, const GemmKernel<Ty> &kernel, HeldPackedA &held);
 
-#define HCOPS_EXTERN_GEMM_WITH(Ty, name) \
-  extern template GemmReport gemm_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, const char *);
+#define HCOPS_EXTERN_GEMM_WITH(Ty, name)                                                                  \
+  extern template GemmReport gemm_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, const char *); \
+  extern template bool hold_packed_a_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, HeldPackedA &);
 HCOPS_GEMM_DATATYPES(HCOPS_EXTERN_GEMM_WITH)
 #undef HCOPS_EXTERN_GEMM_WITH
 

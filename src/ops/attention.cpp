@@ -14,7 +14,9 @@
 
 #include "common/cpu_features.h"
 #include "common/fault.h"
+#include "common/topology.h"
 #include "gemm/gemm.h"
+#include "gemm/held_a.h"
 #include "kernels/registry.h"
 #if HCOPS_HAVE_AMX
 #include "ops/attention_amx.h"
@@ -42,14 +44,35 @@ struct SliceTypes<bf16> {
   using Out = Bf16Bf16Gemm;
 };
 
+// The right operand of a slice's row-major products with K or V (the
+// engine's op(A)), the same for each of its query blocks: packed once, at
+// the first block, where the slice has several (gemm/held_a.h), and read
+// from there by the others. One per product and slice call: a slice never
+// reads what was packed for another.
+struct SharedOperand {
+  HeldPackedA &held;
+  bool several_blocks;
+  bool tried = false, ok = false;
+  template <typename Ty>
+  const HeldPackedA *for_product(const GemmArgs<Ty> &g) {
+    if (!several_blocks) return nullptr;
+    if (!tried) ok = hold_packed_a(g, held);
+    tried = true;
+    return ok ? &held : nullptr;
+  }
+};
+
 // Row-major C (m x n, ldc) = alpha op(A) op(B) + beta C, on the column-major
 // engine as C^T = op(B)^T op(A)^T; op(X) = X^T where tx. f32 in the
-// HCOPS_FP32_MATH mode in effect, as every f32 GEMM of HCOps.
+// HCOPS_FP32_MATH mode in effect, as every f32 GEMM of HCOps. With `shared`,
+// B is a slice's K or V, packed once for its query blocks.
 template <typename Ty>
 void rm_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const typename Ty::a_type *a,
-             int64_t lda, const typename Ty::b_type *b, int64_t ldb, float beta, typename Ty::c_type *c, int64_t ldc) {
+             int64_t lda, const typename Ty::b_type *b, int64_t ldb, float beta, typename Ty::c_type *c, int64_t ldc,
+             SharedOperand *shared = nullptr) {
   GemmArgs<Ty> g{tb ? Trans::T : Trans::N, ta ? Trans::T : Trans::N, n, m, k, alpha, b, ldb, a, lda, beta, c,
                  ldc};
+  if (shared) g.a_held = shared->for_product(g);
   gemm(g);
 }
 
@@ -85,13 +108,31 @@ bool fused_on_tiles(int64_t S) {
 #endif
 }
 
+// Query rows per block of L queries against S keys, the block's own buffers
+// taking bytes_per_key per row and key: as many rows as keep those buffers
+// in half of this CPU's L2 (the other half holds the parts of K, V and the
+// GEMMs' packed panels being worked on), a multiple of 16, at least 16, and
+// the blocks of a slice as even as that allows. On a 1 MiB L2 at 1024 keys:
+// f32 blocks of 128 rows forward, 64 backward. (A fixed 512 KiB of scores,
+// with P and dP beside them in as much again each, spilt the backward's
+// block to L3 there.)
+int64_t query_block(int64_t L, int64_t S, int64_t bytes_per_key) {
+  const int64_t budget = int64_t(topology().l2 / 2);
+  const int64_t most = std::max<int64_t>(budget / (std::max<int64_t>(S, 1) * bytes_per_key) / 16 * 16, 16);
+  const int64_t blocks = std::max<int64_t>((L + most - 1) / most, 1);
+  return std::max<int64_t>(((L + blocks - 1) / blocks + 15) / 16 * 16, 16);
+}
+
 // Per-thread buffers, grown as needed and kept: a slice's call allocates
-// nothing after the first.
+// nothing after the first. f32 blocks are worked in place: P over the
+// scores, dS over dP (the softmax and its backward are elementwise along
+// each row).
 struct Buffers {
-  std::vector<float> s, p, dp, ds;  // query_block(S) x S
-  std::vector<bf16> p16, ds16;      // p and ds rounded, for bf16 slices
-  std::vector<float> dk, dv;        // S x E accumulators
-  std::vector<float> d, sums;       // D and the rows' sums of P, of a query block
+  std::vector<float> s, dp;     // query_block x S: scores then P; dP then (f32 slices) dS
+  std::vector<bf16> p16, ds16;  // P and dS rounded, for bf16 slices
+  std::vector<float> dk, dv;    // S x E accumulators
+  std::vector<float> d, sums;   // D and the rows' sums of P, of a query block
+  HeldPackedA k_scores, v_held, k_dq;  // K and V packed for a slice's query blocks
   // A bf16 slice widened to f32 (without native bf16 products): q, k, v,
   // dO, the forward's output and the results, (L or S) x E each.
   std::vector<float> wq, wk, wv, wdo, wout, wo, wdq, wdk, wdv;
@@ -129,24 +170,22 @@ struct ScoreScale {
 // the causal mask applied.
 template <typename T>
 void scores(const T *q, int64_t ldq, const T *k, int64_t ldk, int64_t i0, int64_t qb, int64_t S, int64_t E,
-            ScoreScale sc, bool causal, float *s) {
-  rm_gemm<typename SliceTypes<T>::In>(false, true, qb, S, E, sc.product, q + i0 * ldq, ldq, k, ldk, 0.0f, s, S);
+            ScoreScale sc, bool causal, float *s, SharedOperand &k_shared) {
+  rm_gemm<typename SliceTypes<T>::In>(false, true, qb, S, E, sc.product, q + i0 * ldq, ldq, k, ldk, 0.0f, s, S,
+                                      &k_shared);
   if (causal)
     for (int64_t r = 0; r < qb; ++r)
       std::fill(s + r * S + std::min(S, i0 + r + 1), s + (r + 1) * S, -std::numeric_limits<float>::infinity());
 }
 
 // The probabilities of a query block as the operand of O = P V: f32 for f32
-// slices; for bf16 slices rounded to bf16 by the softmax's own store (one
-// pass over the block fewer than rounding an f32 P).
-float *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, ScoreScale sc, float *lse,
-                     int64_t ld_lse, float) {
-  float *p = sized(buf.p, qb * S);
-  softmax_forward(s, p, qb, S, lse, ld_lse, sc.softmax);
-  return p;
+// slices, over the scores; for bf16 slices rounded to bf16 by the softmax's
+// own store (one pass over the block fewer than rounding an f32 P).
+float *probabilities(Buffers &, float *s, int64_t qb, int64_t S, ScoreScale sc, float *lse, int64_t ld_lse, float) {
+  softmax_forward(s, s, qb, S, lse, ld_lse, sc.softmax);
+  return s;
 }
-bf16 *probabilities(Buffers &buf, const float *s, int64_t qb, int64_t S, ScoreScale sc, float *lse, int64_t ld_lse,
-                    bf16) {
+bf16 *probabilities(Buffers &buf, float *s, int64_t qb, int64_t S, ScoreScale sc, float *lse, int64_t ld_lse, bf16) {
   bf16 *p = sized(buf.p16, qb * S);
   softmax_forward(s, p, qb, S, lse, ld_lse, sc.softmax);
   return p;
@@ -156,27 +195,26 @@ template <typename T>
 void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
   using Out = typename SliceTypes<T>::Out;
   Buffers &buf = buffers();
-  const int64_t qb_max = query_block(S);
+  const int64_t qb_max = query_block(L, S, sizeof(float) + (std::is_same_v<T, bf16> ? sizeof(bf16) : 0));
   float *s = sized(buf.s, qb_max * S);
   const ScoreScale sc(scale);
+  SharedOperand k_shared{buf.k_scores, L > qb_max}, v_shared{buf.v_held, L > qb_max};
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s);
+    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s, k_shared);
     const T *pt = probabilities(buf, s, qb, S, sc, a.lse + i0 * a.ld_lse, a.ld_lse, T());
-    rm_gemm<Out>(false, false, qb, E, S, 1.0f, pt, S, a.v, a.ld_v, 0.0f, a.out + i0 * a.ld_out, a.ld_out);  // O = P V
+    rm_gemm<Out>(false, false, qb, E, S, 1.0f, pt, S, a.v, a.ld_v, 0.0f, a.out + i0 * a.ld_out, a.ld_out,
+                 &v_shared);  // O = P V
   }
 }
 
 // dS = P (dP - D), D given per row (row_sums_of_dp_p), as the operand of
-// dQ and dK: f32, or rounded to bf16 by the softmax backward's store.
-const float *score_grads(Buffers &buf, const float *dp, const float *p, const float *d, int64_t qb, int64_t S,
-                         float) {
-  float *ds = sized(buf.ds, qb * S);
-  softmax_backward(dp, p, d, ds, qb, S);
-  return ds;
+// dQ and dK: f32 over dP, or rounded to bf16 by the softmax backward's store.
+const float *score_grads(Buffers &, float *dp, const float *p, const float *d, int64_t qb, int64_t S, float) {
+  softmax_backward(dp, p, d, dp, qb, S);
+  return dp;
 }
-const bf16 *score_grads(Buffers &buf, const float *dp, const float *p, const float *d, int64_t qb, int64_t S,
-                        bf16) {
+const bf16 *score_grads(Buffers &buf, float *dp, const float *p, const float *d, int64_t qb, int64_t S, bf16) {
   bf16 *ds = sized(buf.ds16, qb * S);
   softmax_backward(dp, p, d, ds, qb, S);
   return ds;
@@ -214,26 +252,28 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
   using Out = typename SliceTypes<T>::Out;
   constexpr bool kBf16 = std::is_same_v<T, bf16>;
   Buffers &buf = buffers();
-  const int64_t qb_max = query_block(S);
-  float *s = sized(buf.s, qb_max * S), *p = sized(buf.p, qb_max * S), *dp = sized(buf.dp, qb_max * S);
+  const int64_t qb_max = query_block(L, S, 2 * sizeof(float) + (kBf16 ? 2 * sizeof(bf16) : 0));
+  float *p = sized(buf.s, qb_max * S), *dp = sized(buf.dp, qb_max * S);  // p over the scores, dS (f32) over dP
   bf16 *p16 = kBf16 ? sized(buf.p16, qb_max * S) : nullptr;
   float *dk = sized(buf.dk, S * E), *dv = sized(buf.dv, S * E);  // accumulated over the query blocks
   float *d = sized(buf.d, qb_max), *sums = sized(buf.sums, qb_max);
   const ScoreScale sc(scale);
+  SharedOperand k_shared{buf.k_scores, L > qb_max}, v_shared{buf.v_held, L > qb_max}, k_dq{buf.k_dq, L > qb_max};
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
     const float beta = i0 == 0 ? 0.0f : 1.0f;
     const T *dout = a.dout + i0 * a.ld_dout, *q = a.q + i0 * a.ld_q;
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s);
-    softmax_from_lse(s, sc.softmax, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, sums, qb, S);  // P, from the logsumexp
+    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, p, k_shared);
+    softmax_from_lse(p, sc.softmax, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, sums, qb, S);  // P, from the logsumexp
     const T *pt = nullptr;
     if constexpr (kBf16) pt = p16;
     else pt = p;
     rm_gemm<In>(true, false, S, E, qb, 1.0f, pt, S, dout, a.ld_dout, beta, dv, E);        // dV += P^T dO
-    rm_gemm<In>(false, true, qb, S, E, 1.0f, dout, a.ld_dout, a.v, a.ld_v, 0.0f, dp, S);  // dP = dO V^T
+    rm_gemm<In>(false, true, qb, S, E, 1.0f, dout, a.ld_dout, a.v, a.ld_v, 0.0f, dp, S, &v_shared);  // dP = dO V^T
     row_sums_of_dp_p(a, i0, qb, S, E, dp, p, sums, d);
     const T *dst = score_grads(buf, dp, p, d, qb, S, T());                                // dS
-    rm_gemm<Out>(false, false, qb, E, S, scale, dst, S, a.k, a.ld_k, 0.0f, a.dq + i0 * a.ld_dq, a.ld_dq);  // dQ
+    rm_gemm<Out>(false, false, qb, E, S, scale, dst, S, a.k, a.ld_k, 0.0f, a.dq + i0 * a.ld_dq, a.ld_dq,
+                 &k_dq);  // dQ = scale dS K
     rm_gemm<In>(true, false, S, E, qb, scale, dst, S, q, a.ld_q, beta, dk, E);  // dK += scale dS^T Q
   }
   store_rows(dk, S, E, a.dk, a.ld_dk);

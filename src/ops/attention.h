@@ -1,8 +1,9 @@
 // Scaled dot-product attention of one (batch, head) slice, forward and
-// backward, blocked over the queries so that the scores of a block of
-// query_block(S) rows (about kScoreBlock f32 values, 512 KiB: in L2) live in
-// a per-thread buffer and the L x S score matrix never goes to memory. The products run on the GEMM engine (serial: the framework layer
-// parallelises over slices, inside its own parallel region), the row
+// backward, blocked over the queries so that the scores of a block of query
+// rows live in a per-thread buffer in L2 (attention.cpp's query_block) and
+// the L x S score matrix never goes to memory. The products run on the GEMM
+// engine (serial: the framework layer parallelises over slices, inside its
+// own parallel region), the row
 // softmax and its backward on the operators' kernels (ops/softmax.h), so
 // each kernel family's vector code serves attention too.
 //
@@ -39,13 +40,6 @@
 HCOPS_API_BEGIN
 namespace hcops::ops {
 
-// Scores per query block, and the query rows of a block for S keys: as many
-// as fit kScoreBlock, a multiple of 16, at least 16.
-constexpr int64_t kScoreBlock = 128 * 1024;
-inline int64_t query_block(int64_t S) {
-  const int64_t rows = kScoreBlock / (S > 0 ? S : 1);
-  return rows < 16 ? 16 : rows / 16 * 16;
-}
 // Keys per slice the blocked kernel takes (longer sequences: the caller's own kernel).
 constexpr int64_t kMaxKeys = 8192;
 

@@ -20,8 +20,9 @@ void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool lo
 // lse[i * ld_lse] (NaN where the row's softmax is NaN), as attention needs;
 // of fl(scale x) for a positive finite scale (attention's scaled scores,
 // scaled as they are read: the same values as scaling x first; a negative
-// or infinite scale is the caller's to apply first). y f32, or
-// bf16 rounded once in the store (bf16 attention's P, the operand of O = P V).
+// or infinite scale is the caller's to apply first). y f32 (it may be x:
+// attention's P over its scores), or bf16 rounded once in the store (bf16
+// attention's P, the operand of O = P V).
 void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
                      float scale = 1.0f);
 void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
@@ -31,7 +32,7 @@ void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float 
 // by the row's sum when lse_is_rows(that sum) (lse's rounding scales a
 // whole row; the division takes it out), else as computed (an lse that is
 // not the row's own); with p16 (else null), also rounded to bf16; with
-// sums (else null), each row's sum before the division.
+// sums (else null), each row's sum before the division. p may be x.
 void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
                       float *sums, int64_t rows, int64_t cols);
 // Whether a row from softmax_from_lse with this sum came from its own
@@ -47,8 +48,9 @@ void softmax_backward(const float *dy, const float *y, float *dx, int64_t rows, 
 void softmax_backward(const bf16 *dy, const bf16 *y, bf16 *dx, int64_t rows, int64_t cols, bool log);
 // Softmax's backward with each row's sum(dy * y) given: dx = y * (dy -
 // sums[i]) (attention's dS = P (dP - D), D = rowsum(dO * O) from the
-// forward's output, as PyTorch's kernel takes it); f32 dx, or bf16 rounded
-// once in the store (bf16 attention's dS, the operand of dQ and dK).
+// forward's output, as PyTorch's kernel takes it); f32 dx (it may be dy:
+// attention's dS over dP), or bf16 rounded once in the store (bf16
+// attention's dS, the operand of dQ and dK).
 void softmax_backward(const float *dy, const float *y, const float *sums, float *dx, int64_t rows, int64_t cols);
 void softmax_backward(const float *dy, const float *y, const float *sums, bf16 *dx, int64_t rows, int64_t cols);
 

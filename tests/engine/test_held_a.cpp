@@ -1,0 +1,248 @@
+// op(A) packed once by the caller for a run of products (gemm/held_a.h), on
+// every kernel family this CPU runs and every datatype combination it
+// serves: products with the held panels give C bit for bit as without them,
+// for several op(B), C and n in a row (the panels must be where a unit's own
+// packing would put them: odd m, k over several k blocks, A and A^T, lda past
+// the rows, more rows than one unit); the verbose line says "held". A product
+// of another op(A) (another address, m, k, lda or transposition) or with
+// panels not held packs as usual and is right. Where a product would not read
+// packed panels (the skinny and shallow kernels), nothing is held. Also
+// gemm() as attention reaches it: the chosen kernels, a bf16 C deeper than
+// one k block (through the f32-C copy).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+extern "C" {
+#include <cmocka.h>  // 1.1 has no C++ guard of its own
+}
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/cpu_features.h"
+#include "common/dtype.h"
+#include "common/topology.h"
+#include "gemm/blocking.h"
+#include "gemm/gemm.h"
+#include "gemm/gemm_with.h"
+#include "gemm/held_a.h"
+#include "kernels/registry.h"
+
+namespace {
+
+using namespace hcops;
+
+std::mt19937 rng(20261202);
+
+template <typename T>
+std::vector<T> random_values(size_t n) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<T> v(n);
+  for (auto &x : v) x = T(d(rng));
+  return v;
+}
+
+template <typename T>
+bool same_bits(const std::vector<T> &x, const std::vector<T> &y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), sizeof(T) * x.size()) == 0;
+}
+
+std::string use_of(const GemmReport &r) { return r.a_cache ? r.a_cache : "(none)"; }
+
+int failures = 0;
+
+void expect(bool ok, const char *family, const char *what, const std::string &detail) {
+  if (ok) return;
+  std::printf("FAILED %s: %s (%s)\n", family, what, detail.c_str());
+  ++failures;
+}
+
+// One product of Ty on `kern` with op(B) n wide, C compared with the same
+// product without held panels; returns what the product said of op(A).
+template <typename Ty>
+std::string product(const GemmKernel<Ty> &kern, const char *family, GemmArgs<Ty> g, long n, const HeldPackedA *held,
+                    bool *same) {
+  using B = typename Ty::b_type;
+  using C = typename Ty::c_type;
+  std::vector<B> b = random_values<B>(size_t(g.k * n));
+  std::vector<C> ref = random_values<C>(size_t(g.m * n)), c = ref;  // beta = 0.5 reads C
+  g.n = n;
+  g.b = b.data();
+  g.ldb = g.k;
+  g.beta = 0.5f;
+  g.c = ref.data();
+  g.ldc = g.m;
+  g.a_held = nullptr;
+  gemm_with(g, kern, family);
+  g.c = c.data();
+  g.a_held = held;
+  const GemmReport r = gemm_with(g, kern, family);
+  *same = same_bits(c, ref);
+  return use_of(r);
+}
+
+template <typename Ty>
+void check_shape(const GemmKernel<Ty> &kern, const char *family, Trans ta, long m, long n, long k) {
+  using A = typename Ty::a_type;
+  const long ar = ta == Trans::N ? m : k, ac = ta == Trans::N ? k : m, lda = ar + 3;
+  std::vector<A> a = random_values<A>(size_t(lda * ac));
+  GemmArgs<Ty> g{ta, Trans::N, m, n, k, 1, a.data(), lda, nullptr, k, 0, nullptr, m};
+  const std::string shape = std::string(1, char(ta)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                            " k=" + std::to_string(k);
+  HeldPackedA held;
+  // Held exactly where the product packs op(A): not on the skinny and
+  // shallow kernels (n = 1; k <= 16), whose products then read nothing held.
+  for (long thin_n : {1L, n}) {
+    GemmArgs<Ty> t = g;
+    t.n = thin_n;
+    std::vector<typename Ty::b_type> b = random_values<typename Ty::b_type>(size_t(k * thin_n));
+    std::vector<typename Ty::c_type> c(size_t(m * thin_n));
+    t.b = b.data();
+    t.c = c.data();
+    const std::string path = gemm_with(t, kern, family).b;
+    const bool packs = path != "skinny" && path != "shallow";
+    const std::string what = shape + " n=" + std::to_string(thin_n) + " (" + path + ")";
+    expect(hold_packed_a_with(t, kern, held) == packs, family, "held where the product packs op(A)", what);
+    if (packs) continue;
+    bool same = false;
+    const std::string use = product(kern, family, t, thin_n, &held, &same);
+    expect(same && use == "(none)", family, "not packed: nothing read", what + ": " + use);
+    if (thin_n == n) return;
+  }
+  // A block height that is not a multiple of the tile's rows (an mr of 24:
+  // SVE at 384 bits) may start units inside a panel: packed as usual.
+  const bool units_on_panels = blocking_for_product(topology(), kern, k).mc % kern.mr == 0;
+  bool same = false;
+  for (long nj : {n, n + 5, 2 * n + 1}) {  // several op(B) and C, one op(A)
+    const std::string use = product(kern, family, g, nj, &held, &same);
+    expect(same, family, "C with the held panels", shape + " n=" + std::to_string(nj));
+    expect(use == "held" || (!units_on_panels && use == "(none)"), family, "the held panels read", shape + ": " + use);
+  }
+  // Another op(A): another address (the same values), one row fewer, one
+  // step less deep, another lda, the other transposition: packed as usual.
+  std::vector<A> copy = a;
+  GemmArgs<Ty> other = g;
+  other.a = copy.data();
+  std::string use = product(kern, family, other, n, &held, &same);
+  expect(same && use == "(none)", family, "another address: packed as usual", shape + ": " + use);
+  other = g;
+  other.m = m - 1;
+  use = product(kern, family, other, n, &held, &same);
+  expect(same && use == "(none)", family, "m - 1: packed as usual", shape + ": " + use);
+  other = g;
+  other.k = k - 1;
+  use = product(kern, family, other, n, &held, &same);
+  expect(same && use == "(none)", family, "k - 1: packed as usual", shape + ": " + use);
+  other = g;
+  other.lda = lda - 1;
+  use = product(kern, family, other, n, &held, &same);
+  expect(same && use == "(none)", family, "lda - 1: packed as usual", shape + ": " + use);
+  if (m == k) {
+    other = g;
+    other.ta = ta == Trans::N ? Trans::T : Trans::N;
+    use = product(kern, family, other, n, &held, &same);
+    expect(same && use == "(none)", family, "the other transposition: packed as usual", shape + ": " + use);
+  }
+  // Panels that are not (or no longer) held: never read.
+  held.valid = false;
+  use = product(kern, family, g, n, &held, &same);
+  expect(same && use == "(none)", family, "panels not held: packed as usual", shape + ": " + use);
+}
+
+template <typename Ty>
+void check_family(const KernelFamily &f, int *checked) {
+  for (int i = 0; i < f.kernels->count; ++i) {
+    const KernelRef &ref = f.kernels->refs[i];
+    if (!ref.serves<Ty>()) continue;
+    if (!features_usable(ref.needs)) {
+      std::printf("skipped: family %s's kernel for %s needs features this CPU lacks\n", f.name, dtype_name(ref.a));
+      continue;
+    }
+    const GemmKernel<Ty> &kern = *ref.get<Ty>();
+    const long tall = blocking_for_product(topology(), kern, 64).mc + kern.mr + 3;
+    for (Trans ta : {Trans::N, Trans::T}) {
+      check_shape<Ty>(kern, f.name, ta, 67, 45, 700);  // several k blocks, odd rows
+      check_shape<Ty>(kern, f.name, ta, 2 * kern.mr + 1, 33, 37);
+      check_shape<Ty>(kern, f.name, ta, tall, 21, 64);  // more rows than one unit
+      check_shape<Ty>(kern, f.name, ta, 72, 40, 72);    // square: the other transposition too
+      check_shape<Ty>(kern, f.name, ta, 67, 45, 9);     // shallow where the family has that kernel
+    }
+    ++*checked;
+  }
+}
+
+void test_every_family(void **) {
+  int checked = 0;
+  for (int i = 0; i < kernel_family_count(); ++i) {
+    const KernelFamily &f = kernel_families()[i];
+    if (!family_runs_here(f)) {
+      std::printf("skipped: family %s does not run on this CPU\n", f.name);
+      continue;
+    }
+    const int before = checked;
+    check_family<Sgemm>(f, &checked);
+    check_family<Dgemm>(f, &checked);
+    check_family<Bf16Gemm>(f, &checked);
+    check_family<Bf16Bf16Gemm>(f, &checked);
+    check_family<SgemmBf16>(f, &checked);
+    check_family<SgemmBf16x3>(f, &checked);
+    std::printf("family %s: %d datatype combinations with held panels\n", f.name, checked - before);
+  }
+  assert_true(checked >= 2);
+  assert_int_equal(failures, 0);
+}
+
+// gemm() as attention calls it, on the chosen kernels: C bit for bit as
+// without the panels; says which products read them.
+template <typename Ty>
+void through_gemm(const char *what, long m, long n, long k, Trans ta) {
+  using A = typename Ty::a_type;
+  using B = typename Ty::b_type;
+  using C = typename Ty::c_type;
+  const long lda = ta == Trans::N ? m : k;
+  std::vector<A> a = random_values<A>(size_t(m * k));
+  GemmArgs<Ty> g{ta, Trans::N, m, n, k, 1, a.data(), lda, nullptr, k, 0, nullptr, m};
+  HeldPackedA held;
+  std::vector<B> b = random_values<B>(size_t(k * n));
+  g.b = b.data();
+  const bool ok = hold_packed_a(g, held);
+  for (int rep = 0; rep < 2; ++rep) {
+    b = random_values<B>(size_t(k * n));
+    g.b = b.data();
+    std::vector<C> ref(size_t(m * n)), c(size_t(m * n));
+    g.c = ref.data();
+    g.a_held = nullptr;
+    gemm(g);
+    g.c = c.data();
+    g.a_held = &held;
+    const GemmReport r = gemm(g);
+    expect(same_bits(c, ref), what, "C through gemm() with the held panels", use_of(r));
+    if (rep == 0) std::printf("%s %ldx%ldx%ld: %s, %s\n", what, m, n, k, ok ? "held" : "not held", use_of(r).c_str());
+    // Held, then read: the chosen kernel's own products always read them
+    // (bf16 C through the f32-C copy only where its pack_a is the same).
+    if (ok && std::is_same_v<C, typename Ty::acc_type>) expect(use_of(r) == "held", what, "read", use_of(r));
+  }
+}
+
+void test_through_gemm(void **) {
+  through_gemm<Sgemm>("f32", 1024, 128, 72, Trans::T);  // attention's scores: K, S x E
+  through_gemm<Sgemm>("f32", 72, 128, 1024, Trans::N);  // O = P V: V
+  through_gemm<Bf16Gemm>("bf16 -> f32", 1024, 128, 72, Trans::T);
+  through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 1024, Trans::N);  // deeper than a k block
+  through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 64, Trans::N);
+  assert_int_equal(failures, 0);
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_family),
+      cmocka_unit_test(test_through_gemm),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
