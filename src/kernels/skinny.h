@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "kernels/kernel.h"
+#include "kernels/skinny_panels.h"
 
 // GCC 12 warns that the undefined vector inside _mm512_reduce_add_ps/pd's
 // shuffles "may be used uninitialized" once inlined here: a false positive
@@ -42,8 +43,8 @@ namespace skinny {
 // taken in the same order either way (each row's along k), so the bits
 // are the same.
 //
-// A panel is as many blocks as kPanelSumBytes of sums hold for the n
-// columns (480 f32 rows at n = 8, 2016 at n = 2, at most kMaxPanelRows),
+// A panel is as many blocks as 16 KiB of sums (skinny_panels.h) hold for
+// the n columns (480 f32 rows at n = 8, 2016 at n = 2, at most 2048),
 // and the driver gives a thread pieces of 512 rows or more where there are
 // rows for them (gemm.cpp), as the bf16 kernel's (avx512_bf16/skinny_bf16.h).
 //
@@ -57,9 +58,7 @@ namespace skinny {
 // way as the guest's speed moved, panels 1-5 % ahead in each run).
 // Prefetching the next chunk into L2 as well as or instead of the rows 16
 // steps ahead into L1 lost up to 15 % on the aligned products there.
-constexpr long kPanelSumBytes = 16 << 10;  // in L1
-constexpr long kMaxPanelRows = 2048;
-constexpr long kChunkSteps = 64;
+using skinny_panels::kChunkSteps;
 // How far ahead (in k steps) the ta = N loop prefetches op(A)'s columns
 // into L1: they are lda apart, a stride the hardware prefetchers follow
 // poorly. Near a chunk's end these are the next chunk's same rows.
@@ -73,12 +72,9 @@ constexpr long kPrefetchRows = 8;
 template <typename W, typename T>
 struct PanelSums {
   static constexpr long kRows = 3 * W::lanes;  // a block's rows
-  static constexpr long kValues = kPanelSumBytes / long(sizeof(T));
-  alignas(64) T v[kValues];
+  alignas(64) T v[skinny_panels::kPanelSumBytes / long(sizeof(T))];
   // Rows a panel holds for n columns: whole blocks.
-  static long panel_rows(long n) {
-    return std::clamp<long>(kValues / (kRows * std::max<long>(n, 1)), 1, kMaxPanelRows / kRows) * kRows;
-  }
+  static long panel_rows(long n) { return skinny_panels::panel_rows(n, kRows, kRows * long(sizeof(T))); }
   // Block rb's sums: column j's three vectors at [j * kRows, (j + 1) * kRows).
   T *block(long rb, long n) { return v + rb * n * kRows; }
 };
@@ -121,24 +117,13 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const T *__restrict 
   }
 }
 
-// All n columns of one chunk for one block: passes of 8, then the rest.
+// All n columns of one chunk for one block.
 template <typename W, typename T, bool kFull>
 void n_chunk_columns(long kc, long n, const T *a, long lda, const T *b, long csb, T *sums, int rows) {
   constexpr long RB = 3 * W::lanes;
-  long j = 0;
-  for (; j + 8 <= n; j += 8) n_chunk<W, T, 8, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows);
-  const T *bj = b + j * csb;
-  T *sj = sums + j * RB;
-  switch (n - j) {
-    case 1: n_chunk<W, T, 1, kFull>(kc, a, lda, bj, csb, sj, rows); break;
-    case 2: n_chunk<W, T, 2, kFull>(kc, a, lda, bj, csb, sj, rows); break;
-    case 3: n_chunk<W, T, 3, kFull>(kc, a, lda, bj, csb, sj, rows); break;
-    case 4: n_chunk<W, T, 4, kFull>(kc, a, lda, bj, csb, sj, rows); break;
-    case 5: n_chunk<W, T, 5, kFull>(kc, a, lda, bj, csb, sj, rows); break;
-    case 6: n_chunk<W, T, 6, kFull>(kc, a, lda, bj, csb, sj, rows); break;
-    case 7: n_chunk<W, T, 7, kFull>(kc, a, lda, bj, csb, sj, rows); break;
-    default: break;
-  }
+  skinny_panels::column_passes(n, [&](auto nb, long j) {
+    n_chunk<W, T, decltype(nb)::value, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows);
+  });
 }
 
 // C = alpha * sums + beta * C for one block's rows [0, rows) and n columns.
@@ -218,23 +203,16 @@ void n_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, l
   using Sums = PanelSums<W, T>;
   constexpr long RB = Sums::kRows;
   Sums sums;
-  const long panel = Sums::panel_rows(n);
-  for (long i0 = 0; i0 < m; i0 += panel) {
-    const long rows = std::min(panel, m - i0);
-    const long blocks = (rows + RB - 1) / RB;
-    std::fill(sums.v, sums.v + blocks * n * RB, T(0));
-    const auto block_rows = [&](long rb) { return static_cast<int>(std::min(RB, rows - rb * RB)); };
-    for (long p0 = 0; p0 < k; p0 += kChunkSteps) {
-      const long kc = std::min(kChunkSteps, k - p0);
-      for (long rb = 0; rb < blocks; ++rb) {
-        const T *ab = a + i0 + rb * RB + p0 * lda;
-        if (block_rows(rb) == RB) n_chunk_columns<W, T, true>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), RB);
-        else n_chunk_columns<W, T, false>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), block_rows(rb));
-      }
-    }
-    for (long rb = 0; rb < blocks; ++rb)
-      n_store<W, T>(n, sums.block(rb, n), alpha, beta, c + i0 + rb * RB, ldc, block_rows(rb));
-  }
+  skinny_panels::for_each_panel(
+      m, k, RB, Sums::panel_rows(n), [&](long blocks) { std::fill(sums.v, sums.v + blocks * n * RB, T(0)); },
+      [&](long rb, long i, long rows, long p0, long kc) {
+        const T *ab = a + i + p0 * lda;
+        if (rows == RB) n_chunk_columns<W, T, true>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), RB);
+        else n_chunk_columns<W, T, false>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), static_cast<int>(rows));
+      },
+      [&](long rb, long i, long rows) {
+        n_store<W, T>(n, sums.block(rb, n), alpha, beta, c + i, ldc, static_cast<int>(rows));
+      });
 }
 
 // Rows [0, m) of op(A) = A^T: groups of 4 rows, then the last m % 4 one at a

@@ -134,43 +134,46 @@ void fold_partial(Sums &a, int64_t cols, const float *total, const float *comp) 
   }
 }
 
-template <class F, class T, class To>
-void column_sums_typed(const ColumnSums &s, int64_t o, int64_t c0, int64_t c1) {
-  const T *x = static_cast<const T *>(s.x) + o * s.ld_outer;
-  To *out = static_cast<To *>(s.out) + o * s.cols;
+// body(a, c, n) for each block of columns [c, c + n) of [c0, c1), with the
+// block's sums a cleared.
+template <class F, class Body>
+void for_each_block(int64_t c0, int64_t c1, const Body &body) {
   Sums a;
   for (int64_t c = c0; c < c1; c += kBlockCols) {
     const int64_t n = c1 - c < kBlockCols ? c1 - c : kBlockCols;
     clear<F>(a, n);
+    body(a, c, n);
+  }
+}
+
+template <class F, class T, class To>
+void column_sums_typed(const ColumnSums &s, int64_t o, int64_t c0, int64_t c1) {
+  const T *x = static_cast<const T *>(s.x) + o * s.ld_outer;
+  To *out = static_cast<To *>(s.out) + o * s.cols;
+  for_each_block<F>(c0, c1, [&](Sums &a, int64_t c, int64_t n) {
     accumulate<F>(x + c, s.rows, s.ld, n, a);
     finish<F>(a, n, out + c);
-  }
+  });
 }
 
 template <class F, class T>
 void partial_sums_typed(const ColumnSums &s, int64_t o, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *total,
                         float *comp) {
   const T *x = static_cast<const T *>(s.x) + o * s.ld_outer + r0 * s.ld;
-  Sums a;
-  for (int64_t c = c0; c < c1; c += kBlockCols) {
-    const int64_t n = c1 - c < kBlockCols ? c1 - c : kBlockCols;
-    clear<F>(a, n);
+  for_each_block<F>(c0, c1, [&](Sums &a, int64_t c, int64_t n) {
     accumulate<F>(x + c, r1 - r0, s.ld, n, a);
     store_partial<F>(a, n, total + c, comp + c);
-  }
+  });
 }
 
 template <class F, class To>
 void combine_typed(const ColumnSums &s, int64_t o, int64_t c0, int64_t c1, const float *total, const float *comp,
                    int64_t blocks) {
   To *out = static_cast<To *>(s.out) + o * s.cols;
-  Sums a;
-  for (int64_t c = c0; c < c1; c += kBlockCols) {
-    const int64_t n = c1 - c < kBlockCols ? c1 - c : kBlockCols;
-    clear<F>(a, n);
+  for_each_block<F>(c0, c1, [&](Sums &a, int64_t c, int64_t n) {
     for (int64_t b = 0; b < blocks; ++b) fold_partial<F>(a, n, total + b * s.cols + c, comp + b * s.cols + c);
     finish<F>(a, n, out + c);
-  }
+  });
 }
 
 template <class F>

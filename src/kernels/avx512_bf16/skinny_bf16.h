@@ -38,6 +38,7 @@
 #include "common/dtype.h"
 #include "kernels/avx512_bf16/convert.h"
 #include "kernels/kernel.h"
+#include "kernels/skinny_panels.h"
 
 // GCC 12 warns inside its own reduce/convert intrinsics (their
 // _mm512_undefined_* operand) once inlined; nothing is uninitialised.
@@ -82,7 +83,7 @@ inline __m512bh b_last(const bf16 *col, long p) {
 // input gradient (384 x 8 x 2304) took 0.39 ms from memory, 4x its time
 // with A warm (Xeon, AMX, 2 threads).
 //
-// A panel is as many rows as kPanelSumFloats of sums hold for the n
+// A panel is as many rows as 16 KiB of sums (skinny_panels.h) hold for the n
 // columns (256 rows at kSkinnyMaxN = 16, 2048 at n = 2), and the driver
 // gives a thread pieces of 512 rows or more where there are rows for them,
 // so that with few columns each chunk reads long runs of A's columns.
@@ -92,19 +93,15 @@ inline __m512bh b_last(const bf16 *col, long p) {
 // pieces of 576 rows, one panel each, with the next chunk prefetched into
 // L2: 0.62-0.74 ms (63-75 %). DiT-S/2's at batch 8 (384 x 8 x 2304):
 // 0.157-0.178 -> 0.116-0.124 ms.
-constexpr long kPanelSumFloats = 4096;  // 16 KiB, in L1: 32 floats a 32-row block and column
-constexpr long kMaxPanelRows = 2048;
-constexpr long kChunkSteps = 64;  // even: only the last chunk of an odd k has a lone step
-
-inline long panel_rows(long n) {
-  return std::clamp<long>(kPanelSumFloats / (32 * std::max<long>(n, 1)) * 32, 32, kMaxPanelRows);
-}
+using skinny_panels::kChunkSteps;
 
 // The f32 sums of one panel: per 32-row block and column, the two
 // interleaved halves (lo: rows 0-3, 8-11, ...; hi: rows 4-7, 12-15, ...),
 // the blocks n columns apart.
 struct PanelSums {
-  alignas(64) float v[kPanelSumFloats];
+  alignas(64) float v[skinny_panels::kPanelSumBytes / sizeof(float)];
+  // Rows a panel holds for n columns: whole 32-row blocks, 32 floats a column.
+  static long panel_rows(long n) { return skinny_panels::panel_rows(n, 32, 32 * sizeof(float)); }
   float (*block(long rb, long n))[2][16] { return reinterpret_cast<float (*)[2][16]>(v + rb * n * 32); }
 };
 
@@ -151,22 +148,11 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const bf16 *__restri
   }
 }
 
-// All n columns of one chunk for one 32-row block: passes of 8, then the rest.
+// All n columns of one chunk for one 32-row block.
 inline void n_chunk_columns(long kc, long n, const bf16 *a, long lda, const bf16 *b, long csb, float (*sums)[2][16],
                             __mmask32 m) {
-  long j = 0;
-  for (; j + 8 <= n; j += 8) n_chunk<8>(kc, a, lda, b + j * csb, csb, sums + j, m);
-  const bf16 *bj = b + j * csb;
-  switch (n - j) {
-    case 1: n_chunk<1>(kc, a, lda, bj, csb, sums + j, m); break;
-    case 2: n_chunk<2>(kc, a, lda, bj, csb, sums + j, m); break;
-    case 3: n_chunk<3>(kc, a, lda, bj, csb, sums + j, m); break;
-    case 4: n_chunk<4>(kc, a, lda, bj, csb, sums + j, m); break;
-    case 5: n_chunk<5>(kc, a, lda, bj, csb, sums + j, m); break;
-    case 6: n_chunk<6>(kc, a, lda, bj, csb, sums + j, m); break;
-    case 7: n_chunk<7>(kc, a, lda, bj, csb, sums + j, m); break;
-    default: break;
-  }
+  skinny_panels::column_passes(
+      n, [&](auto nb, long j) { n_chunk<decltype(nb)::value>(kc, a, lda, b + j * csb, csb, sums + j, m); });
 }
 
 inline __mmask32 rows_mask(long rows) { return rows >= 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << rows) - 1); }
@@ -292,24 +278,19 @@ template <typename C>
 void n_rows(long m, long n, long k, float alpha, const bf16 *a, long lda, const bf16 *b, long csb, float beta, C *c,
             long ldc) {
   PanelSums sums;
-  const long panel = panel_rows(n);
-  for (long i0 = 0; i0 < m; i0 += panel) {
-    const long rows = std::min<long>(panel, m - i0);
-    const long blocks = (rows + 31) / 32;
-    for (long rb = 0; rb < blocks; ++rb)
-      for (long j = 0; j < n; ++j) {
-        _mm512_store_ps(sums.block(rb, n)[j][0], _mm512_setzero_ps());
-        _mm512_store_ps(sums.block(rb, n)[j][1], _mm512_setzero_ps());
-      }
-    for (long p0 = 0; p0 < k; p0 += kChunkSteps) {
-      const long kc = std::min(kChunkSteps, k - p0);
-      for (long rb = 0; rb < blocks; ++rb)
-        n_chunk_columns(kc, n, a + i0 + 32 * rb + p0 * lda, lda, b + p0, csb, sums.block(rb, n),
-                        rows_mask(rows - 32 * rb));
-    }
-    for (long rb = 0; rb < blocks; ++rb)
-      n_store(n, sums.block(rb, n), alpha, beta, c + i0 + 32 * rb, ldc, rows_mask(rows - 32 * rb));
-  }
+  skinny_panels::for_each_panel(
+      m, k, 32, PanelSums::panel_rows(n),
+      [&](long blocks) {
+        for (long rb = 0; rb < blocks; ++rb)
+          for (long j = 0; j < n; ++j) {
+            _mm512_store_ps(sums.block(rb, n)[j][0], _mm512_setzero_ps());
+            _mm512_store_ps(sums.block(rb, n)[j][1], _mm512_setzero_ps());
+          }
+      },
+      [&](long rb, long i, long rows, long p0, long kc) {
+        n_chunk_columns(kc, n, a + i + p0 * lda, lda, b + p0, csb, sums.block(rb, n), rows_mask(rows));
+      },
+      [&](long rb, long i, long rows) { n_store(n, sums.block(rb, n), alpha, beta, c + i, ldc, rows_mask(rows)); });
 }
 
 // Rows [0, m) of op(A) = A^T: groups of 4 rows then one at a time; columns
