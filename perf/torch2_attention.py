@@ -111,8 +111,9 @@ def main():
     cpu = cpu_label()
     print(f"DiT's attention through the dispatcher, torch {torch.__version__}, {cpu}; caches flushed before each "
           f"call ({llc_bytes() >> 20} MiB last level)", flush=True)
-    if preloaded_hcops_warning():
-        print(preloaded_hcops_warning(), flush=True)
+    warning = preloaded_hcops_warning()
+    if warning:
+        print(warning, flush=True)
     peak = {}
     try:
         m = Machine(built_tool)

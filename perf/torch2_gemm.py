@@ -216,8 +216,9 @@ def main():
     cpu = cpu_label()
     print(f"DiT-{args.model}/2 batch {args.batch}: its GEMMs through the dispatcher, torch {torch.__version__}, "
           f"{cpu}; caches flushed before each call ({llc_bytes() >> 20} MiB last level)", flush=True)
-    if preloaded_hcops_warning():
-        print(preloaded_hcops_warning(), flush=True)
+    warning = preloaded_hcops_warning()
+    if warning:
+        print(warning, flush=True)
     peak = peaks(args.threads)
     flush = Flusher()
     rows, computed = [], 0

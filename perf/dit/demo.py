@@ -163,8 +163,9 @@ def time_route(args, route, env, progress):
                 proc = run(dit_command(args, route, v, amp, args.steps, warmup),
                            dict(env, HCOPS_VERBOSE="1") if verbose else env)
                 res[v.name] = json_result(proc)
+                note = " (under HCOPS_VERBOSE=1)" if verbose else ""
                 progress.say(f"{route.label} {DTYPES[amp]} round {r + 1}: {v.name} "
-                             f"{res[v.name]['median_s']:.3f} s a step" + (" (under HCOPS_VERBOSE=1)" if verbose else ""))
+                             f"{res[v.name]['median_s']:.3f} s a step{note}")
                 if verbose:
                     record_check(route, amp, v, proc, warmup)
             rounds.append(res)
@@ -314,7 +315,8 @@ def print_checks(all_routes):
                   f"{'OK' if fine else 'NO HCOps GEMM RAN'}")
             print(f"    operators: {ops}")
             if ran.declines:
-                declined = ", ".join(f"{op} ({reason}) x{calls}" for (op, reason), calls in sorted(ran.declines.items()))
+                declined = ", ".join(f"{op} ({reason}) x{calls}"
+                                     for (op, reason), calls in sorted(ran.declines.items()))
                 print(f"    declined, left to PyTorch: {declined}")
     return ok
 
