@@ -17,41 +17,31 @@ extern "C" {
 }
 
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "common/cpu_features.h"
-#include "common/dtype.h"
 #include "common/topology.h"
 #include "gemm/blocking.h"
 #include "gemm/gemm.h"
 #include "gemm/gemm_with.h"
 #include "gemm/held_a.h"
 #include "kernels/registry.h"
+#include "whole_a_check.h"
 
 namespace {
 
 using namespace hcops;
+using whole_a_check::same_bits;
+using whole_a_check::use_of;
 
 std::mt19937 rng(20261202);
 
 template <typename T>
 std::vector<T> random_values(size_t n) {
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<T> v(n);
-  for (auto &x : v) x = T(d(rng));
-  return v;
+  return whole_a_check::random_values<T>(rng, n);
 }
-
-template <typename T>
-bool same_bits(const std::vector<T> &x, const std::vector<T> &y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), sizeof(T) * x.size()) == 0;
-}
-
-std::string use_of(const GemmReport &r) { return r.a_cache ? r.a_cache : "(none)"; }
 
 int failures = 0;
 
@@ -153,45 +143,17 @@ void check_shape(const GemmKernel<Ty> &kern, const char *family, Trans ta, long 
   expect(same && use == "(none)", family, "panels not held: packed as usual", shape + ": " + use);
 }
 
-template <typename Ty>
-void check_family(const KernelFamily &f, int *checked) {
-  for (int i = 0; i < f.kernels->count; ++i) {
-    const KernelRef &ref = f.kernels->refs[i];
-    if (!ref.serves<Ty>()) continue;
-    if (!features_usable(ref.needs)) {
-      std::printf("skipped: family %s's kernel for %s needs features this CPU lacks\n", f.name, dtype_name(ref.a));
-      continue;
-    }
-    const GemmKernel<Ty> &kern = *ref.get<Ty>();
+void test_every_family(void **) {
+  const int checked = whole_a_check::every_family("with held panels", [](const auto &kern, const char *family) {
     const long tall = blocking_for_product(topology(), kern, 64).mc + kern.mr + 3;
     for (Trans ta : {Trans::N, Trans::T}) {
-      check_shape<Ty>(kern, f.name, ta, 67, 45, 700);  // several k blocks, odd rows
-      check_shape<Ty>(kern, f.name, ta, 2 * kern.mr + 1, 33, 37);
-      check_shape<Ty>(kern, f.name, ta, tall, 21, 64);  // more rows than one unit
-      check_shape<Ty>(kern, f.name, ta, 72, 40, 72);    // square: the other transposition too
-      check_shape<Ty>(kern, f.name, ta, 67, 45, 9);     // shallow where the family has that kernel
+      check_shape(kern, family, ta, 67, 45, 700);  // several k blocks, odd rows
+      check_shape(kern, family, ta, 2 * kern.mr + 1, 33, 37);
+      check_shape(kern, family, ta, tall, 21, 64);  // more rows than one unit
+      check_shape(kern, family, ta, 72, 40, 72);    // square: the other transposition too
+      check_shape(kern, family, ta, 67, 45, 9);     // shallow where the family has that kernel
     }
-    ++*checked;
-  }
-}
-
-void test_every_family(void **) {
-  int checked = 0;
-  for (int i = 0; i < kernel_family_count(); ++i) {
-    const KernelFamily &f = kernel_families()[i];
-    if (!family_runs_here(f)) {
-      std::printf("skipped: family %s does not run on this CPU\n", f.name);
-      continue;
-    }
-    const int before = checked;
-    check_family<Sgemm>(f, &checked);
-    check_family<Dgemm>(f, &checked);
-    check_family<Bf16Gemm>(f, &checked);
-    check_family<Bf16Bf16Gemm>(f, &checked);
-    check_family<SgemmBf16>(f, &checked);
-    check_family<SgemmBf16x3>(f, &checked);
-    std::printf("family %s: %d datatype combinations with held panels\n", f.name, checked - before);
-  }
+  });
   assert_true(checked >= 2);
   assert_int_equal(failures, 0);
 }
