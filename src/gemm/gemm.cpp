@@ -409,6 +409,7 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
       return Outcome::unpacked;
     }
   }
+  a_cache = nullptr;  // this attempt's (a short team's retry may not read what the first would have)
   std::vector<long> a_offsets;
   std::shared_ptr<PackedAEntry> a_entry;  // held until the product is done
   const typename Ty::packed_a_type *a_cached = nullptr;

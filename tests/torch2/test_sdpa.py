@@ -75,7 +75,8 @@ def child():
              # a last query block of 5 rows, XL/2's head size, causal, a negative scale.
              (2, 3, 37, 64, 72, {}, "qkv_view"), (1, 2, 96, 96, 40, {"is_causal": True}, "contiguous"),
              (2, 2, 20, 32, 8, {"scale": -0.25}, "e_strided"),
-             # Long keys: query blocks of the fewest rows (16) on L2s up to 4 MiB.
+             # Long keys: several query blocks of few rows, their rows 3040 apart (on a 1 MiB L2:
+             # 32 rows forward, 16 backward in f32; 16-row blocks take the skinny kernel).
              (1, 2, 100, 3000, 24, {"scale": 0.3}, "contiguous")]
     for dt, tol in ((torch.float32, 2e-6), (torch.bfloat16, 2.0 ** -6)):
         for B, H, L, S, E, kw, layout in cases:
