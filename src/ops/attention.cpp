@@ -294,6 +294,10 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
                  &k_dq);  // dQ = scale dS K
     rm_gemm<In>(true, false, S, E, qb, scale, dst, ld, q, a.ld_q, beta, dk, E);  // dK += scale dS^T Q
   }
+  if (L == 0) {  // no queries: the loop wrote no block, and the gradients are zero
+    std::fill(dk, dk + S * E, 0.0f);
+    std::fill(dv, dv + S * E, 0.0f);
+  }
   store_rows(dk, S, E, a.dk, a.ld_dk);
   store_rows(dv, S, E, a.dv, a.ld_dv);
 }

@@ -6,7 +6,7 @@
 // points as the CPU dispatches them (the AMX tiles where it has them: the
 // route is checked; elsewhere the GEMM path, checked all the same).
 //
-// Cases: odd query counts (a last block of 1-31 rows), head sizes that are
+// Cases: no queries (dK and dV zero), odd query counts (a last block of 1-31 rows), head sizes that are
 // not multiples of 16 or 32 (5, 33, 40, 72), causal (also with fewer
 // queries than keys), a negative and a zero scale (applied before the
 // softmax), a large one (scores over hundreds of units), rows strided as timm's views into one
@@ -52,6 +52,7 @@ const Case kCases[] = {
     {1, 32, 8, false, 0.5f},  {256, 256, 64, false, NAN}, {160, 160, 33, true, NAN}, {129, 128, 128, false, 0.1f},
     {40, 64, 24, true, 0.3f},  // causal with fewer queries than keys: top-left, as PyTorch's is_causal
     {64, 64, 16, false, 8.0f},  // scores spread over hundreds: most of exp's range, and under 2^-126
+    {0, 32, 8, false, NAN},     // no queries: dK and dV are zero, and nothing else is written
 };
 
 // A slice's data: q, k, v and dO in rows of stride 3E + 1 (a view into a
