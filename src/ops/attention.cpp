@@ -189,17 +189,16 @@ void scores(const T *q, int64_t ldq, const T *k, int64_t ldk, int64_t i0, int64_
 
 // The probabilities of a query block as the operand of O = P V: f32 for f32
 // slices, over the scores; for bf16 slices rounded to bf16 by the softmax's
-// own store (one pass over the block fewer than rounding an f32 P). The
-// operators take contiguous rows: one call a row.
+// own store (one pass over the block fewer than rounding an f32 P).
 float *probabilities(Buffers &, float *s, int64_t qb, int64_t S, int64_t ld, ScoreScale sc, float *lse,
                      int64_t ld_lse, float) {
-  for (int64_t r = 0; r < qb; ++r) softmax_forward(s + r * ld, s + r * ld, 1, S, lse + r * ld_lse, ld_lse, sc.softmax);
+  softmax_forward(s, s, qb, S, ld, lse, ld_lse, sc.softmax);
   return s;
 }
 bf16 *probabilities(Buffers &buf, float *s, int64_t qb, int64_t S, int64_t ld, ScoreScale sc, float *lse,
                     int64_t ld_lse, bf16) {
   bf16 *p = sized(buf.p16, qb * ld);
-  for (int64_t r = 0; r < qb; ++r) softmax_forward(s + r * ld, p + r * ld, 1, S, lse + r * ld_lse, ld_lse, sc.softmax);
+  softmax_forward(s, p, qb, S, ld, lse, ld_lse, sc.softmax);
   return p;
 }
 
@@ -225,13 +224,13 @@ void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float 
 // dQ and dK: f32 over dP, or rounded to bf16 by the softmax backward's store.
 const float *score_grads(Buffers &, float *dp, const float *p, const float *d, int64_t qb, int64_t S, int64_t ld,
                          float) {
-  for (int64_t r = 0; r < qb; ++r) softmax_backward(dp + r * ld, p + r * ld, d + r, dp + r * ld, 1, S);
+  softmax_backward(dp, p, d, dp, qb, S, ld);
   return dp;
 }
 const bf16 *score_grads(Buffers &buf, float *dp, const float *p, const float *d, int64_t qb, int64_t S, int64_t ld,
                         bf16) {
   bf16 *ds = sized(buf.ds16, qb * ld);
-  for (int64_t r = 0; r < qb; ++r) softmax_backward(dp + r * ld, p + r * ld, d + r, ds + r * ld, 1, S);
+  softmax_backward(dp, p, d, ds, qb, S, ld);
   return ds;
 }
 
@@ -243,7 +242,7 @@ const bf16 *score_grads(Buffers &buf, float *dp, const float *p, const float *d,
 template <typename T>
 void row_sums_of_dp_p(const AttentionGradSlice<T> &a, int64_t i0, int64_t qb, int64_t S, int64_t ld, int64_t E,
                       const float *dp, const float *p, const float *sums, float *d) {
-  for (int64_t r = 0; r < qb; ++r) row_dots(dp + r * ld, p + r * ld, d + r, 1, S);
+  row_dots(dp, p, d, qb, S, ld);
   for (int64_t r = 0; r < qb; ++r) {
     if (lse_is_rows(sums[r])) continue;
     const T *g = a.dout + (i0 + r) * a.ld_dout, *o = a.out + (i0 + r) * a.ld_out;
@@ -280,9 +279,7 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
     const float beta = i0 == 0 ? 0.0f : 1.0f;
     const T *dout = a.dout + i0 * a.ld_dout, *q = a.q + i0 * a.ld_q;
     scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, p, ld, k_shared);
-    for (int64_t r = 0; r < qb; ++r)  // P, from the logsumexp
-      softmax_from_lse(p + r * ld, sc.softmax, a.lse + (i0 + r) * a.ld_lse, a.ld_lse, p + r * ld,
-                       p16 ? p16 + r * ld : nullptr, sums + r, 1, S);
+    softmax_from_lse(p, sc.softmax, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, sums, qb, S, ld);  // P, from the logsumexp
     const T *pt = nullptr;
     if constexpr (kBf16) pt = p16;
     else pt = p;

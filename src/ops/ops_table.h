@@ -57,23 +57,23 @@ struct OutputOps;    // ops/output_ops.h
   X(softmax_forward_bf16, rows::softmax_forward<F>, (const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool log),   \
     (x, y, rows, cols, log))                                                                                          \
   X(softmax_forward_lse, rows::softmax_forward_lse<F>,                                                                \
-    (const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale),                  \
-    (x, y, rows, cols, lse, ld_lse, scale))                                                                           \
+    (const float *x, float *y, int64_t rows, int64_t cols, int64_t ld, float *lse, int64_t ld_lse, float scale),      \
+    (x, y, rows, cols, ld, lse, ld_lse, scale))                                                                       \
   X(softmax_forward_lse_bf16, rows::softmax_forward_lse<F>,                                                           \
-    (const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale),                   \
-    (x, y, rows, cols, lse, ld_lse, scale))                                                                           \
+    (const float *x, bf16 *y, int64_t rows, int64_t cols, int64_t ld, float *lse, int64_t ld_lse, float scale),       \
+    (x, y, rows, cols, ld, lse, ld_lse, scale))                                                                       \
   X(softmax_from_lse, rows::softmax_from_lse<F>,                                                                      \
     (const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16, float *sums, int64_t rows,    \
-     int64_t cols),                                                                                                   \
-    (x, scale, lse, ld_lse, p, p16, sums, rows, cols))                                                                \
-  X(row_dots, rows::row_dots<F>, (const float *a, const float *b, float *out, int64_t rows, int64_t cols),             \
-    (a, b, out, rows, cols))                                                                                          \
+     int64_t cols, int64_t ld),                                                                                       \
+    (x, scale, lse, ld_lse, p, p16, sums, rows, cols, ld))                                                            \
+  X(row_dots, rows::row_dots<F>, (const float *a, const float *b, float *out, int64_t rows, int64_t cols, int64_t ld), \
+    (a, b, out, rows, cols, ld))                                                                                      \
   X(softmax_backward_given_f32, rows::softmax_backward_given<F>,                                                     \
-    (const float *dy, const float *y, const float *sums, float *dx, int64_t rows, int64_t cols),                      \
-    (dy, y, sums, dx, rows, cols))                                                                                    \
+    (const float *dy, const float *y, const float *sums, float *dx, int64_t rows, int64_t cols, int64_t ld),          \
+    (dy, y, sums, dx, rows, cols, ld))                                                                                \
   X(softmax_backward_given_bf16, rows::softmax_backward_given<F>,                                                    \
-    (const float *dy, const float *y, const float *sums, bf16 *dx, int64_t rows, int64_t cols),                       \
-    (dy, y, sums, dx, rows, cols))                                                                                    \
+    (const float *dy, const float *y, const float *sums, bf16 *dx, int64_t rows, int64_t cols, int64_t ld),           \
+    (dy, y, sums, dx, rows, cols, ld))                                                                                \
   X(softmax_backward_f32, rows::softmax_backward<F>,                                                                  \
     (const float *dy, const float *y, float *dx, int64_t rows, int64_t cols, bool log), (dy, y, dx, rows, cols, log)) \
   X(softmax_backward_bf16, rows::softmax_backward<F>,                                                                 \

@@ -1,7 +1,9 @@
 // Softmax and LogSoftmax over the last dimension, forward and backward, f32
-// and bf16 data with f32 arithmetic. Each call is serial over `rows`
-// contiguous rows of `cols` elements (row i at x + i * cols): the framework
-// layer splits the rows across its own threads.
+// and bf16 data with f32 arithmetic. Each call is serial over `rows` rows
+// of `cols` elements: the framework layer splits the rows across its own
+// threads. PyTorch's operators take contiguous rows (row i at x + i * cols);
+// attention's take rows ld >= cols elements apart, in every array the call
+// reads or writes (its blocks' rows are padded), and leave the padding alone.
 #pragma once
 
 #include "common/api.h"
@@ -23,9 +25,9 @@ void softmax_forward(const bf16 *x, bf16 *y, int64_t rows, int64_t cols, bool lo
 // or infinite scale is the caller's to apply first). y f32 (it may be x:
 // attention's P over its scores), or bf16 rounded once in the store (bf16
 // attention's P, the operand of O = P V).
-void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
+void softmax_forward(const float *x, float *y, int64_t rows, int64_t cols, int64_t ld, float *lse, int64_t ld_lse,
                      float scale = 1.0f);
-void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse,
+void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, int64_t ld, float *lse, int64_t ld_lse,
                      float scale = 1.0f);
 // The softmax of each row of fl(scale x) again from its logsumexp
 // (attention's backward): p = exp(fl(scale x) - lse[i * ld_lse]), divided
@@ -34,12 +36,12 @@ void softmax_forward(const float *x, bf16 *y, int64_t rows, int64_t cols, float 
 // not the row's own); with p16 (else null), also rounded to bf16; with
 // sums (else null), each row's sum before the division. p may be x.
 void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
-                      float *sums, int64_t rows, int64_t cols);
+                      float *sums, int64_t rows, int64_t cols, int64_t ld);
 // Whether a row from softmax_from_lse with this sum came from its own
 // logsumexp: 1 within 2^-10 (|lse| up to 2^13 rounds by less). False for NaN.
 inline bool lse_is_rows(float row_sum) { return std::fabs(row_sum - 1.0f) <= 0x1p-10f; }
 // out[i] = sum_j a[i, j] b[i, j] of rows of cols floats, in f32.
-void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t cols);
+void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t cols, int64_t ld);
 
 // From the forward's output y, as PyTorch's _softmax_backward_data and
 // _log_softmax_backward_data: softmax dx = y * (dy - sum(dy * y));
@@ -51,8 +53,10 @@ void softmax_backward(const bf16 *dy, const bf16 *y, bf16 *dx, int64_t rows, int
 // forward's output, as PyTorch's kernel takes it); f32 dx (it may be dy:
 // attention's dS over dP), or bf16 rounded once in the store (bf16
 // attention's dS, the operand of dQ and dK).
-void softmax_backward(const float *dy, const float *y, const float *sums, float *dx, int64_t rows, int64_t cols);
-void softmax_backward(const float *dy, const float *y, const float *sums, bf16 *dx, int64_t rows, int64_t cols);
+void softmax_backward(const float *dy, const float *y, const float *sums, float *dx, int64_t rows, int64_t cols,
+                      int64_t ld);
+void softmax_backward(const float *dy, const float *y, const float *sums, bf16 *dx, int64_t rows, int64_t cols,
+                      int64_t ld);
 
 }  // namespace hcops::ops
 HCOPS_API_END

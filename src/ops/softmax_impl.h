@@ -106,21 +106,24 @@ void softmax_forward(const T *x, T *y, int64_t rows, int64_t cols, bool log) {
   for (int64_t i = 0; i < rows; ++i) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch);
 }
 
+// Attention's row operators below take rows ld elements apart: its blocks'
+// rows are padded so that they do not fall in one set of L1.
 template <class F, class Ty>
-void softmax_forward_lse(const float *x, Ty *y, int64_t rows, int64_t cols, float *lse, int64_t ld_lse, float scale) {
+void softmax_forward_lse(const float *x, Ty *y, int64_t rows, int64_t cols, int64_t ld, float *lse, int64_t ld_lse,
+                         float scale) {
   if (cols <= 0) return;
   alignas(64) float scratch[std::is_same_v<Ty, float> ? 1 : kSoftmaxScratch];
   for (int64_t i = 0; i < rows; ++i) {
-    if (scale == 1.0f) softmax_row<F>(x + i * cols, y + i * cols, cols, scratch, lse + i * ld_lse);
-    else softmax_row<F, true>(x + i * cols, y + i * cols, cols, scratch, lse + i * ld_lse, scale);
+    if (scale == 1.0f) softmax_row<F>(x + i * ld, y + i * ld, cols, scratch, lse + i * ld_lse);
+    else softmax_row<F, true>(x + i * ld, y + i * ld, cols, scratch, lse + i * ld_lse, scale);
   }
 }
 
 // out[i] = sum_j a[i, j] b[i, j], in f32 (attention's D = rowsum(dP P)).
 template <class F>
-void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t cols) {
+void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t cols, int64_t ld) {
   for (int64_t i = 0; i < rows; ++i) {
-    const float *ai = a + i * cols, *bi = b + i * cols;
+    const float *ai = a + i * ld, *bi = b + i * ld;
     out[i] = cols > 0 ? sum<F>(cols, [&](int64_t j, auto part) { return F::mul(load<F>(ai + j, part), load<F>(bi + j, part)); })
                       : 0.0f;
   }
@@ -143,11 +146,11 @@ void row_dots(const float *a, const float *b, float *out, int64_t rows, int64_t 
 // PyTorch's kernel takes it.
 template <class F>
 void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_lse, float *p, bf16 *p16,
-                      float *sums, int64_t rows, int64_t cols) {
+                      float *sums, int64_t rows, int64_t cols, int64_t ld) {
   const typename F::V vscale = F::set1(scale);
   for (int64_t i = 0; i < rows; ++i) {
-    const float *xi = x + i * cols;
-    float *pi = p + i * cols;
+    const float *xi = x + i * ld;
+    float *pi = p + i * ld;
     const typename F::V l = F::set1(lse[i * ld_lse]);
     // Past the row the masked load gives 0 and exp(0 - lse) is not: keep()
     // leaves those lanes out of the sum.
@@ -160,7 +163,7 @@ void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_
     const bool normalize = ops::lse_is_rows(total);
     const typename F::V inv = F::set1(normalize ? 1.0f / total : 1.0f);
     if (p16) {
-      bf16 *qi = p16 + i * cols;
+      bf16 *qi = p16 + i * ld;
       each<F>(cols, [&](int64_t j, auto part) {
         const auto v = F::mul(load<F>(pi + j, part), inv);
         store<F>(pi + j, v, part);
@@ -177,11 +180,11 @@ void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_
 // to bf16 in the store.
 template <class F, class Tdx>
 void softmax_backward_given(const float *dy, const float *y, const float *sums, Tdx *dx, int64_t rows,
-                            int64_t cols) {
+                            int64_t cols, int64_t ld) {
   if (cols <= 0) return;
   for (int64_t i = 0; i < rows; ++i) {
-    const float *dyi = dy + i * cols, *yi = y + i * cols;
-    Tdx *dxi = dx + i * cols;
+    const float *dyi = dy + i * ld, *yi = y + i * ld;
+    Tdx *dxi = dx + i * ld;
     const auto s = F::set1(sums[i]);
     each<F>(cols, [&](int64_t j, auto part) {
       store<F>(dxi + j, F::mul(load<F>(yi + j, part), F::sub(load<F>(dyi + j, part), s)), part);

@@ -229,7 +229,7 @@ void test_forward_lse(void **) {
       x[size_t(2 * cols - 1)] = INFINITY;                       // row 1: +Inf
       for (int64_t j = 0; j < cols; ++j) x[size_t(2 * cols + j)] = -INFINITY;  // row 2: all -Inf
       std::vector<float> y(x.size()), want(x.size()), lse(size_t(rows * ld_lse), 12345.0f);
-      hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, lse.data(), ld_lse);
+      hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, cols, lse.data(), ld_lse);
       hcops::ops::softmax_forward(x.data(), want.data(), rows, cols, false);
       c.require(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, "probabilities differ");
       for (int64_t i = 0; i < rows; ++i) {
@@ -283,8 +283,8 @@ void test_attention_rows(void **) {
       const size_t total = size_t(rows * cols);  // (random_rows pads past the rows)
       std::vector<float> y(total), lse(size_t(rows * ld_lse), 12345.0f), lse16 = lse;
       Guarded<bf16> y16(total);
-      hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, lse.data(), ld_lse);
-      hcops::ops::softmax_forward(x.data(), y16.data(), rows, cols, lse16.data(), ld_lse);
+      hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, cols, lse.data(), ld_lse);
+      hcops::ops::softmax_forward(x.data(), y16.data(), rows, cols, cols, lse16.data(), ld_lse);
       c.require(y16.guard_intact(), "bf16 softmax: store past the last row");
       c.require(std::memcmp(y16.data(), rounded(y).data(), total * sizeof(bf16)) == 0,
                 "bf16 probabilities are not the f32 ones rounded");
@@ -293,7 +293,7 @@ void test_attention_rows(void **) {
       Guarded<float> p(total);
       Guarded<bf16> p16(total);
       std::vector<float> sums_p(static_cast<size_t>(rows), -1.0f);
-      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p.data(), p16.data(), sums_p.data(), rows, cols);
+      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p.data(), p16.data(), sums_p.data(), rows, cols, cols);
       c.require(p.guard_intact() && p16.guard_intact(), "softmax from lse: store past the last row");
       c.require(std::memcmp(p16.data(), rounded(std::vector<float>(p.data(), p.data() + total)).data(),
                             total * sizeof(bf16)) == 0,
@@ -303,7 +303,7 @@ void test_attention_rows(void **) {
       {
         std::vector<float> lse5 = lse, p5(total), sums5(static_cast<size_t>(rows));
         for (float &l : lse5) l += 5.0f;
-        hcops::ops::softmax_from_lse(x.data(), 1.0f, lse5.data(), ld_lse, p5.data(), nullptr, sums5.data(), rows, cols);
+        hcops::ops::softmax_from_lse(x.data(), 1.0f, lse5.data(), ld_lse, p5.data(), nullptr, sums5.data(), rows, cols, cols);
         for (int64_t i = 3; i < rows; ++i) {
           c.require(!hcops::ops::lse_is_rows(sums5[size_t(i)]), "from lse: a foreign lse taken for the row's own");
           for (int64_t j = 0; j < cols; ++j)
@@ -312,7 +312,7 @@ void test_attention_rows(void **) {
         }
       }
       Guarded<float> p_only(total);
-      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p_only.data(), nullptr, nullptr, rows, cols);
+      hcops::ops::softmax_from_lse(x.data(), 1.0f, lse.data(), ld_lse, p_only.data(), nullptr, nullptr, rows, cols, cols);
       c.require(std::memcmp(p_only.data(), p.data(), total * sizeof(float)) == 0, "softmax from lse: p differs without p16");
       std::vector<double> xd = widen(x.data(), total), r(total);
       for (int64_t i = 0; i < rows; ++i) {
@@ -347,8 +347,8 @@ void test_attention_rows(void **) {
                          sums(static_cast<size_t>(rows));
       for (int64_t i = 0; i < rows; ++i) sums[size_t(i)] = float(i) * 0.375f - 1.0f;
       Guarded<bf16> dx16(total);
-      hcops::ops::softmax_backward(dy.data(), y.data(), sums.data(), dx.data(), rows, cols);
-      hcops::ops::softmax_backward(dy.data(), y.data(), sums.data(), dx16.data(), rows, cols);
+      hcops::ops::softmax_backward(dy.data(), y.data(), sums.data(), dx.data(), rows, cols, cols);
+      hcops::ops::softmax_backward(dy.data(), y.data(), sums.data(), dx16.data(), rows, cols, cols);
       c.require(dx16.guard_intact(), "bf16 backward: store past the last row");
       c.require(std::memcmp(dx16.data(), rounded(dx).data(), total * sizeof(bf16)) == 0,
                 "bf16 backward is not the f32 one rounded");
@@ -366,24 +366,106 @@ void test_attention_rows(void **) {
       for (float scale : {0.125f, 0.3f, 7.1f}) {
         std::vector<float> xs(total), ys(total), want(total), ls(lse.size(), 12345.0f), lw = ls;
         for (size_t i = 0; i < total; ++i) xs[i] = scale * x[i];
-        hcops::ops::softmax_forward(x.data(), ys.data(), rows, cols, ls.data(), ld_lse, scale);
-        hcops::ops::softmax_forward(xs.data(), want.data(), rows, cols, lw.data(), ld_lse);
+        hcops::ops::softmax_forward(x.data(), ys.data(), rows, cols, cols, ls.data(), ld_lse, scale);
+        hcops::ops::softmax_forward(xs.data(), want.data(), rows, cols, cols, lw.data(), ld_lse);
         c.require(std::memcmp(ys.data(), want.data(), total * sizeof(float)) == 0, "scaled softmax differs");
         c.require(std::memcmp(ls.data(), lw.data(), ls.size() * sizeof(float)) == 0, "scaled lse differs");
         std::vector<bf16> ys16(total);
         std::vector<float> ls16(lse.size(), 12345.0f);
-        hcops::ops::softmax_forward(x.data(), ys16.data(), rows, cols, ls16.data(), ld_lse, scale);
+        hcops::ops::softmax_forward(x.data(), ys16.data(), rows, cols, cols, ls16.data(), ld_lse, scale);
         c.require(std::memcmp(ys16.data(), rounded(want).data(), total * sizeof(bf16)) == 0,
                   "scaled bf16 softmax differs");
         c.require(std::memcmp(ls16.data(), lw.data(), ls16.size() * sizeof(float)) == 0, "scaled bf16 lse differs");
         std::vector<float> ps(total), pw(total);
         std::vector<bf16> ps16(total), pw16(total);
-        hcops::ops::softmax_from_lse(x.data(), scale, lw.data(), ld_lse, ps.data(), ps16.data(), nullptr, rows, cols);
-        hcops::ops::softmax_from_lse(xs.data(), 1.0f, lw.data(), ld_lse, pw.data(), pw16.data(), nullptr, rows, cols);
+        hcops::ops::softmax_from_lse(x.data(), scale, lw.data(), ld_lse, ps.data(), ps16.data(), nullptr, rows, cols, cols);
+        hcops::ops::softmax_from_lse(xs.data(), 1.0f, lw.data(), ld_lse, pw.data(), pw16.data(), nullptr, rows, cols, cols);
         c.require(std::memcmp(ps.data(), pw.data(), total * sizeof(float)) == 0 &&
                       std::memcmp(ps16.data(), pw16.data(), total * sizeof(bf16)) == 0,
                   "scaled softmax from lse differs");
       }
+    }
+  }
+  assert_int_equal(c.failures(), 0);
+}
+
+// Attention's row operators on rows ld apart (its blocks' padded rows, ld
+// unaligned and as attention pads them: a multiple of 32, plus 32): each
+// row the same bits as the same rows contiguous, in place too, and the
+// padding between the rows never written (nor read into a result: it holds
+// NaN, which would spread through a row's max or sum).
+template <typename T>
+std::vector<T> padded(const std::vector<float> &x, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<T> y(size_t(rows * ld), from_float<T>(NAN));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) y[size_t(i * ld + j)] = from_float<T>(x[size_t(i * cols + j)]);
+  return y;
+}
+// The padded rows hold the contiguous ones' bits, and the padding is NaN still.
+template <typename T>
+bool same_rows(const std::vector<T> &got, const std::vector<T> &want, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < ld; ++j) {
+      const T &g = got[size_t(i * ld + j)];
+      if (j >= cols ? !std::isnan(to_double(g)) : std::memcmp(&g, &want[size_t(i * cols + j)], sizeof(T)) != 0)
+        return false;
+    }
+  return true;
+}
+
+void test_attention_rows_strided(void **) {
+  Checker c("attention's softmax rows, padded");
+  for (int64_t cols : {int64_t(1), int64_t(17), int64_t(1024), int64_t(1152)}) {
+    for (int64_t ld : {cols + 5, (cols + 31) / 32 * 32 + 32}) {
+      const int64_t rows = 7, ld_lse = 2;
+      std::vector<float> x = random_rows<float>(rows, cols, 4, 0, unsigned(cols + ld));
+      x.resize(size_t(rows * cols));
+      for (int64_t j = cols / 2 + 1; j < cols; ++j) x[size_t(cols + j)] = -INFINITY;  // a causal row
+      std::vector<float> dy = random_rows<float>(rows, cols, 1, 0, unsigned(cols + 3));
+      dy.resize(x.size());
+      const float scale = 0.3f;
+
+      // Forward with the logsumexp: f32 out of place and in place, bf16.
+      std::vector<float> y(x.size()), lse(size_t(rows * ld_lse)), lse_p(lse.size());
+      std::vector<bf16> y16(x.size());
+      hcops::ops::softmax_forward(x.data(), y.data(), rows, cols, cols, lse.data(), ld_lse, scale);
+      hcops::ops::softmax_forward(x.data(), y16.data(), rows, cols, cols, lse.data(), ld_lse, scale);
+      std::vector<float> xp = padded<float>(x, rows, cols, ld), yp(xp.size(), NAN), in_place = xp;
+      hcops::ops::softmax_forward(xp.data(), yp.data(), rows, cols, ld, lse_p.data(), ld_lse, scale);
+      c.require(same_rows(yp, y, rows, cols, ld) && lse_p == lse, "forward: padded rows differ");
+      hcops::ops::softmax_forward(in_place.data(), in_place.data(), rows, cols, ld, lse_p.data(), ld_lse, scale);
+      c.require(same_rows(in_place, y, rows, cols, ld), "forward in place: padded rows differ");
+      std::vector<bf16> y16p(xp.size(), bf16(NAN));
+      hcops::ops::softmax_forward(xp.data(), y16p.data(), rows, cols, ld, lse_p.data(), ld_lse, scale);
+      c.require(same_rows(y16p, y16, rows, cols, ld), "bf16 forward: padded rows differ");
+
+      // P again from the logsumexp, in place over the scores, with its bf16
+      // copy and the rows' sums.
+      std::vector<float> p = x, sums(static_cast<size_t>(rows)), sums_p(sums.size());
+      std::vector<bf16> p16(x.size());
+      hcops::ops::softmax_from_lse(p.data(), scale, lse.data(), ld_lse, p.data(), p16.data(), sums.data(), rows, cols,
+                                   cols);
+      std::vector<float> pp = xp;
+      std::vector<bf16> p16p(xp.size(), bf16(NAN));
+      hcops::ops::softmax_from_lse(pp.data(), scale, lse.data(), ld_lse, pp.data(), p16p.data(), sums_p.data(), rows,
+                                   cols, ld);
+      c.require(same_rows(pp, p, rows, cols, ld) && same_rows(p16p, p16, rows, cols, ld) && sums_p == sums,
+                "softmax from lse: padded rows differ");
+
+      // D = rowsum(dP P), and dS = P (dP - D): f32 in place over dP, bf16.
+      std::vector<float> d(static_cast<size_t>(rows)), d_p(d.size());
+      const std::vector<float> dyp = padded<float>(dy, rows, cols, ld);
+      hcops::ops::row_dots(dy.data(), p.data(), d.data(), rows, cols, cols);
+      hcops::ops::row_dots(dyp.data(), pp.data(), d_p.data(), rows, cols, ld);
+      c.require(d_p == d, "row_dots: padded rows differ");
+      std::vector<float> ds = dy, dsp = dyp;
+      std::vector<bf16> ds16(x.size()), ds16p(xp.size(), bf16(NAN));
+      hcops::ops::softmax_backward(ds.data(), p.data(), d.data(), ds16.data(), rows, cols, cols);
+      hcops::ops::softmax_backward(ds.data(), p.data(), d.data(), ds.data(), rows, cols, cols);
+      hcops::ops::softmax_backward(dsp.data(), pp.data(), d.data(), ds16p.data(), rows, cols, ld);
+      hcops::ops::softmax_backward(dsp.data(), pp.data(), d.data(), dsp.data(), rows, cols, ld);
+      c.require(same_rows(dsp, ds, rows, cols, ld) && same_rows(ds16p, ds16, rows, cols, ld),
+                "backward with given sums: padded rows differ");
     }
   }
   assert_int_equal(c.failures(), 0);
@@ -470,6 +552,7 @@ int main() {
       cmocka_unit_test(test_backward_f32), cmocka_unit_test(test_backward_bf16),   cmocka_unit_test(test_special_rows),
       cmocka_unit_test(test_empty),        cmocka_unit_test(test_exp_nonpositive), cmocka_unit_test(test_long_rows),
       cmocka_unit_test(test_forward_lse),  cmocka_unit_test(test_attention_rows),
+      cmocka_unit_test(test_attention_rows_strided),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
