@@ -687,17 +687,22 @@ GemmArgs<To> as_mode(const GemmArgs<Sgemm> &g) {
   return {g.ta, g.tb, g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc, g.epilogue, F32Mode::engine, g.a_tag};
 }
 
-// One place decides f32's mode for every layer (gemm/fp32_math.h).
+// One place decides f32's mode for every layer (gemm/fp32_math.h): strict
+// where the caller's contract is (a oneDNN primitive), else the process's
+// HCOPS_FP32_MATH as resolved once. Anything but strict runs on as_mode's
+// kernels, not Sgemm's.
+Fp32Math fp32_mode_of(const GemmArgs<Sgemm> &g) {
+  return g.f32_mode == F32Mode::strict ? Fp32Math::strict : fp32_math().used;
+}
+
 GemmReport gemm_in_fp32_mode(const GemmArgs<Sgemm> &g) {
-  if (g.f32_mode == F32Mode::strict) return gemm_as_typed(g);
-  const Fp32MathMode &mode = fp32_math();  // resolved once per process
   GemmReport rep;
-  switch (mode.used) {
+  switch (fp32_mode_of(g)) {
     case Fp32Math::strict: rep = gemm_as_typed(g); break;
     case Fp32Math::bf16: rep = gemm_as_typed(as_mode<SgemmBf16>(g)); break;
     case Fp32Math::bf16x3: rep = gemm_as_typed(as_mode<SgemmBf16x3>(g)); break;
   }
-  rep.math = mode.detail.c_str();
+  if (g.f32_mode != F32Mode::strict) rep.math = fp32_math_detail().c_str();  // a caller's strict contract is not the mode
   return rep;
 }
 
@@ -762,7 +767,7 @@ template <typename Ty>
 bool hold_packed_a(const GemmArgs<Ty> &g, HeldPackedA &held) {
   held.valid = false;
   if constexpr (std::is_same_v<Ty, Sgemm>)
-    if (g.f32_mode != F32Mode::strict && fp32_math().used != Fp32Math::strict) return false;  // as_mode's kernels
+    if (fp32_mode_of(g) != Fp32Math::strict) return false;  // the product runs on as_mode's kernels
   const ChosenKernel<Ty> &chosen = chosen_kernel<Ty>();
   return chosen.kernel && hold_packed_a_with(g, *chosen.kernel, held);
 }
