@@ -8,7 +8,9 @@
 // panels not held packs as usual and is right. Where a product would not read
 // packed panels (the skinny and shallow kernels), nothing is held. Also
 // gemm() as attention reaches it: the chosen kernels, a bf16 C deeper than
-// one k block (through the f32-C copy).
+// one k block (through the f32-C copy), and products for the whole team,
+// which test_held_a.sh also runs in one part per NUMA domain of synthetic
+// machines.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,7 +186,9 @@ void through_gemm(const char *what, long m, long n, long k, Trans ta) {
     g.a_held = &held;
     const GemmReport r = gemm(g);
     expect(same_bits(c, ref), what, "C through gemm() with the held panels", use_of(r));
-    if (rep == 0) std::printf("%s %ldx%ldx%ld: %s, %s\n", what, m, n, k, ok ? "held" : "not held", use_of(r).c_str());
+    if (rep == 0)
+      std::printf("%s %ldx%ldx%ld: %s, %s (%d threads, %d domains)\n", what, m, n, k, ok ? "held" : "not held",
+                  use_of(r).c_str(), r.threads, r.domains);
     // Held, then read: the chosen kernel's own products read them wherever
     // its units start on whole panels (not with a block height that is no
     // multiple of the tile's rows: SVE at 384 bits); a bf16 C through the
@@ -203,6 +207,11 @@ void test_through_gemm(void **) {
   through_gemm<Bf16Gemm>("bf16 -> f32", 1024, 128, 72, Trans::T);
   through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 1024, Trans::N);  // deeper than a k block
   through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 64, Trans::N);
+  // Large enough for the whole team (under a synthetic topology of several
+  // NUMA domains, test_held_a.sh: in one part per domain).
+  through_gemm<Sgemm>("f32, team", 1536, 384, 300, Trans::N);
+  through_gemm<Sgemm>("f32, team", 1544, 384, 300, Trans::T);
+  through_gemm<Bf16Gemm>("bf16 -> f32, team", 1536, 384, 300, Trans::T);
   assert_int_equal(failures, 0);
 }
 
