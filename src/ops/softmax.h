@@ -2,8 +2,10 @@
 // and bf16 data with f32 arithmetic. Each call is serial over `rows` rows
 // of `cols` elements: the framework layer splits the rows across its own
 // threads. PyTorch's operators take contiguous rows (row i at x + i * cols);
-// attention's take rows ld >= cols elements apart, in every array the call
-// reads or writes (its blocks' rows are padded), and leave the padding alone.
+// attention's take rows ld >= cols elements apart in each of their row
+// arrays (x, y, p, p16, dy, dx, a, b: its blocks' rows are padded) and leave
+// the padding alone; their per-row values (lse, ld_lse apart; sums, out)
+// are one a row.
 #pragma once
 
 #include "common/api.h"

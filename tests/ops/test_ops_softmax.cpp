@@ -390,10 +390,11 @@ void test_attention_rows(void **) {
 }
 
 // Attention's row operators on rows ld apart (its blocks' padded rows, ld
-// unaligned and as attention pads them: a multiple of 32, plus 32): each
-// row the same bits as the same rows contiguous, in place too, and the
-// padding between the rows never written (nor read into a result: it holds
-// NaN, which would spread through a row's max or sum).
+// unaligned and as attention pads them: a multiple of 32, plus 32; scores
+// scaled as read and not): each row and logsumexp the same bits as the same
+// rows contiguous, in place too, and the padding between the rows never
+// written (nor read into a result: it holds NaN, which would spread through
+// a row's max or sum).
 template <typename T>
 std::vector<T> padded(const std::vector<float> &x, int64_t rows, int64_t cols, int64_t ld) {
   std::vector<T> y(size_t(rows * ld), from_float<T>(NAN));
@@ -423,7 +424,7 @@ void test_attention_rows_strided(void **) {
       for (int64_t j = cols / 2 + 1; j < cols; ++j) x[size_t(cols + j)] = -INFINITY;  // a causal row
       std::vector<float> dy = random_rows<float>(rows, cols, 1, 0, unsigned(cols + 3));
       dy.resize(x.size());
-      const float scale = 0.3f;
+      const float scale = ld == cols + 5 ? 0.3f : 1.0f;  // scaled as read, and not (attention's other branch)
 
       // Forward with the logsumexp: f32 out of place and in place, bf16.
       std::vector<float> y(x.size()), lse(size_t(rows * ld_lse)), lse_p(lse.size());
@@ -433,11 +434,13 @@ void test_attention_rows_strided(void **) {
       std::vector<float> xp = padded<float>(x, rows, cols, ld), yp(xp.size(), NAN), in_place = xp;
       hcops::ops::softmax_forward(xp.data(), yp.data(), rows, cols, ld, lse_p.data(), ld_lse, scale);
       c.require(same_rows(yp, y, rows, cols, ld) && lse_p == lse, "forward: padded rows differ");
+      std::fill(lse_p.begin(), lse_p.end(), 0.0f);
       hcops::ops::softmax_forward(in_place.data(), in_place.data(), rows, cols, ld, lse_p.data(), ld_lse, scale);
-      c.require(same_rows(in_place, y, rows, cols, ld), "forward in place: padded rows differ");
+      c.require(same_rows(in_place, y, rows, cols, ld) && lse_p == lse, "forward in place: padded rows differ");
       std::vector<bf16> y16p(xp.size(), bf16(NAN));
+      std::fill(lse_p.begin(), lse_p.end(), 0.0f);
       hcops::ops::softmax_forward(xp.data(), y16p.data(), rows, cols, ld, lse_p.data(), ld_lse, scale);
-      c.require(same_rows(y16p, y16, rows, cols, ld), "bf16 forward: padded rows differ");
+      c.require(same_rows(y16p, y16, rows, cols, ld) && lse_p == lse, "bf16 forward: padded rows differ");
 
       // P again from the logsumexp, in place over the scores, with its bf16
       // copy and the rows' sums.
