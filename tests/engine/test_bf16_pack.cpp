@@ -104,7 +104,8 @@ void check_block(const hcops::GemmKernel<Ty> &k, bool a, Trans t) {
   using Src = typename Ty::a_type;
   constexpr int S = Ty::splits;
   const int width = a ? k.mr : k.nr;
-  const long len = 1 + rng() % (3 * width + 5), kc = 1 + rng() % 75;  // panels (with a partial one), odd k
+  // Panels with a partial one (B: also past the packers' runs of 8 panels), odd k.
+  const long len = 1 + rng() % (a ? 3 * width + 5 : 20 * width + 5), kc = 1 + rng() % 75;
   const long off = rng() % 5, p0 = rng() % 4;
   // op(X) is len x kc at (off, p0) (A) or kc x len at (p0, off) (B); rows of
   // the stored X are its contiguous dimension.
