@@ -373,6 +373,10 @@ def machine_cache():
         f.write(f"#!/bin/sh\necho run >> {runs}\n"
                 "echo '{\"avx512\": {\"f32\": {\"1\": 100.0, \"2\": 200.0}}}'\n")
     os.chmod(fake, 0o755)
+    # How busy the CPUs are is machine_busy's subject: here it is unknown, so
+    # that tests running beside this one cannot make a measurement "busy".
+    def unknown():
+        return None
     saved = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "machine-cache")
     try:
@@ -381,8 +385,8 @@ def machine_cache():
                 return 0
             with open(runs) as f:
                 return sum(1 for _ in f)
-        first = machine.Machine(lambda name: fake).peak("f32", 2)
-        again = machine.Machine(lambda name: fake).peak("f32", 2)
+        first = machine.Machine(lambda name: fake, ticks=unknown).peak("f32", 2)
+        again = machine.Machine(lambda name: fake, ticks=unknown).peak("f32", 2)
         check(first == 200.0 and again == 200.0 and count() == 1,
               f"peaks measured once and read back on the same boot ({first}, {again}, {count()} run(s))")
         path = os.path.join(os.environ["XDG_CACHE_HOME"], "hcops", "prof-machine.json")
@@ -393,7 +397,7 @@ def machine_cache():
             entry["peak"]["f32:2"] = 1.0
         with open(path, "w") as f:
             json.dump(cache, f)
-        other = machine.Machine(lambda name: fake).peak("f32", 2)
+        other = machine.Machine(lambda name: fake, ticks=unknown).peak("f32", 2)
         with open(path) as f:
             boots = [e.get("boot") for e in json.load(f).values()]
         check(other == 200.0 and count() == 2 and boots == [machine.boot_id()],
@@ -417,7 +421,7 @@ def machine_cache():
               and str(0x7ffe) in key and "QEMU_CPU=" in key,
               f"a foreign ELF program is keyed apart ({key!r}), this architecture's and scripts are not")
         try:
-            got = machine.Machine(lambda name: foreign).peak("f32", 2)
+            got = machine.Machine(lambda name: foreign, ticks=unknown).peak("f32", 2)
         except machine.MachineError as e:
             got = f"MachineError: {e}"
         check(got != 200.0 and count() == 2, f"a foreign program does not read this CPU's cached peak ({got})")
@@ -428,8 +432,92 @@ def machine_cache():
             os.environ["XDG_CACHE_HOME"] = saved
 
 
+def machine_busy():
+    """A peak or bandwidth measured while other processes took the CPUs is
+    not cached: measured again (up to MEASURE_ATTEMPTS times), the best of
+    the attempts used for that run alone, with a warning; a quiet attempt
+    ends the retries and is cached. The CPUs' time is given by a stand-in
+    for /proc/stat: each reading 1000 ticks later, `busy` of them others'."""
+    sys.path.insert(0, os.path.join(SRC, "python"))
+    from hcops.prof import machine
+    import contextlib
+    import io
+    runs = os.path.join(TMP, "busy-peak.runs")
+    fake = os.path.join(TMP, "busy-peak")
+    with open(fake, "w") as f:  # the n-th run measures 10 n GFLOPS on 2 threads
+        f.write(f"#!/bin/sh\necho run >> {runs}\nn=$(wc -l < {runs})\n"
+                'echo "{\\"avx512\\": {\\"f32\\": {\\"1\\": 5.0, \\"2\\": $((n * 10))}}}"\n')
+    os.chmod(fake, 0o755)
+    stream = os.path.join(TMP, "busy-stream")
+    with open(stream, "w") as f:
+        f.write(f"#!/bin/sh\necho run >> {runs}\n" "echo '{\"triad_gbs_best\": 7.5}'\n")
+    os.chmod(stream, 0o755)
+
+    def clock(busy_share):
+        now = [0, 0]
+
+        def ticks():
+            now[0] += int(1000 * busy_share)
+            now[1] += 1000
+            return tuple(now)
+        return ticks
+
+    def count():
+        with open(runs) as f:
+            return sum(1 for _ in f)
+
+    def find(name):
+        return stream if name == "hcops-stream" else fake
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "busy-cache")
+    path = os.path.join(os.environ["XDG_CACHE_HOME"], "hcops", "prof-machine.json")
+    try:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            m = machine.Machine(find, ticks=clock(0.5))
+            got, again, bw = m.peak("f32", 2), m.peak("f32", 2), m.bandwidth(2)
+        n = machine.MEASURE_ATTEMPTS
+        check(got == 10.0 * n and again == got and count() == 2 * n,
+              f"busy: measured {n} times, the best kept, read again from memory ({got}, {again}, {count()} runs)")
+        check(bw == 7.5 and "not cached" in err.getvalue() and err.getvalue().startswith("hcops: hcops-peak ran")
+              and "hcops-stream" in err.getvalue(), f"busy: the bandwidth too, and a warning each ({err.getvalue()!r})")
+        check("peak measured by hcops-peak (busy machine: not cached)" in m.sources, f"busy: the source says so ({m.sources})")
+        entries = []
+        if os.path.exists(path):
+            with open(path) as f:
+                entries = list(json.load(f).values())
+        check(all(not e["peak"] and not e["triad"] for e in entries), f"busy: nothing cached ({entries})")
+        # Quiet at the second attempt: that attempt's run ends the retries,
+        # and the best of both is cached.
+        quiet_after_one = iter([0.5, 0.5, 0.0, 0.0])
+        now = [0, 0]
+
+        def ticks():
+            share = next(quiet_after_one, 0.0)
+            now[0] += int(1000 * share)
+            now[1] += 1000
+            return tuple(now)
+        before = count()
+        with contextlib.redirect_stderr(io.StringIO()) as err2:
+            quiet = machine.Machine(find, ticks=ticks).peak("f32", 2)
+        cached = machine.Machine(find, ticks=clock(0.5)).peak("f32", 2)
+        check(quiet == 10.0 * (before + 2) and count() == before + 2 and cached == quiet and not err2.getvalue(),
+              f"quiet at the second attempt: cached and read back ({quiet}, {cached}, {count() - before} runs)")
+        # The threshold itself: others at QUIET_SHARE are quiet, above are not.
+        _, share = machine.others_share(lambda: None, clock(machine.QUIET_SHARE))
+        check(share is not None and share <= machine.QUIET_SHARE + 1e-9, f"others' share read from the ticks ({share})")
+        _, share = machine.others_share(lambda: None, lambda: None)
+        check(share is None, "no /proc/stat: the share is unknown, and a measurement is taken as it is")
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
+
+
 with tempfile.TemporaryDirectory(prefix="hcops-prof-test.") as TMP:
     machine_cache()
+    machine_busy()
     hand_logs()
     step_logs()
     bad_logs()
