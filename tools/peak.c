@@ -11,8 +11,9 @@
  * while (a 2-core Zen 4 guest: 2-thread figures of 116-234 GFLOPS where
  * the core pair gives 230-456), five runs in a row could all fall in such
  * a spell, and a peak half the machine's was then cached by hcops-prof for
- * the rest of the boot; spread over the whole measurement, a cell's runs
- * meet the same spell once.
+ * the rest of the boot. Spread over the whole measurement, a cell's runs
+ * are less likely all to meet one spell; what removed it here was warming
+ * each run's threads before timing them (work() below).
  * bf16 figures count flops as oneDNN and the GEMM benchmarks do, 2 m n k for
  * the product: one vdpbf16ps zmm is 16 lanes x 2 products = 64 flops, one
  * tdpbf16ps 16 x 16 x 32 products = 16384 flops. */
@@ -25,6 +26,7 @@
 #endif
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -194,9 +196,28 @@ struct worker {
   int cpu; /* -1: not pinned */
   int warm_up;
   const struct kernel *k;
-  pthread_barrier_t *start;
+  struct spin_barrier *start;
   double t0, t1;
 };
+
+/* The threads start together at a barrier that spins: a futex barrier lets
+ * the first thread there halt its vCPU, which the host then wakes late,
+ * the delay the warm-up is there to remove. */
+struct spin_barrier {
+  atomic_int arrived;
+  int threads;
+};
+
+static void spin_barrier_wait(struct spin_barrier *b) {
+  atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel);
+  while (atomic_load_explicit(&b->arrived, memory_order_acquire) < b->threads) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+  }
+}
 
 static volatile double sink;
 
@@ -210,10 +231,11 @@ static void *work(void *arg) {
   }
   /* Untimed first: a vCPU left idle while the previous loop ran on fewer
    * threads is woken by the host late and runs slow at first, and a 2-thread
-   * run started on it measured one core's worth. (One thread runs on the
-   * vCPU that was already running this program.) */
+   * run started on it measured one core's worth. 1-thread runs are not
+   * warmed: their figure was steady without it (f32 113-116 GFLOPS in every
+   * run on that guest), and they are half the runs. */
   if (w->warm_up) sink = w->k->loop();
-  pthread_barrier_wait(w->start);
+  spin_barrier_wait(w->start);
   w->t0 = bench_now_s();
   sink = w->k->loop();
   w->t1 = bench_now_s();
@@ -223,8 +245,8 @@ static void *work(void *arg) {
 /* Wall time from the first start to the last end: all threads must overlap. */
 static double run(const struct kernel *k, int threads, const int *cpus) {
   struct worker w[threads];
-  pthread_barrier_t start;
-  pthread_barrier_init(&start, NULL, threads);
+  struct spin_barrier start = {.threads = threads};
+  atomic_init(&start.arrived, 0);
   for (int i = 0; i < threads; ++i) {
     w[i] = (struct worker){.cpu = cpus[i], .warm_up = threads > 1, .k = k, .start = &start};
     pthread_create(&w[i].thread, NULL, work, &w[i]);
@@ -235,7 +257,6 @@ static double run(const struct kernel *k, int threads, const int *cpus) {
     t0 = w[i].t0 < t0 ? w[i].t0 : t0;
     t1 = w[i].t1 > t1 ? w[i].t1 : t1;
   }
-  pthread_barrier_destroy(&start);
   return k->flops * threads / (t1 - t0) * 1e-9;
 }
 

@@ -444,9 +444,10 @@ def machine_busy():
     import io
     runs = os.path.join(TMP, "busy-peak.runs")
     fake = os.path.join(TMP, "busy-peak")
-    with open(fake, "w") as f:  # the n-th run measures 10 n GFLOPS on 2 threads
+    with open(fake, "w") as f:  # the n-th run: 2 threads 10 n GFLOPS but 15 on the 2nd; 1 thread 50 - n
         f.write(f"#!/bin/sh\necho run >> {runs}\nn=$(wc -l < {runs})\n"
-                'echo "{\\"avx512\\": {\\"f32\\": {\\"1\\": 5.0, \\"2\\": $((n * 10))}}}"\n')
+                '[ $n = 2 ] && two=15 || two=$((n * 10))\n'
+                'echo "{\\"avx512\\": {\\"f32\\": {\\"1\\": $((50 - n)), \\"2\\": $two}}}"\n')
     os.chmod(fake, 0o755)
     stream = os.path.join(TMP, "busy-stream")
     with open(stream, "w") as f:
@@ -457,7 +458,7 @@ def machine_busy():
         now = [0, 0]
 
         def ticks():
-            now[0] += int(1000 * busy_share)
+            now[0] += round(1000 * busy_share)
             now[1] += 1000
             return tuple(now)
         return ticks
@@ -475,10 +476,11 @@ def machine_busy():
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             m = machine.Machine(find, ticks=clock(0.5))
-            got, again, bw = m.peak("f32", 2), m.peak("f32", 2), m.bandwidth(2)
+            got, again, one, bw = m.peak("f32", 2), m.peak("f32", 2), m.peak("f32", 1), m.bandwidth(2)
         n = machine.MEASURE_ATTEMPTS
-        check(got == 10.0 * n and again == got and count() == 2 * n,
-              f"busy: measured {n} times, the best kept, read again from memory ({got}, {again}, {count()} runs)")
+        check(n == 3 and got == 30 and again == got and one == 49 and count() == 2 * n,
+              f"busy: measured {n} times, each figure's best kept (2 threads 10, 15, 30: {got}; "
+              f"1 thread 49, 48, 47: {one}), read again from memory ({again}, {count()} runs)")
         check(bw == 7.5 and "not cached" in err.getvalue() and err.getvalue().startswith("hcops: hcops-peak ran")
               and "hcops-stream" in err.getvalue(), f"busy: the bandwidth too, and a warning each ({err.getvalue()!r})")
         check("peak measured by hcops-peak (busy machine: not cached)" in m.sources, f"busy: the source says so ({m.sources})")
@@ -494,18 +496,43 @@ def machine_busy():
 
         def ticks():
             share = next(quiet_after_one, 0.0)
-            now[0] += int(1000 * share)
+            now[0] += round(1000 * share)
             now[1] += 1000
             return tuple(now)
         before = count()
         with contextlib.redirect_stderr(io.StringIO()) as err2:
             quiet = machine.Machine(find, ticks=ticks).peak("f32", 2)
         cached = machine.Machine(find, ticks=clock(0.5)).peak("f32", 2)
-        check(quiet == 10.0 * (before + 2) and count() == before + 2 and cached == quiet and not err2.getvalue(),
+        check(quiet == 10 * (before + 2) and count() == before + 2 and cached == quiet and not err2.getvalue(),
               f"quiet at the second attempt: cached and read back ({quiet}, {cached}, {count() - before} runs)")
-        # The threshold itself: others at QUIET_SHARE are quiet, above are not.
-        _, share = machine.others_share(lambda: None, clock(machine.QUIET_SHARE))
-        check(share is not None and share <= machine.QUIET_SHARE + 1e-9, f"others' share read from the ticks ({share})")
+        # The threshold itself, with the measuring program's own time given
+        # (none): others' ticks beyond NOISE_TICKS, over all ticks.
+        def none():
+            return 0
+        noise = machine.NOISE_TICKS / 1000
+        at = machine.others_share(lambda: None, clock(machine.QUIET_SHARE + noise), none)[1]
+        above = machine.others_share(lambda: None, clock(machine.QUIET_SHARE + noise + 0.01), none)[1]
+        check(at is not None and abs(at - machine.QUIET_SHARE) < 1e-9 and above > machine.QUIET_SHARE,
+              f"others' share read from the ticks: at the threshold {at}, above it {above}")
+        calls = []
+        got, ok = machine.measure_quietly(lambda: calls.append(1) or {"x": 1.0},
+                                          "test", clock(machine.QUIET_SHARE + noise), none)
+        check(ok and len(calls) == 1, f"at the threshold a measurement is quiet ({len(calls)} attempt(s))")
+        with contextlib.redirect_stderr(io.StringIO()):
+            got, ok = machine.measure_quietly(lambda: calls.append(1) or {"x": 1.0},
+                                              "test", clock(machine.QUIET_SHARE + noise + 0.01), none)
+        check(not ok and len(calls) == 1 + machine.MEASURE_ATTEMPTS, f"above it, busy ({len(calls) - 1} attempts)")
+        # A later attempt that fails keeps what the earlier ones measured.
+        attempts = iter([{"x": 2.0}, None])
+
+        def flaky():
+            got = next(attempts)
+            if got is None:
+                raise machine.MachineError("hcops-peak failed")
+            return got
+        with contextlib.redirect_stderr(io.StringIO()):
+            got, ok = machine.measure_quietly(flaky, "test", clock(0.5), none)
+        check(got == {"x": 2.0} and not ok, f"a failing second attempt keeps the first's figures ({got}, {ok})")
         _, share = machine.others_share(lambda: None, lambda: None)
         check(share is None, "no /proc/stat: the share is unknown, and a measurement is taken as it is")
     finally:

@@ -126,46 +126,70 @@ NOISE_TICKS = 5
 
 
 def cpu_ticks():
-    """(busy, all) clock ticks of every CPU so far, from /proc/stat's first
-    line; busy counts steal. None where it cannot be read."""
+    """(busy, all) clock ticks so far of the CPUs this process may run on
+    (its affinity: a job's cgroup or taskset share of a node), from
+    /proc/stat's cpuN lines; busy counts steal. None where it cannot be
+    read. Load on the node's other CPUs is not ours to count."""
+    try:
+        mine = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        mine = None
+    busy = total = 0
+    seen = False
     try:
         with open("/proc/stat") as f:
-            fields = f.readline().split()
-        if not fields or fields[0] != "cpu":
-            return None
-        v = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+            for line in f:
+                if not line.startswith("cpu"):
+                    break
+                fields = line.split()
+                name = fields[0][3:]
+                if not name or (mine is not None and int(name) not in mine):
+                    continue
+                v = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+                if len(v) < 4:
+                    return None
+                busy += sum(v) - sum(v[3:5])
+                total += sum(v)
+                seen = True
     except (OSError, ValueError):
         return None
-    if len(v) < 4:
-        return None
-    return sum(v) - sum(v[3:5]), sum(v)
+    return (busy, total) if seen else None
 
 
 def own_ticks():
-    """This process's CPU time and its waited-for children's, in clock ticks."""
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime) * os.sysconf("SC_CLK_TCK")
+    """The measuring programs' CPU time (this process's waited-for
+    children) and the calling thread's, in clock ticks. The caller's other
+    threads (an OpenMP pool still spinning) are others: they compete."""
+    c, t = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_THREAD)
+    return (c.ru_utime + c.ru_stime + t.ru_utime + t.ru_stime) * os.sysconf("SC_CLK_TCK")
 
 
-def others_share(run, ticks=cpu_ticks):
-    """(run(), the share of all CPUs' time that went to other processes or
-    guests while it ran: 0..1, or None where /proc/stat cannot tell)."""
-    before, own0 = ticks(), own_ticks()
+def others_share(run, ticks=cpu_ticks, own=own_ticks):
+    """(run(), the share of our CPUs' time that went to other processes,
+    threads or guests while it ran: 0..1, or None where /proc/stat cannot
+    tell)."""
+    before, own0 = ticks(), own()
     result = run()
-    after, own1 = ticks(), own_ticks()
+    after, own1 = ticks(), own()
     if before is None or after is None or after[1] <= before[1]:
         return result, None
     others = (after[0] - before[0]) - (own1 - own0) - NOISE_TICKS
     return result, min(1.0, max(0.0, others / (after[1] - before[1])))
 
 
-def measure_quietly(run, what, ticks=cpu_ticks):
+def measure_quietly(run, what, ticks=cpu_ticks, own=own_ticks):
     """run() -> {key: value}, repeated until one run was quiet (at most
     MEASURE_ATTEMPTS); returns (the best value of each key over the runs,
-    whether one was quiet). Not quiet: a warning on stderr."""
+    whether one was quiet). Not quiet: a warning on stderr. A failing
+    attempt after a busy one ends the attempts with what they measured."""
     best, shares = {}, []
     for _ in range(MEASURE_ATTEMPTS):
-        values, share = others_share(run, ticks)
+        try:
+            values, share = others_share(run, ticks, own)
+        except MachineError:
+            if not best:
+                raise
+            break
         for k, v in values.items():
             best[k] = max(v, best.get(k, v))
         shares.append(share)
