@@ -291,9 +291,9 @@ int main(int argc, char **argv) {
   enum { NK = sizeof kernels / sizeof *kernels };
   const char *why[NK];
   static double best[NK][CPU_SETSIZE + 1]; /* [kernel][threads] */
+  for (size_t i = 0; i < NK; ++i) why[i] = kernels[i].unsupported();
   for (int r = 0; r < REPS; ++r)
     for (size_t i = 0; i < NK; ++i) {
-      if (r == 0) why[i] = kernels[i].unsupported();
       for (int t = 1; t <= ncpu && !why[i]; ++t) {
         const double g = run(&kernels[i], t, cpus);
         best[i][t] = g > best[i][t] ? g : best[i][t];

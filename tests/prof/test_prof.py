@@ -454,11 +454,14 @@ def machine_busy():
         f.write(f"#!/bin/sh\necho run >> {runs}\n" "echo '{\"triad_gbs_best\": 7.5}'\n")
     os.chmod(stream, 0o755)
 
-    def clock(busy_share):
-        now = [0, 0]
+    def clock(*busy_shares):
+        """Readings 1000 ticks apart, the n-th with busy_shares[n] of them
+        others' (the last share from then on)."""
+        now, shares = [0, 0], list(busy_shares)
 
         def ticks():
-            now[0] += round(1000 * busy_share)
+            share = shares.pop(0) if len(shares) > 1 else shares[0]
+            now[0] += round(1000 * share)
             now[1] += 1000
             return tuple(now)
         return ticks
@@ -491,17 +494,9 @@ def machine_busy():
         check(all(not e["peak"] and not e["triad"] for e in entries), f"busy: nothing cached ({entries})")
         # Quiet at the second attempt: that attempt's run ends the retries,
         # and the best of both is cached.
-        quiet_after_one = iter([0.5, 0.5, 0.0, 0.0])
-        now = [0, 0]
-
-        def ticks():
-            share = next(quiet_after_one, 0.0)
-            now[0] += round(1000 * share)
-            now[1] += 1000
-            return tuple(now)
         before = count()
         with contextlib.redirect_stderr(io.StringIO()) as err2:
-            quiet = machine.Machine(find, ticks=ticks).peak("f32", 2)
+            quiet = machine.Machine(find, ticks=clock(0.5, 0.5, 0.0)).peak("f32", 2)
         cached = machine.Machine(find, ticks=clock(0.5)).peak("f32", 2)
         check(quiet == 10 * (before + 2) and count() == before + 2 and cached == quiet and not err2.getvalue(),
               f"quiet at the second attempt: cached and read back ({quiet}, {cached}, {count() - before} runs)")

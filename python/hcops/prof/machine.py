@@ -177,28 +177,36 @@ def others_share(run, ticks=cpu_ticks, own=own_ticks):
     return result, min(1.0, max(0.0, others / (after[1] - before[1])))
 
 
+def _best_of(best, values):
+    """Each figure's best so far: values is a number or {key: number}."""
+    if best is None:
+        return values
+    if isinstance(values, dict):
+        return {k: max(v, best.get(k, v)) for k, v in {**best, **values}.items()}
+    return max(best, values)
+
+
 def measure_quietly(run, what, ticks=cpu_ticks, own=own_ticks):
-    """run() -> {key: value}, repeated until one run was quiet (at most
-    MEASURE_ATTEMPTS); returns (the best value of each key over the runs,
+    """run() -> a number or {key: number}, repeated until one run was quiet
+    (at most MEASURE_ATTEMPTS); returns (each figure's best over the runs,
     whether one was quiet). Not quiet: a warning on stderr. A failing
     attempt after a busy one ends the attempts with what they measured."""
-    best, shares = {}, []
+    best, shares = None, []
     for _ in range(MEASURE_ATTEMPTS):
         try:
             values, share = others_share(run, ticks, own)
         except MachineError:
-            if not best:
+            if best is None:
                 raise
             break
-        for k, v in values.items():
-            best[k] = max(v, best.get(k, v))
+        best = _best_of(best, values)
         shares.append(share)
         if share is None or share <= QUIET_SHARE:
             return best, True
     lo, hi = round(min(shares) * 100), round(max(shares) * 100)
     print(f"hcops: {what} ran {len(shares)} times while other processes took "
           f"{lo if lo == hi else f'{lo}-{hi}'} % of the CPUs' time; its best figures are "
-          f"used for this run only, not cached: measure on a quiet machine for a peak to compare with",
+          f"used for this run only, not cached: measure on a quiet machine for figures to compare with",
           file=sys.stderr)
     return best, False
 
@@ -226,6 +234,22 @@ class Machine:
             entry = self.cache[key] = {"model": self.model, "boot": self.boot, "peak": {}, "triad": {}}
         return entry
 
+    def _measured(self, store, key, run, what):
+        """(store[key], True) where the cache has it; else run() measured
+        (measure_quietly): stored and cached if quiet, else kept by this
+        object alone for its next calls; (value, whether cached)."""
+        if store.get(key):
+            return store[key], True
+        slot = (what, key)
+        if slot not in self.unsaved:
+            got, quiet = measure_quietly(run, what, self.ticks)
+            if quiet:
+                store[key] = got
+                _store(self.cache)
+                return got, True
+            self.unsaved[slot] = got
+        return self.unsaved[slot], False
+
     def peak(self, precision, threads):
         if self.given_peak:
             self.sources.add("peak given with --peak-gflops")
@@ -234,26 +258,19 @@ class Machine:
             return None
         prog = self.find("hcops-peak")
         entry = self._entry(prog)
-        peaks = entry["peak"] or self.unsaved.get(("peak", prog))
-        if not peaks:
-            if not prog:
-                return None
+        if not prog and not entry["peak"]:
+            return None
 
-            def run():
-                best = {}
-                for isa in _run_json([prog, "--json"]).values():
-                    for prec, by_threads in isa.items():
-                        for t, g in by_threads.items():
-                            k = f"{prec}:{t}"
-                            best[k] = max(g, best.get(k, 0))
-                return best
-            peaks, quiet = measure_quietly(run, "hcops-peak", self.ticks)
-            if quiet:
-                entry["peak"] = peaks
-                _store(self.cache)
-            else:
-                self.unsaved[("peak", prog)] = peaks
-        self.sources.add("peak measured by hcops-peak " + ("(cached)" if entry["peak"] else "(busy machine: not cached)"))
+        def run():
+            best = {}
+            for isa in _run_json([prog, "--json"]).values():
+                for prec, by_threads in isa.items():
+                    for t, g in by_threads.items():
+                        k = f"{prec}:{t}"
+                        best[k] = max(g, best.get(k, 0))
+            return best
+        peaks, cached = self._measured(entry, "peak", run, "hcops-peak")
+        self.sources.add("peak measured by hcops-peak " + ("(cached)" if cached else "(busy machine: not cached)"))
         value = peaks.get(f"{precision}:{threads}")
         if value is None:  # more threads than CPUs: the whole machine's
             counts = [int(k.split(":")[1]) for k in peaks if k.startswith(precision + ":")]
@@ -269,20 +286,10 @@ class Machine:
         prog = self.find("hcops-stream")
         entry = self._entry(prog)
         key = str(threads)
-        if key in entry["triad"]:
-            self.sources.add("bandwidth: hcops-stream triad (cached)")
-            return entry["triad"][key]
-        if ("triad", prog, key) not in self.unsaved:
-            if not prog:
-                return None
-            env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-            got, quiet = measure_quietly(lambda: {"gbs": _run_json([prog], env)["triad_gbs_best"]},
-                                         "hcops-stream", self.ticks)
-            if quiet:
-                entry["triad"][key] = got["gbs"]
-                _store(self.cache)
-                self.sources.add("bandwidth: hcops-stream triad (cached)")
-                return got["gbs"]
-            self.unsaved[("triad", prog, key)] = got["gbs"]
-        self.sources.add("bandwidth: hcops-stream triad (busy machine: not cached)")
-        return self.unsaved[("triad", prog, key)]
+        if not prog and key not in entry["triad"]:
+            return None
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        gbs, cached = self._measured(entry["triad"], key, lambda: _run_json([prog], env)["triad_gbs_best"],
+                                     "hcops-stream")
+        self.sources.add("bandwidth: hcops-stream triad " + ("(cached)" if cached else "(busy machine: not cached)"))
+        return gbs
