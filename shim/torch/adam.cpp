@@ -6,7 +6,7 @@
 // shared dynamically over PyTorch's threads) over the concatenated element
 // range, so that a group of many small tensors balances like one large
 // tensor; serial inside a parallel region, as at::parallel_for is.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

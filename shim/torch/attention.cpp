@@ -17,7 +17,11 @@
 // dtypes, value heads of another size, empty tensors, sequences longer than
 // ops::kMaxKeys, and a backward whose gradient or saved tensors do not match.
 // The operators exist from PyTorch 2.x on (the 1.13 build registers none).
-#include <ATen/CPUFunctions.h>
+#include <ATen/core/Tensor.h>  // before an operator's header (1.13's do not include it)
+#if HCOPS_TORCH_MAJOR >= 2  // the operators of 2.x
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_cpu_dispatch.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward_cpu_dispatch.h>
+#endif
 #include <torch/library.h>
 
 #include <cmath>

@@ -20,7 +20,11 @@
 // named tensors: PyTorch 2.15 removed them.) PyTorch's kernel runs the rest,
 // with the reason under HCOPS_VERBOSE. The operators are replaced from PyTorch
 // 2.x on (the 1.13 build registers none).
-#include <ATen/CPUFunctions.h>
+#include <ATen/core/Tensor.h>  // before an operator's header (1.13's do not include it)
+#if HCOPS_TORCH_MAJOR >= 2  // the operators of 2.x
+#include <ATen/ops/add_cpu_dispatch.h>
+#include <ATen/ops/mul_cpu_dispatch.h>
+#endif
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
 

@@ -2,7 +2,11 @@
 // path takes f32 and bf16 tensors that are dense and, for two operands, of
 // the same dtype and shape; PyTorch's structured kernels take the rest
 // (broadcasting, type promotion, strided views, other dtypes).
-#include <ATen/CPUFunctions.h>
+#include <ATen/core/Tensor.h>  // before an operator's header (1.13's do not include it)
+#include <ATen/ops/gelu_cpu_dispatch.h>
+#include <ATen/ops/gelu_backward_cpu_dispatch.h>
+#include <ATen/ops/silu_cpu_dispatch.h>
+#include <ATen/ops/silu_backward_cpu_dispatch.h>
 #include <torch/library.h>
 
 #include <optional>

@@ -3,9 +3,15 @@
 // split of a call over PyTorch's thread pool, and the reporting around it.
 #pragma once
 
-#include <ATen/ATen.h>
+// The tensor and only the operators used here (TORCH_ASSERT_ONLY_METHOD_OPERATORS,
+// shim/torch/Makefile.am): ATen/ATen.h's every operator took most of each
+// file's compile time.
+#include <ATen/core/Tensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <atomic>

@@ -20,7 +20,11 @@
 // PyTorch's own kernel runs (with a fallback line under HCOPS_VERBOSE) for
 // other dtypes, mixed dtypes, shapes PyTorch must reject or resize, and
 // out= tensors the engine cannot write as they are.
-#include <ATen/CPUFunctions.h>
+#include <ATen/core/Tensor.h>  // before an operator's header (1.13's do not include it)
+#include <ATen/ops/addmm_cpu_dispatch.h>
+#include <ATen/ops/baddbmm_cpu_dispatch.h>
+#include <ATen/ops/bmm_cpu_dispatch.h>
+#include <ATen/ops/mm_cpu_dispatch.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
 #if HCOPS_TORCH_MAJOR >= 2

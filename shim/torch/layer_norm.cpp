@@ -6,7 +6,9 @@
 // f32 parameters, so those go to its kernel and keep its error. mean and
 // rstd are saved as PyTorch saves them: the input's dtype, shape
 // input.shape[:axis] + [1] * len(normalized_shape).
-#include <ATen/CPUFunctions.h>
+#include <ATen/core/Tensor.h>  // before an operator's header (1.13's do not include it)
+#include <ATen/ops/native_layer_norm_cpu_dispatch.h>
+#include <ATen/ops/native_layer_norm_backward_cpu_dispatch.h>
 #include <torch/library.h>
 
 #include <algorithm>

@@ -32,7 +32,10 @@
 // wheel's kernel (3 alternated runs each way): (2048, 384) 0.75-0.80x with
 // column ranges alone, 1.01-1.11x in row blocks; (2048, 1536) 1.08-1.22x,
 // 1.36-1.53x (doc/perf/torch2.md).
-#include <ATen/CPUFunctions.h>
+#include <ATen/core/Tensor.h>  // before an operator's header (1.13's do not include it)
+#if HCOPS_TORCH_MAJOR >= 2  // the operators of 2.x
+#include <ATen/ops/sum_cpu_dispatch.h>
+#endif
 #include <torch/library.h>
 
 #include <algorithm>

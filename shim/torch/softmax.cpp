@@ -3,7 +3,11 @@
 // dimension (after wrapping a negative dim), in the input's own dtype
 // (half_to_float and a different input_dtype go to PyTorch, as does
 // everything else).
-#include <ATen/CPUFunctions.h>
+#include <ATen/core/Tensor.h>  // before an operator's header (1.13's do not include it)
+#include <ATen/ops/_log_softmax_cpu_dispatch.h>
+#include <ATen/ops/_log_softmax_backward_data_cpu_dispatch.h>
+#include <ATen/ops/_softmax_cpu_dispatch.h>
+#include <ATen/ops/_softmax_backward_data_cpu_dispatch.h>
 #include <torch/library.h>
 
 #include "ops/softmax.h"
