@@ -4,7 +4,9 @@
   attention's work buffers) is made to fail in turn (make check: the first
   five and then every 4th; make check-external: every one; the hcops library's
   fail_allocation_after, src/common/fault.h), each in a fresh process so
-  that the buffers must grow. Each call then either computes
+  that the buffers must grow (forked from the test once it has imported
+  torch and made no call, not a new interpreter: 3 s less a child on a
+  2-core guest, for some 45 children). Each call then either computes
   the right result (the GEMM without its packing buffers: slower, the same
   values) or raises PyTorch's out-of-memory error (torch.OutOfMemoryError,
   a RuntimeError) naming HCOps; never a crash or a wrong value. The next
@@ -21,10 +23,12 @@ A torch version HCOps was not built for is tests/torch2/test_hcops_run_venv.py's
 (one warning line, stock PyTorch runs). Prints "N passed, M failed".
 """
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -154,6 +158,44 @@ def sigint_child():
     return 0 if same and steps else 1
 
 
+def forked(fn, *args):
+    """fn(*args) in a child forked from this process, its stdout captured:
+    (stdout, exit status, or None when it did not finish in TIME_LIMIT and
+    was killed). This process must not have run a parallel region: the
+    child's OpenMP would inherit a pool whose threads it does not have."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.dup2(w, 1)
+            os.close(w)
+            code = fn(*args)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(w)
+    out, deadline = b"", time.monotonic() + TIME_LIMIT
+    with os.fdopen(r, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([pipe], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return out.decode(errors="replace"), None
+            chunk = pipe.read(65536)
+            if not chunk:
+                break
+            out += chunk
+    return out.decode(errors="replace"), os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
 def main():
     if len(sys.argv) > 3 and sys.argv[1] == "--memory":
         return memory_child(sys.argv[2], int(sys.argv[3]))
@@ -162,9 +204,12 @@ def main():
     if not os.path.isfile(os.environ.get("HCOPS_TORCH_LIB", "")):
         print("SKIP: no libhcops_torch2.so (HCOPS_TORCH_LIB)")
         return 77
+    import torch  # noqa: F401  once, for every child: imports, no call
+    import torch.nn.functional  # noqa: F401
+    import hcops.torch  # noqa: F401
     passed = failed = 0
     # make check refuses the first allocations of a call in turn and then
-    # every 4th (a fresh process each, 2-3 s: attention's backward makes
+    # every 4th (a forked process each: attention's backward makes
     # 20-24); make check-external (HCOPS_CHECK_EXTERNAL=1) every one.
     every = os.environ.get("HCOPS_CHECK_EXTERNAL") == "1"
     indices = [n for n in range(64) if every or n < 5 or n % 4 == 0]
@@ -172,12 +217,9 @@ def main():
                   "f32 GEMM", "bf16 GEMM"):
         refused = 0
         for n in indices:  # allocations of the call in turn, until the call needs fewer
-            try:
-                p = subprocess.run([sys.executable, __file__, "--memory", which, str(n)], timeout=TIME_LIMIT,
-                                   stdout=subprocess.PIPE, text=True)
-                out, rc = p.stdout, p.returncode
-            except subprocess.TimeoutExpired:
-                out, rc = f"FAIL {which}: allocation {n}: did not finish in {TIME_LIMIT} s\n", 1
+            out, rc = forked(memory_child, which, n)
+            if rc is None:
+                out, rc = out + f"FAIL {which}: allocation {n}: did not finish in {TIME_LIMIT} s\n", 1
             print("".join(line + "\n" for line in out.splitlines() if not line.startswith("refused")), end="")
             passed, failed = passed + (rc == 0), failed + (rc != 0)
             if rc != 0 or "refused 0" in out:
