@@ -4,6 +4,12 @@
 BUILD    ?= build
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+# Tests `make check` runs at once. Most are a Python process importing
+# PyTorch, compiling or configuring, often on one core: two at a time keep a
+# 2-core machine busy (34 -> 30 min of tests on a 2-core guest). At most 4:
+# each may take 2 threads and a few GB. The tests that run make in the build
+# tree take a lock in turn (tests/tree_lock.sh). CHECK_JOBS=1: one by one.
+CHECK_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 CONFIGURE_FLAGS ?=
 
 AUTOTOOLS_INPUTS := configure.ac Makefile.am $(wildcard */Makefile.am)
@@ -59,7 +65,7 @@ wheel: deps $(BUILD)/Makefile
 
 check: deps $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
-	$(MAKE) -C $(BUILD) check || { cat $(BUILD)/tests/test-suite.log; exit 1; }
+	$(MAKE) -C $(BUILD) -j$(CHECK_JOBS) check || { cat $(BUILD)/tests/test-suite.log; exit 1; }
 	@awk '/^# PASS:/ {p = $$3} /^# SKIP:/ {s = $$3} /^# (FAIL|ERROR|XPASS):/ {f += $$3} \
 	  END {printf "check: %d passed, %d failed, %d skipped\n", p, f, s}' $(BUILD)/tests/test-suite.log
 

@@ -11,6 +11,7 @@
 # loads it can, LD_TRACE_LOADED_OBJECTS=1, which is what ldd does: it also
 # runs under QEMU, where the host's ldd cannot read an aarch64 program.)
 set -u
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 status=0
 dest=$HCOPS_TEST_BUILDDIR/dnnl_install
 rm -rf "$dest"

@@ -7,6 +7,7 @@
 # the automake lists fails here, not in a user's build. Without git (a
 # tarball's own tree) there is nothing to compare: skipped.
 set -u
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 top_srcdir=$HCOPS_TEST_TOP_SRCDIR
 top_builddir=$HCOPS_TEST_TOP_BUILDDIR
 git -C "$top_srcdir" rev-parse --is-inside-work-tree > /dev/null 2>&1 ||

@@ -9,6 +9,7 @@
 # the module's, and unloading restores LD_LIBRARY_PATH. A whole build of
 # HCOps (~3 min on 2 cores): make check-external only.
 set -u
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 if [ "${HCOPS_CHECK_EXTERNAL:-0}" != 1 ]; then
   echo "SKIP: a whole build of HCOps under EasyBuild (make check-external runs it; HCOPS_CHECK_EXTERNAL=1 here)"
   exit 77

@@ -9,6 +9,7 @@
 # (they name X's directories relative to their own); DESTDIR staging puts the same files under DESTDIR, naming X; `make
 # uninstall PREFIX=X` removes them all.
 set -u
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 

@@ -28,6 +28,7 @@
 # - libhcops.so.0 exports that engine interface (C++, hcops:: only, none of
 #   the oneDNN layer's own), the copies do not.
 set -u
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 

@@ -12,6 +12,7 @@ if [ "${HCOPS_CHECK_EXTERNAL:-0}" != 1 ]; then
   exit 77
 fi
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 . "${srcdir:-../../tests}/install/wheel_venv.sh"
 
 echo "== make dist"

@@ -13,6 +13,7 @@
 # The same from the source (pip's build backend running configure and make)
 # is tests/install/test_pip_source.sh, in make check-external.
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 # A cross build (make check-aarch64): its torch 2.x is the aarch64 wheel
 # installed into a folder of the QEMU root, not a venv, and the root has no
 # make for make wheel's install step nor a venv for the user's pip install.

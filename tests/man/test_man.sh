@@ -5,6 +5,7 @@
 # variable the code reads and no other; each option a tool's --help lists
 # is in its page.
 set -u
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 mandir=$srcdir/../doc/man

@@ -6,6 +6,7 @@
 status=0
 fail() { echo "FAIL ($system): $*"; status=1; }
 
+. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
 dest=$HCOPS_TEST_BUILDDIR/modules_$system
 rm -rf "$dest"
 make -s -C .. install DESTDIR="$dest" >"modules_$system.install.log" 2>&1 ||
