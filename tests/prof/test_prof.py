@@ -425,6 +425,20 @@ def machine_cache():
         except machine.MachineError as e:
             got = f"MachineError: {e}"
         check(got != 200.0 and count() == 2, f"a foreign program does not read this CPU's cached peak ({got})")
+        m = machine.Machine(lambda name: fake, ticks=unknown)
+        m.peak("f32", 2)
+        check("peak measured by hcops-peak (cached)" in m.sources, f"read from the cache: the source says so ({m.sources})")
+        # A cache that cannot be written (here a file where its directory
+        # would be): measured, used, kept for the object's next calls, and
+        # the source line says it was not cached rather than "(cached)".
+        blocker = os.path.join(TMP, "not-a-directory")
+        open(blocker, "w").close()
+        os.environ["XDG_CACHE_HOME"] = blocker
+        m = machine.Machine(lambda name: fake, ticks=unknown)
+        first, again = m.peak("f32", 2), m.peak("f32", 2)
+        unwritten = [s for s in m.sources if s.startswith("peak measured by hcops-peak (not cached: ")]
+        check(first == 200.0 and again == 200.0 and count() == 3 and len(unwritten) == 1 and blocker in unwritten[0],
+              f"an unwritable cache: measured once, used, and the source says not cached ({m.sources}, {count()} runs)")
     finally:
         if saved is None:
             os.environ.pop("XDG_CACHE_HOME", None)

@@ -93,6 +93,8 @@ def _load():
 
 
 def _store(cache):
+    """None when written, else why not (a read-only home: measured again
+    next time, and the source line says so)."""
     path = _cache_path()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -100,8 +102,9 @@ def _store(cache):
         with open(tmp, "w") as f:
             json.dump(cache, f, indent=1, sort_keys=True)
         os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only home: measure again next time
+        return None
+    except OSError as e:
+        return f"{path}: {e.strerror or e}"
 
 
 def _run_json(cmd, env=None):
@@ -235,20 +238,26 @@ class Machine:
         return entry
 
     def _measured(self, store, key, run, what):
-        """(store[key], True) where the cache has it; else run() measured
-        (measure_quietly): stored and cached if quiet, else kept by this
-        object alone for its next calls; (value, whether cached)."""
+        """(value, how), how for the source line: store[key] where the cache
+        has it ("cached"); else run() measured (measure_quietly), stored and
+        cached if quiet, else kept by this object alone for its next calls
+        ("busy machine: not cached"). A cache that cannot be written says so
+        ("not cached: PATH: reason")."""
         if store.get(key):
-            return store[key], True
+            return store[key], "cached"
         slot = (what, key)
         if slot not in self.unsaved:
             got, quiet = measure_quietly(run, what, self.ticks)
+            why = "busy machine: not cached"
             if quiet:
                 store[key] = got
-                _store(self.cache)
-                return got, True
-            self.unsaved[slot] = got
-        return self.unsaved[slot], False
+                unwritten = _store(self.cache)
+                if unwritten is None:
+                    return got, "cached"
+                del store[key]  # not on disk: kept by this object alone, as a busy one's
+                why = f"not cached: {unwritten}"
+            self.unsaved[slot] = got, why
+        return self.unsaved[slot]
 
     def peak(self, precision, threads):
         if self.given_peak:
@@ -269,8 +278,8 @@ class Machine:
                         k = f"{prec}:{t}"
                         best[k] = max(g, best.get(k, 0))
             return best
-        peaks, cached = self._measured(entry, "peak", run, "hcops-peak")
-        self.sources.add("peak measured by hcops-peak " + ("(cached)" if cached else "(busy machine: not cached)"))
+        peaks, how = self._measured(entry, "peak", run, "hcops-peak")
+        self.sources.add(f"peak measured by hcops-peak ({how})")
         value = peaks.get(f"{precision}:{threads}")
         if value is None:  # more threads than CPUs: the whole machine's
             counts = [int(k.split(":")[1]) for k in peaks if k.startswith(precision + ":")]
@@ -289,7 +298,7 @@ class Machine:
         if not prog and key not in entry["triad"]:
             return None
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        gbs, cached = self._measured(entry["triad"], key, lambda: _run_json([prog], env)["triad_gbs_best"],
-                                     "hcops-stream")
-        self.sources.add("bandwidth: hcops-stream triad " + ("(cached)" if cached else "(busy machine: not cached)"))
+        gbs, how = self._measured(entry["triad"], key, lambda: _run_json([prog], env)["triad_gbs_best"],
+                                  "hcops-stream")
+        self.sources.add(f"bandwidth: hcops-stream triad ({how})")
         return gbs
