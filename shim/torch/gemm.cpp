@@ -26,6 +26,7 @@
 #include <ATen/ops/bmm_cpu_dispatch.h>
 #include <ATen/ops/mm_cpu_dispatch.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/library.h>
 #if HCOPS_TORCH_MAJOR >= 2
 #include <torch/csrc/autograd/graph_task.h>

@@ -11,11 +11,11 @@
 # loads it can, LD_TRACE_LOADED_OBJECTS=1, which is what ldd does: it also
 # runs under QEMU, where the host's ldd cannot read an aarch64 program.)
 set -u
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 status=0
 dest=$HCOPS_TEST_BUILDDIR/dnnl_install
 rm -rf "$dest"
-make -s -C ../shim install DESTDIR="$dest" >dnnl_install.log 2>&1 || { echo "FAIL: make install"; cat dnnl_install.log; exit 1; }
+tree_make -s -C ../shim install DESTDIR="$dest" >dnnl_install.log 2>&1 || { echo "FAIL: make install"; cat dnnl_install.log; exit 1; }
 dir=$dest$HCOPS_TEST_PKGLIBDIR
 ls -l "$dir"
 [ "$(readelf -d "$dir/libdnnl.so.2" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')" = libdnnl.so.2 ] ||
@@ -47,7 +47,7 @@ echo "== a C++ program using dnnl::impl, under LD_LIBRARY_PATH=$dir"
 LD_LIBRARY_PATH=$dir ./dnnl_impl_user || { echo "FAIL: dnnl_impl_user"; status=1; }
 
 echo "== uninstall"
-make -s -C ../shim uninstall DESTDIR="$dest" >>dnnl_install.log 2>&1 || { echo "FAIL: make uninstall"; status=1; }
+tree_make -s -C ../shim uninstall DESTDIR="$dest" >>dnnl_install.log 2>&1 || { echo "FAIL: make uninstall"; status=1; }
 if [ -e "$dir/libhcops_dnnl_real.so" ] || [ -L "$dir/libhcops_dnnl_real.so" ] || [ -e "$dir/libdnnl.so.2" ]; then
   echo "FAIL: uninstall left the copy or its link"; ls -l "$dir"; status=1
 fi

@@ -208,7 +208,7 @@ def base_env():
 def install_copy(top, dest):
     """HCOps's shim installed into the DESTDIR `dest`: the folder of its libdnnl.so.2 copy."""
     shutil.rmtree(dest, ignore_errors=True)
-    out = subprocess.run(["make", "-s", "-C", os.path.join(top, "shim"), "install", f"DESTDIR={dest}"],
+    out = subprocess.run(linalg_suites.tree_make("-s", "-C", os.path.join(top, "shim"), "install", f"DESTDIR={dest}"),
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError("make install into a DESTDIR failed: " + " ".join(out.stderr.splitlines()[-5:]))

@@ -53,6 +53,14 @@ Config = collections.namedtuple("Config", "label tag prefix env")
 BASELINE = Config("no preload", "baseline", [], {})
 
 
+def tree_make(*args):
+    """The command of a make in the build tree (make install into a
+    DESTDIR), holding tests/tree_lock.sh's lock: `make check` runs its tests
+    in parallel, and two makes in one tree may write the same file."""
+    lock = os.path.join(os.environ.get("HCOPS_TEST_BUILDDIR", "."), ".tree.lock")
+    return (["flock", lock] if shutil.which("flock") else []) + ["make", *args]
+
+
 def pyargs_suite(module):
     """An installed package's suite, run as `pytest --pyargs MODULE`."""
     return Suite(module, ["--pyargs", module], None, [])

@@ -128,7 +128,8 @@ def install_prefix():
     top, prefix = env_or_exit("HCOPS_TEST_TOP_BUILDDIR"), env_or_exit("HCOPS_TEST_PREFIX", is_file=False)
     dest = os.path.join(env_or_exit("HCOPS_TEST_BUILDDIR"), "torch_suite_dest")
     shutil.rmtree(dest, ignore_errors=True)
-    proc = subprocess.run(["make", "-s", "-C", top, "install", f"DESTDIR={dest}"], capture_output=True, text=True)
+    proc = subprocess.run(linalg_suites.tree_make("-s", "-C", top, "install", f"DESTDIR={dest}"), capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         print("hcops: make install into a throw-away DESTDIR failed:", *proc.stderr.splitlines()[-10:], sep="\n    ")
         return None

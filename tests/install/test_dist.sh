@@ -7,7 +7,7 @@
 # the automake lists fails here, not in a user's build. Without git (a
 # tarball's own tree) there is nothing to compare: skipped.
 set -u
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 top_srcdir=$HCOPS_TEST_TOP_SRCDIR
 top_builddir=$HCOPS_TEST_TOP_BUILDDIR
 git -C "$top_srcdir" rev-parse --is-inside-work-tree > /dev/null 2>&1 ||
@@ -16,7 +16,7 @@ not_distributed='^(Makefile|\.gitignore|\.clang-format|m4/\.keep|build-aux/(chec
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/hcops-dist.XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
 name=hcops-dist-test-$$
-make -s -C "$top_builddir" dist distdir="$name" > "$scratch/dist.log" 2>&1 ||
+tree_make -s -C "$top_builddir" dist distdir="$name" > "$scratch/dist.log" 2>&1 ||
   { tail -20 "$scratch/dist.log"; echo "FAIL: make dist"; exit 1; }
 mv "$top_builddir/$name.tar.gz" "$scratch/"
 tar tzf "$scratch/$name.tar.gz" | sed -n "s|^$name/||p" | grep -v '/$' | LC_ALL=C sort > "$scratch/dist"

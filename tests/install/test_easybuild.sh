@@ -9,7 +9,7 @@
 # the module's, and unloading restores LD_LIBRARY_PATH. A whole build of
 # HCOps (~3 min on 2 cores): make check-external only.
 set -u
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 if [ "${HCOPS_CHECK_EXTERNAL:-0}" != 1 ]; then
   echo "SKIP: a whole build of HCOps under EasyBuild (make check-external runs it; HCOPS_CHECK_EXTERNAL=1 here)"
   exit 77
@@ -49,7 +49,7 @@ easyconfig=$top_srcdir/packaging/easybuild/HCOps-$version.eb
 echo "== make dist"
 mkdir -p "$scratch/sources/h/HCOps"
 # A name of its own in the build tree (a user's hcops-<version>.tar.gz stays).
-make -s -C "$top_builddir" dist distdir="hcops-eb-test-$$" > "$scratch/dist.log" 2>&1 &&
+tree_make -s -C "$top_builddir" dist distdir="hcops-eb-test-$$" > "$scratch/dist.log" 2>&1 &&
   mv "$top_builddir/hcops-eb-test-$$.tar.gz" "$scratch/sources/h/HCOps/hcops-$version.tar.gz" ||
   { tail -20 "$scratch/dist.log"; echo "FAIL: make dist"; exit 1; }
 

@@ -9,7 +9,7 @@
 # (they name X's directories relative to their own); DESTDIR staging puts the same files under DESTDIR, naming X; `make
 # uninstall PREFIX=X` removes them all.
 set -u
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
@@ -28,9 +28,9 @@ stage=$scratch/stage
 # build/); without it (a tree configured by hand), the build's own.
 run_make() {  # target, then VAR=value...
   if [ -f "$top_srcdir/Makefile" ] && grep -q '^BUILD *?=' "$top_srcdir/Makefile"; then
-    make -s -C "$top_srcdir" BUILD="$top_builddir" PREFIX="$prefix" "$@"
+    tree_make -s -C "$top_srcdir" BUILD="$top_builddir" PREFIX="$prefix" "$@"
   else
-    make -s -C "$top_builddir" prefix="$prefix" "$@"
+    tree_make -s -C "$top_builddir" prefix="$prefix" "$@"
   fi
 }
 

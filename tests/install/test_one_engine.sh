@@ -28,14 +28,14 @@
 # - libhcops.so.0 exports that engine interface (C++, hcops:: only, none of
 #   the oneDNN layer's own), the copies do not.
 set -u
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
 top_builddir=$HCOPS_TEST_TOP_BUILDDIR
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/hcops-thin.XXXXXX") || exit 1
 prefix=$scratch/p
-make -s -C "$top_builddir" install prefix="$prefix" > "$scratch/install.log" 2>&1 ||
+tree_make -s -C "$top_builddir" install prefix="$prefix" > "$scratch/install.log" 2>&1 ||
   { echo "FAIL: make install"; tail -30 "$scratch/install.log"; exit 1; }
 lib=$prefix/lib
 dir=$lib/hcops

@@ -12,11 +12,11 @@ if [ "${HCOPS_CHECK_EXTERNAL:-0}" != 1 ]; then
   exit 77
 fi
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 . "${srcdir:-../../tests}/install/wheel_venv.sh"
 
 echo "== make dist"
-make -s -C "$top_builddir" dist distdir="hcops-pip-test-$$" > "$scratch/dist.log" 2>&1 &&
+tree_make -s -C "$top_builddir" dist distdir="hcops-pip-test-$$" > "$scratch/dist.log" 2>&1 &&
   mv "$top_builddir/hcops-pip-test-$$.tar.gz" "$scratch/" ||
   { tail -20 "$scratch/dist.log"; echo "FAIL: make dist"; exit 1; }
 

@@ -13,7 +13,7 @@
 # The same from the source (pip's build backend running configure and make)
 # is tests/install/test_pip_source.sh, in make check-external.
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 # A cross build (make check-aarch64): its torch 2.x is the aarch64 wheel
 # installed into a folder of the QEMU root, not a venv, and the root has no
 # make for make wheel's install step nor a venv for the user's pip install.
@@ -24,7 +24,7 @@ fi
 . "${srcdir:-../../tests}/install/wheel_venv.sh"
 
 echo "== make wheel"
-make -s -C "$top_builddir" wheel WHEEL_DIR="$scratch/wheels" > "$scratch/wheel.log" 2>&1 ||
+tree_make -s -C "$top_builddir" wheel WHEEL_DIR="$scratch/wheels" > "$scratch/wheel.log" 2>&1 ||
   { cat "$scratch/wheel.log"; echo "FAIL: make wheel"; exit 1; }
 grep '^hcops:' "$scratch/wheel.log"
 set -- "$scratch"/wheels/hcops-*.whl

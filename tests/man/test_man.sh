@@ -5,7 +5,7 @@
 # variable the code reads and no other; each option a tool's --help lists
 # is in its page.
 set -u
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 mandir=$srcdir/../doc/man
@@ -31,14 +31,14 @@ done
 echo "== install"
 dest=$HCOPS_TEST_BUILDDIR/man_install
 rm -rf "$dest"
-make -s -C "$top/doc" install DESTDIR="$dest" > man_install.log 2>&1 || { fail "make install in doc/"; cat man_install.log; }
+tree_make -s -C "$top/doc" install DESTDIR="$dest" > man_install.log 2>&1 || { fail "make install in doc/"; cat man_install.log; }
 for page in $pages; do
   name=$(basename "$page")
   section=${name##*.}
   found=$(MANPATH="$dest$HCOPS_TEST_MANDIR" man -w "$section" "${name%.*}" 2>/dev/null)
   [ "$found" = "$dest$HCOPS_TEST_MANDIR/man$section/$name" ] || fail "$name installed: man -w found '$found'"
 done
-make -s -C "$top/doc" uninstall DESTDIR="$dest" >> man_install.log 2>&1 || fail "make uninstall in doc/"
+tree_make -s -C "$top/doc" uninstall DESTDIR="$dest" >> man_install.log 2>&1 || fail "make uninstall in doc/"
 [ -z "$(find "$dest" -type f 2>/dev/null)" ] || fail "uninstall left $(find "$dest" -type f | head -3)"
 rm -rf "$dest"
 

@@ -6,10 +6,10 @@
 status=0
 fail() { echo "FAIL ($system): $*"; status=1; }
 
-. "${srcdir:-../../tests}/tree_lock.sh"  # runs make in the build tree
+. "${srcdir:-../../tests}/tree_lock.sh"  # tree_make: make in the build tree, in turn
 dest=$HCOPS_TEST_BUILDDIR/modules_$system
 rm -rf "$dest"
-make -s -C .. install DESTDIR="$dest" >"modules_$system.install.log" 2>&1 ||
+tree_make -s -C .. install DESTDIR="$dest" >"modules_$system.install.log" 2>&1 ||
   { echo "FAIL: make install"; tail -30 "modules_$system.install.log"; exit 1; }
 root=$dest$HCOPS_TEST_PREFIX
 mfdir=$root/share/modulefiles
