@@ -196,6 +196,19 @@ def forked(fn, *args):
     return out.decode(errors="replace"), os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
+def memory_case(which, n, fork):
+    """memory_child(which, n) in a forked child, or (fork False) in a new
+    interpreter: (stdout, exit status, or None past TIME_LIMIT)."""
+    if fork:
+        return forked(memory_child, which, n)
+    try:
+        p = subprocess.run([sys.executable, __file__, "--memory", which, str(n)], timeout=TIME_LIMIT,
+                           stdout=subprocess.PIPE, text=True)
+        return p.stdout, p.returncode
+    except subprocess.TimeoutExpired:
+        return "", None
+
+
 def main():
     if len(sys.argv) > 3 and sys.argv[1] == "--memory":
         return memory_child(sys.argv[2], int(sys.argv[3]))
@@ -212,9 +225,10 @@ def main():
     import hcops.torch  # noqa: F401
     # Forked children need a process of one thread (nothing else's pool or
     # lock half-copied); should an import ever start one, new interpreters.
-    alone = len(os.listdir("/proc/self/task")) == 1
+    threads = len(os.listdir("/proc/self/task"))
+    alone = threads == 1
     if not alone:
-        print(f"note: {len(os.listdir('/proc/self/task'))} threads after importing torch: a new interpreter a case")
+        print(f"note: {threads} threads after importing torch: a new interpreter a case")
     passed = failed = 0
     # make check refuses the first allocations of a call in turn and then
     # every 4th (a forked process each: attention's backward makes
@@ -225,15 +239,7 @@ def main():
                   "f32 GEMM", "bf16 GEMM"):
         refused = 0
         for n in indices:  # allocations of the call in turn, until the call needs fewer
-            if alone:
-                out, rc = forked(memory_child, which, n)
-            else:
-                try:
-                    p = subprocess.run([sys.executable, __file__, "--memory", which, str(n)], timeout=TIME_LIMIT,
-                                       stdout=subprocess.PIPE, text=True)
-                    out, rc = p.stdout, p.returncode
-                except subprocess.TimeoutExpired:
-                    out, rc = "", None
+            out, rc = memory_case(which, n, alone)
             if rc is None:
                 out, rc = out + f"FAIL {which}: allocation {n}: did not finish in {TIME_LIMIT} s\n", 1
             print("".join(line + "\n" for line in out.splitlines() if not line.startswith("refused")), end="")
