@@ -118,6 +118,24 @@ def rel_diff(x, y):
     return abs(x - y) / max(abs(x), abs(y), 1e-30)
 
 
+def grad_tolerances(amp, stock, stock_f32):
+    """Each parameter's bound on |HCOps' gradient norm - stock's|, relative.
+    Under bf16 autocast, where stock's own norm is far from its f32 step's
+    (the same training in f32: the truth the bf16 step approximates), the
+    operators' rounding moves it as far: 1.13 without AVX-512 sums its bf16
+    GEMMs in bf16, and t_embedder's first bias moved 11 % between two stock
+    bf16 runs differing by an ulp in an activation (AMD Zen 3). The bound is
+    then twice that distance, so a wrong operator still shows wherever
+    stock's bf16 step is accurate."""
+    tol = {}
+    for k, g in stock.items():
+        t = GRAD_RTOL[amp]
+        if amp != "none" and k in stock_f32:
+            t = max(t, 2 * rel_diff(g, stock_f32[k]))
+        tol[k] = t
+    return tol
+
+
 def ops_seen(stderr):
     """The operator names of hcops.torch's verbose lines (GEMM lines left out)."""
     seen = {}
@@ -184,11 +202,19 @@ def main():
         report.check(rel <= LOSS_RTOL[amp], f"{label}: losses with operators within {LOSS_RTOL[amp]:g} of stock",
                      f"max rel diff {rel:.2e}; on {a['losses']}; off {b['losses']}")
         ga, gb = a["grad_norms"], b["grad_norms"]
+        tol = grad_tolerances(amp, gb, off.get("none", {}).get("grad_norms", {}))
         worst = max(((rel_diff(ga[k], gb[k]) if max(ga[k], gb[k]) > 0 else 0.0, k) for k in ga if k in gb),
-                    default=(math.inf, "none"))
-        report.check(set(ga) == set(gb) and len(ga) > 0 and worst[0] <= GRAD_RTOL[amp],
-                     f"{label}: gradient norms of every parameter within {GRAD_RTOL[amp]:g} of stock",
-                     f"max rel diff {worst[0]:.2e} ({worst[1]}), {len(ga)} parameters")
+                    key=lambda e: e[0] / tol[e[1]], default=(math.inf, "none"))
+        widened = {k: t for k, t in tol.items() if t > GRAD_RTOL[amp]}
+        if widened:
+            print(f"INFO: {label}: stock's own gradient norms are farther than {GRAD_RTOL[amp] / 2:g} from its f32 "
+                  f"ones for {len(widened)} parameters (its bf16 GEMM sums in bf16?): each of those is held to "
+                  f"twice its stock's distance, up to {max(widened.values()):.2e} ({max(widened, key=widened.get)})")
+        report.check(set(ga) == set(gb) and len(ga) > 0 and worst[0] <= tol.get(worst[1], 0.0),
+                     f"{label}: gradient norms of every parameter within {GRAD_RTOL[amp]:g} of stock"
+                     + (" (or twice stock's own distance from f32)" if widened else ""),
+                     f"max rel diff {worst[0]:.2e} ({worst[1]}, allowed {tol.get(worst[1], 0.0):.2e}), "
+                     f"{len(ga)} parameters")
         if amp == "none":
             prel = rel_diff(a["param_checksum"], b["param_checksum"])
             report.check(prel <= PARAM_RTOL, f"{label}: parameter sums within {PARAM_RTOL:g} of stock",
