@@ -1,6 +1,7 @@
 """The dispatcher GEMMs of libhcops_torch (aten::mm, addmm, bmm, baddbmm with
 their out= and in-place overloads) against PyTorch's own kernels in the same
-process (hcops.torch.enabled(False)), under whichever torch runs this script:
+process (hcops.torch.enabled(False); in bf16 against the same call in f64,
+see Accuracy), under whichever torch runs this script:
 Debian's 1.13 (libhcops_torch.so) or a 2.x wheel (libhcops_torch2.so,
 tests/torch2). f32 and bf16; contiguous, transposed, sliced, permuted (no
 unit stride: copied), broadcast-batched (stride 0) operands; sizes 0, 1 and
