@@ -10,8 +10,9 @@
 #    within their bounds against f64 (the probe checks), bf16x3 at least 100x
 #    closer than bf16 on the same random data; where it is not in effect,
 #    hcops-info says why, and the results are strict's, bit for bit;
-#  - a mode is a permission: on a family that serves no bf16 kernel of its
-#    own (avx512, avx2), strict runs, even though generic (a lower row)
+#  - a mode is a permission: on a family that serves no kernel of its own
+#    for the mode (avx512, avx2: the latter's bf16 kernels take bf16
+#    inputs only), strict runs, even though generic (a lower row)
 #    serves one; every verbose sgemm_/cblas_sgemm/dnnl_sgemm line names the
 #    mode that ran.
 set -u

@@ -192,7 +192,7 @@ def main():
                       f"verbose exec lines: {sorted(calls)}")
                 # The GEMMs of each dtype all on one family, F or the one F's
                 # products of that dtype fall to (a family has kernels for
-                # some dtypes: avx512_bf16's f32 runs on avx512, avx2's bf16
+                # some dtypes: avx512_bf16's f32 runs on avx512, neon's bf16
                 # on generic), never a family above F; attention and AdamW
                 # likewise on one family, F or the one whose operators F
                 # uses (sme and sve_bf16 have none of their own: sve).

@@ -1,0 +1,243 @@
+// The avx2 family's bf16 GEMMs (Bf16Gemm, Bf16Bf16Gemm: bf16 A and B, f32
+// accumulation, f32 or bf16 C) for CPUs with AVX2 + FMA and no bf16
+// instructions (AMD Zen 2/3, Intel Haswell to Ice Lake client parts).
+// Without this they fell to the generic family (8 x 4 tiles in GCC vector
+// extensions).
+//
+// A bf16 is the high half of its f32, so widening is exact: a shift or a
+// mask of the 32-bit word that holds a packed pair (kernels/pack_pairs.h:
+// the even k step in the low half, the odd one in the high half). The 16 x
+// 6 tile is the f32 one (simd_tile.h): 12 accumulators, two A vectors and
+// one broadcast. Per pair of k steps it loads A's two pair vectors, widens
+// each into its even-step and odd-step halves (one vpslld and one vpand
+// each), and does the 24 FMAs of the two steps. B is widened before the
+// tiles, once per micro-panel (pair_macro below), into an f32 panel of the
+// f32 kernel's layout, so the inner loop broadcasts B from memory as the f32
+// kernel does and does no integer work on it: 4 integer ops per 24 FMAs,
+// which go to ports other than the FMAs' on Zen 3 (4 FP pipes, FMA on 2).
+// Summation order: step 2q, then 2q + 1, each product exact in f32 and added
+// with one rounding (FMA), so this agrees with the generic family's bf16
+// kernel (odd step first, as vdpbf16ps) within f32 rounding.
+//
+// Only the avx2 family's family.cpp includes this file (its -mavx2 -mfma).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "common/dtype.h"
+#include "kernels/avx2/vec.h"
+#include "kernels/kernel.h"
+#include "kernels/pack_pairs.h"
+
+namespace hcops::kernels::avx2 {
+namespace {
+
+constexpr int kPairMr = 2 * F32::lanes, kPairNr = 6;
+
+// C as stored: f32, or bf16 widened on load and rounded to nearest even on
+// store (F32's bf16 helpers). `full`: all 8 lanes, no mask.
+template <typename C>
+struct PairOut;
+template <>
+struct PairOut<float> {
+  static __m256 load(const float *p, __m256i m, bool full) { return full ? F32::loadu(p) : F32::loadu(p, m); }
+  static void store(float *p, __m256 v, __m256i m, bool full) {
+    if (full) F32::storeu(p, v);
+    else F32::storeu(p, v, m);
+  }
+};
+template <>
+struct PairOut<bf16> {
+  static const uint16_t *bits(const bf16 *p) { return reinterpret_cast<const uint16_t *>(p); }
+  static __m256 load(const bf16 *p, __m256i m, bool full) {
+    return full ? F32::load_bf16(bits(p)) : F32::load_bf16(bits(p), m);
+  }
+  static void store(bf16 *p, __m256 v, __m256i m, bool full) {
+    auto *u = reinterpret_cast<uint16_t *>(p);
+    if (full) F32::store_bf16(u, v);
+    else F32::store_bf16(u, v, m);
+  }
+};
+
+// One packed B micro-panel (kcp packed steps, kPairNr columns, pairs) as f32:
+// wide[p * kPairNr + j] = B(p, j). A pair step's 6 words are read with a
+// masked load (never past the panel) and stored as 8 + 8 floats, the second
+// store over the first one's two spare lanes, the next pair's first store
+// over the second one's: `wide` holds kcp * kPairNr + 2 floats.
+inline void widen_b_panel(const bf16 *__restrict b, long kcp, float *__restrict wide) {
+  const __m256i six = lane_mask32(kPairNr), hi = _mm256_set1_epi32(int32_t(0xffff0000u));
+  const auto *words = reinterpret_cast<const int *>(b);
+  for (long q = 0; q < kcp / 2; ++q, words += kPairNr, wide += 2 * kPairNr) {
+    const __m256i w = _mm256_maskload_epi32(words, six);
+    _mm256_storeu_ps(wide, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+    _mm256_storeu_ps(wide + kPairNr, _mm256_castsi256_ps(_mm256_and_si256(w, hi)));
+  }
+}
+
+// The odd k steps of 8 packed pairs (the high halves) as f32. The mask is
+// an operand in memory, not a register: GCC hoists a constant out of the
+// loop into a register, and with it the 12 accumulators, two A vectors and
+// the broadcast no longer fit the 16 ymm (it spilled 5 accumulators a pair
+// step: 0.65x the f32 kernel on Zen 3). An L1 load per use costs less.
+alignas(32) constexpr uint32_t kHighHalves[8] = {0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u,
+                                                 0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u};
+__attribute__((always_inline)) inline __m256 odd_steps(const __m256i *p) {
+  __m256i w = _mm256_load_si256(p);
+  asm("vpand %1, %0, %0" : "+x"(w) : "m"(kHighHalves));
+  return _mm256_castsi256_ps(w);
+}
+
+// C[0:8*MV, 0:N] = alpha A~B + beta C, B the widened panel; rows limited to
+// masks m0, m1 when `masked` (MV = 1: rows to m0 alone). The A panel is
+// always kPairMr rows wide (zero-padded), so it steps by 64 bytes a pair.
+// Forced inline so each entry point keeps its accumulators in registers:
+// 12 + 2 A + 1 broadcast + the mask constant are the 16 ymm.
+template <int N, int MV, typename C>
+__attribute__((always_inline)) inline void pair_tile(long kcp, float alpha, const bf16 *__restrict a,
+                                                     const float *__restrict wide, float beta, C *__restrict c,
+                                                     long ldc, bool masked, __m256i m0, __m256i m1) {
+  __m256 c0[N], c1[N];
+#pragma GCC unroll 6
+  for (int j = 0; j < N; ++j) {
+    c0[j] = c1[j] = _mm256_setzero_ps();
+    __builtin_prefetch(c + j * ldc, 0, 3);
+    __builtin_prefetch(c + j * ldc + MV * F32::lanes - 1, 0, 3);
+  }
+  const auto *pa = reinterpret_cast<const __m256i *>(a);
+#pragma GCC unroll 1
+  for (long q = 0; q < kcp / 2; ++q, pa += 2, wide += 2 * kPairNr) {
+    // 64 bytes of A a pair: the line 8 pairs ahead.
+    __builtin_prefetch(pa + 16, 0, 3);
+    __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_load_si256(pa), 16)), a1{};
+    if constexpr (MV == 2) a1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_load_si256(pa + 1), 16));
+#pragma GCC unroll 6
+    for (int j = 0; j < N; ++j) {
+      const __m256 bj = _mm256_broadcast_ss(wide + j);
+      c0[j] = _mm256_fmadd_ps(a0, bj, c0[j]);
+      if constexpr (MV == 2) c1[j] = _mm256_fmadd_ps(a1, bj, c1[j]);
+    }
+    a0 = odd_steps(pa);
+    if constexpr (MV == 2) a1 = odd_steps(pa + 1);
+#pragma GCC unroll 6
+    for (int j = 0; j < N; ++j) {
+      const __m256 bj = _mm256_broadcast_ss(wide + kPairNr + j);
+      c0[j] = _mm256_fmadd_ps(a0, bj, c0[j]);
+      if constexpr (MV == 2) c1[j] = _mm256_fmadd_ps(a1, bj, c1[j]);
+    }
+  }
+
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 6
+  for (int j = 0; j < N; ++j) {
+    C *cj = c + j * ldc;
+    __m256 r0 = _mm256_mul_ps(va, c0[j]);
+    if (beta != 0.0f) r0 = _mm256_fmadd_ps(vb, PairOut<C>::load(cj, m0, !masked), r0);
+    PairOut<C>::store(cj, r0, m0, !masked);
+    if constexpr (MV == 2) {
+      __m256 r1 = _mm256_mul_ps(va, c1[j]);
+      if (beta != 0.0f) r1 = _mm256_fmadd_ps(vb, PairOut<C>::load(cj + F32::lanes, m1, !masked), r1);
+      PairOut<C>::store(cj + F32::lanes, r1, m1, !masked);
+    }
+  }
+}
+
+// A scratch panel for widen_b_panel: on the stack up to kStackSteps packed
+// steps (gemm/blocking.h's kc is at most 512 for a family without a fused
+// epilogue), on the heap beyond.
+constexpr long kStackSteps = 1024;
+struct WidePanel {
+  alignas(32) float stack[kStackSteps * kPairNr + 8];
+  std::unique_ptr<float[]> heap;
+  float *get(long kcp) {
+    if (kcp <= kStackSteps) return stack;
+    heap.reset(new float[kcp * kPairNr + 8]);
+    return heap.get();
+  }
+};
+
+// The entry points for C type `C`, each tile from a widened B panel.
+template <typename C>
+struct PairKernel {
+  template <int N>
+  static void cols(long kcp, float alpha, const bf16 *a, const float *wide, float beta, C *c, long ldc, int m) {
+    if (m <= F32::lanes) pair_tile<N, 1, C>(kcp, alpha, a, wide, beta, c, ldc, true, lane_mask32(m), lane_mask32(0));
+    else pair_tile<N, 2, C>(kcp, alpha, a, wide, beta, c, ldc, true, lane_mask32(8), lane_mask32(m - F32::lanes));
+  }
+
+  template <int... N>
+  static constexpr auto table(std::integer_sequence<int, N...>) {
+    using Fn = void (*)(long, float, const bf16 *, const float *, float, C *, long, int);
+    return std::array<Fn, sizeof...(N)>{&cols<N + 1>...};
+  }
+
+  static void any(long kcp, float alpha, const bf16 *a, const float *wide, float beta, C *c, long ldc, int m, int n) {
+    static constexpr auto by_cols = table(std::make_integer_sequence<int, kPairNr>{});
+    if (m == kPairMr && n == kPairNr) {
+      const __m256i all = lane_mask32(8);
+      pair_tile<kPairNr, 2, C>(kcp, alpha, a, wide, beta, c, ldc, false, all, all);
+    } else {
+      by_cols[n - 1](kcp, alpha, a, wide, beta, c, ldc, m);
+    }
+  }
+
+  // GemmKernel's microkernels, for a caller other than pair_macro: each
+  // widens its B panel itself.
+  static void full(long kcp, float alpha, const bf16 *a, const bf16 *b, float beta, C *c, long ldc) {
+    WidePanel w;
+    float *wide = w.get(kcp);
+    widen_b_panel(b, kcp, wide);
+    any(kcp, alpha, a, wide, beta, c, ldc, kPairMr, kPairNr);
+  }
+  static void edge(long kcp, float alpha, const bf16 *a, const bf16 *b, float beta, C *c, long ldc, int m, int n) {
+    WidePanel w;
+    float *wide = w.get(kcp);
+    widen_b_panel(b, kcp, wide);
+    any(kcp, alpha, a, wide, beta, c, ldc, m, n);
+  }
+};
+
+// The jr/ir loops (macro_kernel.h's) with each B micro-panel widened once,
+// before the mc / 16 tiles that use it: 6 words a pair step against 24
+// FMAs per tile.
+template <typename Ty>
+void pair_macro(const GemmKernel<Ty> &, const MacroBlock<Ty> &blk) {
+  using C = typename Ty::c_type;
+  const long kcp = blk.kc;
+  WidePanel w;
+  float *wide = w.get(kcp);
+  for (long jr = blk.j0; jr < blk.j1; jr += kPairNr) {
+    const int ncols = int(std::min<long>(kPairNr, blk.j1 - jr));
+    widen_b_panel(blk.b_packed + jr * kcp, kcp, wide);
+    for (long ir = 0; ir < blk.mc; ir += kPairMr) {
+      const int nrows = int(std::min<long>(kPairMr, blk.mc - ir));
+      PairKernel<C>::any(kcp, blk.alpha, blk.a + ir * kcp, wide, blk.beta, blk.c + ir + jr * blk.ldc, blk.ldc, nrows,
+                         ncols);
+    }
+  }
+}
+
+template <typename Ty>
+constexpr GemmKernel<Ty> pair_gemm_kernel() {
+  using C = typename Ty::c_type;
+  return {
+      .mr = kPairMr,
+      .nr = kPairNr,
+      .k_align = 2,
+      .full = &PairKernel<C>::full,
+      .edge = &PairKernel<C>::edge,
+      .full_direct = nullptr,  // k in pairs: B is always packed
+      .edge_direct = nullptr,
+      .pack_a = &pack_a_pairs<bf16, kPairMr, 1>,
+      .pack_b = &pack_b_pairs<bf16, kPairNr, 1>,
+      .macro = &pair_macro<Ty>,
+  };
+}
+
+}  // namespace
+}  // namespace hcops::kernels::avx2
