@@ -1,13 +1,15 @@
-// The avx512_bf16 family's vectorised packers against the portable ones of
-// kernels/pack_pairs.h, bit for bit: both layouts of op(A) and op(B), the
-// four bf16 datatype combinations (bf16 in; f32 rounded to bf16; f32 split
+// The vectorised packers of the avx512_bf16 family (32 x 12 panels) and of
+// the avx2 family (16 x 6, bf16 inputs only) against the portable ones of
+// kernels/pack_pairs.h, bit for bit: both layouts of op(A) and op(B), every
+// bf16 datatype combination the family serves (bf16 in; f32 rounded to bf16; f32 split
 // into bf16x3's hi/lo slots), random shapes, offsets, leading dimensions and
 // odd k, and values that take the rounding's corners (ties, NaN payloads,
 // Inf, values that round to Inf, denormals, which vcvtne2ps2bf16 flushes
 // while dtype.h's bf16 keeps them). Every slot of the packed buffer is
 // compared (it starts as garbage, so a slot left unwritten shows), and each
 // operand ends against an inaccessible page, so a read past it crashes.
-// Skipped, and said so, on a CPU without AVX512_BF16.
+// A family this CPU cannot run is skipped, and said so; the test is
+// skipped where neither runs.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,10 +91,10 @@ const hcops::GemmKernel<Ty> *family_kernel(const char *family) {
   return nullptr;
 }
 
-bool runs_bf16_family() {
+bool runs_here(const char *family) {
   for (int i = 0; i < hcops::kernel_family_count(); ++i) {
     const hcops::KernelFamily &f = hcops::kernel_families()[i];
-    if (!std::strcmp(f.name, "avx512_bf16")) return hcops::family_runs_here(f);
+    if (!std::strcmp(f.name, family)) return hcops::family_runs_here(f);
   }
   return false;
 }
@@ -106,6 +108,7 @@ void check_block(const hcops::GemmKernel<Ty> &k, bool a, Trans t) {
   const int width = a ? k.mr : k.nr;
   // Panels with a partial one (B: also past the packers' runs of 8 panels), odd k.
   const long len = 1 + rng() % (a ? 3 * width + 5 : 20 * width + 5), kc = 1 + rng() % 75;
+  // (kc up to 75: several groups of 8 pairs, which avx2 transposes at once, and their tails.)
   const long off = rng() % 5, p0 = rng() % 4;
   // op(X) is len x kc at (off, p0) (A) or kc x len at (p0, off) (B); rows of
   // the stored X are its contiguous dimension.
@@ -124,10 +127,10 @@ void check_block(const hcops::GemmKernel<Ty> &k, bool a, Trans t) {
   bf16 *w = want.data() + (64 - reinterpret_cast<uintptr_t>(want.data()) % 64) / 2 % 32;
   bf16 *g = got.data() + (64 - reinterpret_cast<uintptr_t>(got.data()) % 64) / 2 % 32;
   if (a) {
-    hcops::pack_a_pairs<Src, 32, S>(w, x.data, ld, t, off, len, p0, kc);
+    hcops::pack_a_pairs_width<Src, S>(w, x.data, ld, t, off, len, p0, kc, width);
     k.pack_a(g, x.data, ld, t, off, len, p0, kc);
   } else {
-    hcops::pack_b_pairs<Src, 12, S>(w, x.data, ld, t, p0, kc, off, len);
+    hcops::pack_b_pairs_width<Src, S>(w, x.data, ld, t, p0, kc, off, len, width);
     k.pack_b(g, x.data, ld, t, p0, kc, off, len);
   }
   for (size_t i = 0; i < n; ++i)
@@ -139,29 +142,40 @@ void check_block(const hcops::GemmKernel<Ty> &k, bool a, Trans t) {
   assert_int_equal(g[n].bits, 0xbeef);
 }
 
+// Ty's packers in `family`, which must serve it (with `tile`: its mr x nr).
 template <typename Ty>
-void check_type(const char *name) {
-  const hcops::GemmKernel<Ty> *k = family_kernel<Ty>("avx512_bf16");
-  if (!k) fail_msg("avx512_bf16 does not serve %s", name);
-  // pack_pairs.h's instantiation below assumes the family's tile.
-  assert_int_equal(k->mr, 32);
-  assert_int_equal(k->nr, 12);
+void check_type(const char *family, const char *name, int mr, int nr) {
+  if (!runs_here(family)) {
+    std::printf("SKIP: %s %s: this CPU does not run the family\n", family, name);
+    return;
+  }
+  const hcops::GemmKernel<Ty> *k = family_kernel<Ty>(family);
+  if (!k) fail_msg("%s does not serve %s", family, name);
+  assert_int_equal(k->mr, mr);
+  assert_int_equal(k->nr, nr);
   assert_int_equal(k->k_align, 2);
   for (int rep = 0; rep < 40; ++rep)
     for (bool a : {true, false})
       for (Trans t : {Trans::N, Trans::T}) check_block<Ty>(*k, a, t);
+  std::printf("%s %s: 160 blocks packed as pack_pairs.h packs them\n", family, name);
 }
 
-void test_bf16_in(void **) { check_type<hcops::Bf16Gemm>("bf16 -> f32"); }
-void test_bf16_in_bf16_out(void **) { check_type<hcops::Bf16Bf16Gemm>("bf16 -> bf16"); }
-void test_f32_rounded(void **) { check_type<hcops::SgemmBf16>("sgemm bf16"); }
-void test_f32_split(void **) { check_type<hcops::SgemmBf16x3>("sgemm bf16x3"); }
+void test_bf16_in(void **) {
+  check_type<hcops::Bf16Gemm>("avx512_bf16", "bf16 -> f32", 32, 12);
+  check_type<hcops::Bf16Gemm>("avx2", "bf16 -> f32", 16, 6);
+}
+void test_bf16_in_bf16_out(void **) {
+  check_type<hcops::Bf16Bf16Gemm>("avx512_bf16", "bf16 -> bf16", 32, 12);
+  check_type<hcops::Bf16Bf16Gemm>("avx2", "bf16 -> bf16", 16, 6);
+}
+void test_f32_rounded(void **) { check_type<hcops::SgemmBf16>("avx512_bf16", "sgemm bf16", 32, 12); }
+void test_f32_split(void **) { check_type<hcops::SgemmBf16x3>("avx512_bf16", "sgemm bf16x3", 32, 12); }
 
 }  // namespace
 
 int main() {
-  if (!runs_bf16_family()) {
-    std::printf("SKIP: this CPU has no AVX512_BF16: the avx512_bf16 packers are not tested here\n");
+  if (!runs_here("avx512_bf16") && !runs_here("avx2")) {
+    std::printf("SKIP: this CPU runs neither the avx512_bf16 nor the avx2 family: no vectorised packers to test\n");
     return 77;
   }
   const struct CMUnitTest tests[] = {

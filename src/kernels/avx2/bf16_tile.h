@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "common/dtype.h"
+#include "kernels/avx2/pair_pack.h"
 #include "kernels/avx2/vec.h"
 #include "kernels/kernel.h"
 #include "kernels/pack_pairs.h"
@@ -38,7 +39,7 @@
 namespace hcops::kernels::avx2 {
 namespace {
 
-constexpr int kPairMr = 2 * F32::lanes, kPairNr = 6;
+constexpr int kPairMr = 2 * F32::lanes, kPairNr = 6;  // pair_pack.h's 16 and 6
 
 // C as stored: f32, or bf16 widened on load and rounded to nearest even on
 // store (F32's bf16 helpers). `full`: all 8 lanes, no mask.
@@ -251,8 +252,8 @@ constexpr GemmKernel<Ty> pair_gemm_kernel() {
       .edge = &PairKernel<C>::edge,
       .full_direct = nullptr,  // k in pairs: B is always packed
       .edge_direct = nullptr,
-      .pack_a = &pack_a_pairs<bf16, kPairMr, 1>,
-      .pack_b = &pack_b_pairs<bf16, kPairNr, 1>,
+      .pack_a = &pack_a_pairs16,  // pair_pack.h: pack_pairs.h's layout, vectorised
+      .pack_b = &pack_b_pairs6,
       .macro = &pair_macro<Ty>,
   };
 }
