@@ -51,12 +51,14 @@ constexpr long kNarrowCMaxKc = 8192;
 // with AMX's 512 KiB one (32 columns) half of Sapphire Rapids' 2 MiB. SME
 // at streaming vectors longer than 512 bits (mr 64-128) outgrows L2 at
 // that depth (no such core exists yet). Deeper, C goes through the f32
-// copy.
+// copy. A family may take less in one block (GemmKernel::narrow_c_max_kc:
+// avx2 widens its B micro-panel to f32, which must stay in L1).
 template <typename Ty>
 Blocking blocking_for_product(const Topology &topo, const GemmKernel<Ty> &k, long depth) {
   const Blocking b = blocking_for(topo, k);
   constexpr bool narrow_c = sizeof(typename Ty::c_type) < sizeof(typename Ty::acc_type);
-  if (!narrow_c || !k.fuses_epilogue || depth <= b.kc || depth > kNarrowCMaxKc) return b;
+  const long max_kc = k.narrow_c_max_kc > 0 ? std::min(k.narrow_c_max_kc, kNarrowCMaxKc) : kNarrowCMaxKc;
+  if (!narrow_c || !k.fuses_epilogue || depth <= b.kc || depth > max_kc) return b;
   return blocking_with_kc(topo, k, (depth + 15) / 16 * 16);
 }
 

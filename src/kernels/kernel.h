@@ -125,6 +125,10 @@ struct GemmKernel {
   // block gets its epilogue before C is rounded without an f32 copy of C
   // (gemm.cpp's gemm_through_wide_c).
   bool fuses_epilogue = false;
+  // With fuses_epilogue: the deepest k a bf16 C takes in one block
+  // (gemm/blocking.h); deeper, C goes through the f32 copy. 0: blocking.h's
+  // kNarrowCMaxKc. A family whose B micro-panel must stay in L1 sets less.
+  long narrow_c_max_kc = 0;
   // Products of at most kSkinnyMaxN columns without packing; null: the
   // family packs them like any other.
   SkinnyKernel<Ty> skinny = nullptr;

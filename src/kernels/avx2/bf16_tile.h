@@ -25,6 +25,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -138,11 +139,13 @@ __attribute__((noinline)) void pair_products(long kcp, const bf16 *__restrict a,
   }
 }
 
-// C[0:8*MV, 0:N] = alpha A~B + beta C, B the widened panel; rows limited to
-// masks m0, m1 when `masked` (MV = 1: rows to m0 alone).
+// C[0:8*MV, 0:N] = alpha A~B + beta C (+ bias[i] on row i, when bias is
+// not null: Epilogue::row_bias, added after beta C as its `apply` adds it,
+// before C is rounded), B the widened panel; rows limited to masks m0, m1
+// when `masked` (MV = 1: rows to m0 alone).
 template <int N, int MV, typename C>
 void pair_tile(long kcp, float alpha, const bf16 *__restrict a, const float *__restrict wide, float beta,
-               C *__restrict c, long ldc, bool masked, __m256i m0, __m256i m1) {
+               C *__restrict c, long ldc, bool masked, __m256i m0, __m256i m1, const float *bias) {
 #pragma GCC unroll 6
   for (int j = 0; j < N; ++j) {
     __builtin_prefetch(c + j * ldc, 0, 3);
@@ -152,15 +155,22 @@ void pair_tile(long kcp, float alpha, const bf16 *__restrict a, const float *__r
   pair_products<N, MV>(kcp, a, wide, acc);
 
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  __m256 bias0 = _mm256_setzero_ps(), bias1 = _mm256_setzero_ps();
+  if (bias) {
+    bias0 = masked ? F32::loadu(bias, m0) : F32::loadu(bias);
+    if constexpr (MV == 2) bias1 = masked ? F32::loadu(bias + F32::lanes, m1) : F32::loadu(bias + F32::lanes);
+  }
 #pragma GCC unroll 6
   for (int j = 0; j < N; ++j) {
     C *cj = c + j * ldc;
     __m256 r0 = _mm256_mul_ps(va, acc[j]);
     if (beta != 0.0f) r0 = _mm256_fmadd_ps(vb, PairOut<C>::load(cj, m0, !masked), r0);
+    if (bias) r0 = _mm256_add_ps(r0, bias0);
     PairOut<C>::store(cj, r0, m0, !masked);
     if constexpr (MV == 2) {
       __m256 r1 = _mm256_mul_ps(va, acc[N + j]);
       if (beta != 0.0f) r1 = _mm256_fmadd_ps(vb, PairOut<C>::load(cj + F32::lanes, m1, !masked), r1);
+      if (bias) r1 = _mm256_add_ps(r1, bias1);
       PairOut<C>::store(cj + F32::lanes, r1, m1, !masked);
     }
   }
@@ -184,24 +194,29 @@ struct WidePanel {
 template <typename C>
 struct PairKernel {
   template <int N>
-  static void cols(long kcp, float alpha, const bf16 *a, const float *wide, float beta, C *c, long ldc, int m) {
-    if (m <= F32::lanes) pair_tile<N, 1, C>(kcp, alpha, a, wide, beta, c, ldc, true, lane_mask32(m), lane_mask32(0));
-    else pair_tile<N, 2, C>(kcp, alpha, a, wide, beta, c, ldc, true, lane_mask32(8), lane_mask32(m - F32::lanes));
+  static void cols(long kcp, float alpha, const bf16 *a, const float *wide, float beta, C *c, long ldc, int m,
+                   const float *bias) {
+    if (m <= F32::lanes)
+      pair_tile<N, 1, C>(kcp, alpha, a, wide, beta, c, ldc, true, lane_mask32(m), lane_mask32(0), bias);
+    else
+      pair_tile<N, 2, C>(kcp, alpha, a, wide, beta, c, ldc, true, lane_mask32(8), lane_mask32(m - F32::lanes), bias);
   }
 
   template <int... N>
   static constexpr auto table(std::integer_sequence<int, N...>) {
-    using Fn = void (*)(long, float, const bf16 *, const float *, float, C *, long, int);
+    using Fn = void (*)(long, float, const bf16 *, const float *, float, C *, long, int, const float *);
     return std::array<Fn, sizeof...(N)>{&cols<N + 1>...};
   }
 
-  static void any(long kcp, float alpha, const bf16 *a, const float *wide, float beta, C *c, long ldc, int m, int n) {
+  // Any tile, with its rows' bias (null: none).
+  static void any(long kcp, float alpha, const bf16 *a, const float *wide, float beta, C *c, long ldc, int m, int n,
+                  const float *bias = nullptr) {
     static constexpr auto by_cols = table(std::make_integer_sequence<int, kPairNr>{});
     if (m == kPairMr && n == kPairNr) {
       const __m256i all = lane_mask32(8);
-      pair_tile<kPairNr, 2, C>(kcp, alpha, a, wide, beta, c, ldc, false, all, all);
+      pair_tile<kPairNr, 2, C>(kcp, alpha, a, wide, beta, c, ldc, false, all, all, bias);
     } else {
-      by_cols[n - 1](kcp, alpha, a, wide, beta, c, ldc, m);
+      by_cols[n - 1](kcp, alpha, a, wide, beta, c, ldc, m, bias);
     }
   }
 
@@ -223,20 +238,40 @@ struct PairKernel {
 
 // The jr/ir loops (macro_kernel.h's) with each B micro-panel widened once,
 // before the mc / 16 tiles that use it: 6 words a pair step against 24
-// FMAs per tile.
+// FMAs per tile. The epilogue is fused (kernel.h's fuses_epilogue): on the
+// last k block each tile gets it on its f32 values before C is rounded, so
+// a bf16 C needs no f32 copy (gemm.cpp's gemm_through_wide_c: nn.Linear's
+// bf16 addmm ran at 56 % of the peak in a DiT-S/2 step on Zen 3 through
+// it). nn.Linear's bias (Epilogue::row_bias) is added in the tile's
+// registers; any other epilogue gets the tile in an f32 scratch, alpha acc
+// + beta C as the kernel computes it, then rounded into C.
 template <typename Ty>
 void pair_macro(const GemmKernel<Ty> &, const MacroBlock<Ty> &blk) {
   using C = typename Ty::c_type;
   const long kcp = blk.kc;
   WidePanel w;
   float *wide = w.get(kcp);
+  const float *row_bias = blk.epilogue ? blk.epilogue.row_bias : nullptr;
+  alignas(32) float scratch[kPairMr * kPairNr];
   for (long jr = blk.j0; jr < blk.j1; jr += kPairNr) {
     const int ncols = int(std::min<long>(kPairNr, blk.j1 - jr));
     widen_b_panel(blk.b_packed + jr * kcp, kcp, wide);
     for (long ir = 0; ir < blk.mc; ir += kPairMr) {
       const int nrows = int(std::min<long>(kPairMr, blk.mc - ir));
-      PairKernel<C>::any(kcp, blk.alpha, blk.a + ir * kcp, wide, blk.beta, blk.c + ir + jr * blk.ldc, blk.ldc, nrows,
-                         ncols);
+      const bf16 *a = blk.a + ir * kcp;
+      C *c = blk.c + ir + jr * blk.ldc;
+      if (!blk.epilogue || row_bias) {
+        PairKernel<C>::any(kcp, blk.alpha, a, wide, blk.beta, c, blk.ldc, nrows, ncols,
+                           row_bias ? row_bias + blk.i_origin + ir : nullptr);
+        continue;
+      }
+      PairKernel<float>::any(kcp, blk.alpha, a, wide, 0.0f, scratch, kPairMr, nrows, ncols);
+      for (int j = 0; j < ncols; ++j)
+        for (int i = 0; i < nrows && blk.beta != 0.0f; ++i)  // + beta C, the fma the kernel makes
+          scratch[i + j * kPairMr] = std::fma(blk.beta, float(c[i + j * blk.ldc]), scratch[i + j * kPairMr]);
+      blk.epilogue.apply(blk.epilogue.ctx, scratch, kPairMr, blk.i_origin + ir, nrows, blk.j_origin + jr, ncols);
+      for (int j = 0; j < ncols; ++j)
+        for (int i = 0; i < nrows; ++i) c[i + j * blk.ldc] = C(scratch[i + j * kPairMr]);
     }
   }
 }
@@ -255,6 +290,10 @@ constexpr GemmKernel<Ty> pair_gemm_kernel() {
       .pack_a = &pack_a_pairs16,  // pair_pack.h: pack_pairs.h's layout, vectorised
       .pack_b = &pack_b_pairs6,
       .macro = &pair_macro<Ty>,
+      .fuses_epilogue = true,
+      // k in one block up to 1024 steps: a 24 KiB widened B panel beside
+      // A's lines in Zen 3's 32 KiB L1. Deeper, the f32 copy of C.
+      .narrow_c_max_kc = 1024,
   };
 }
 
