@@ -180,7 +180,7 @@ void run_ip(const ip_problem *p, uint64_t seed, conf_result *r) {
         refval v = {acc, (double)I * CONF_U * abs_acc};
         if (bias.data) {
           dnnl_dims_t bi = {o};
-          v = ref_add(v, tensor_get(&bias, bi));
+          v = ref_add_bias(v, tensor_get(&bias, bi));
         }
         for (int k = 0; k < p->npo; ++k) {
           const post_op *po = &p->po[k];

@@ -178,7 +178,7 @@ static void execute_once(const mm_problem *p, dnnl_primitive_t prim, const dnnl_
         abs_acc += fabs(a * b);
       }
       refval v = {acc, (double)K * CONF_U * abs_acc};
-      if (bias.data) v = ref_add(v, tensor_get(&bias, bi));
+      if (bias.data) v = ref_add_bias(v, tensor_get(&bias, bi));
       if (p->oscale_kind == OSCALE_PER_N) v = ref_scale(v, 0.5 + (double)(di[nd - 1] % 4) * 0.375);
       else if (p->oscale_kind != OSCALE_NONE) v = ref_scale(v, p->oscale);
       for (int i = 0; i < p->npo; ++i) {

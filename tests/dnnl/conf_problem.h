@@ -63,6 +63,14 @@ static const double CONF_U = 0x1p-24;
 
 refval ref_scale(refval v, double s);
 refval ref_add(refval v, double added);
+/* The bias added to an accumulator v, allowing either order of bias and
+ * output scale s / sum beta*d. Scaled first: fl(fl(s t) + beta d) then
+ * + fl(s b), with t = fl(acc): roundings u(|s t| + |s t + beta d| + |s b| +
+ * |r|) <= u(2|s t| + |beta d| + |s b| + |r|); ref_add then ref_scale and the
+ * sum's ref_add give at least u(|s b| + |beta d| + |r|): the difference is
+ * at most 2u|s acc|, added here before the scale (which multiplies it by
+ * |s|). */
+refval ref_add_bias(refval v, double bias);
 refval ref_eltwise(refval v, dnnl_alg_kind_t alg, double alpha, double beta, double scale);
 /* The store into dt. */
 refval ref_store(refval v, dnnl_data_type_t dt);
