@@ -420,9 +420,11 @@ void test_every_op(void **) {
 // without beta.
 template <typename Ty>
 void test_exactly_once(void **) {
-  // k = 4608 (DiT-XL's fc2): one deep k block for a bf16 C on a family that
-  // fuses the epilogue; k = 8221: deeper than a bf16 C takes in one block on
-  // any family (blocking.h's kNarrowCMaxKc), so through the f32 copy of C.
+  // k = 520: one k block for a bf16 C on every family that fuses the
+  // epilogue (avx2 takes up to 1024 steps: GemmKernel::narrow_c_max_kc);
+  // k = 4608 (DiT-XL's fc2): one deep k block on avx512_bf16 and amx, the
+  // f32 copy of C on avx2; k = 8221: deeper than a bf16 C takes in one block
+  // on any family (blocking.h's kNarrowCMaxKc), so through the f32 copy.
   const long shapes[][3] = {{1, 1, 1},      {17, 13, 7},    {300, 257, 129}, {61, 45, 2101},
                             {97, 400, 520}, {37, 29, 4608}, {33, 21, 8221}};
   static_assert(4608 <= hcops::kNarrowCMaxKc && 8221 > hcops::kNarrowCMaxKc, "one deep k block, then the f32 copy");

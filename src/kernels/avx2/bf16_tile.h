@@ -176,10 +176,16 @@ void pair_tile(long kcp, float alpha, const bf16 *__restrict a, const float *__r
   }
 }
 
+// The deepest k block a bf16 C takes (GemmKernel::narrow_c_max_kc): a 24
+// KiB widened B panel beside A's lines in Zen 3's 32 KiB L1. An f32 C's k
+// blocks are at most 512 (gemm/blocking.h's clamp).
+constexpr long kWidestBlock = 1024;
+
 // A scratch panel for widen_b_panel: on the stack up to kStackSteps packed
-// steps (gemm/blocking.h's kc is at most 512 for a family without a fused
-// epilogue), on the heap beyond.
+// steps, which every block the driver makes fits (static_assert below); on
+// the heap beyond, for a caller of the microkernels with a deeper panel.
 constexpr long kStackSteps = 1024;
+static_assert(kStackSteps >= kWidestBlock, "the driver's k blocks widen on the stack");
 struct WidePanel {
   alignas(32) float stack[kStackSteps * kPairNr + 8];
   std::unique_ptr<float[]> heap;
@@ -291,9 +297,7 @@ constexpr GemmKernel<Ty> pair_gemm_kernel() {
       .pack_b = &pack_b_pairs6,
       .macro = &pair_macro<Ty>,
       .fuses_epilogue = true,
-      // k in one block up to 1024 steps: a 24 KiB widened B panel beside
-      // A's lines in Zen 3's 32 KiB L1. Deeper, the f32 copy of C.
-      .narrow_c_max_kc = 1024,
+      .narrow_c_max_kc = kWidestBlock,  // deeper, the f32 copy of C
   };
 }
 

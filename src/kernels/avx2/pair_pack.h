@@ -28,6 +28,9 @@
 namespace hcops::kernels::avx2 {
 namespace {
 
+// A packed word written on its own, into storage the kernels read as bf16.
+using word = uint32_t __attribute__((may_alias));
+
 // The bits of op(X)'s bf16 values, and packed words.
 inline const uint16_t *bf16_bits(const bf16 *p) { return reinterpret_cast<const uint16_t *>(p); }
 inline uint32_t load_word(const uint16_t *p) {
@@ -67,7 +70,7 @@ inline uint32_t pair_along(const uint16_t *line, long q, long kc) {
 // words past 6 are stored over by the next pair step's, the last of each
 // group of 8 masked, so nothing past the panel is written).
 template <int W>
-inline void pack_along_k(uint32_t *__restrict dst, const uint16_t *base, long ld, long kc) {
+inline void pack_along_k(word *__restrict dst, const uint16_t *base, long ld, long kc) {
   const long pairs = kc / 2, depth = (kc + 1) / 2;  // full pairs; pair steps
   long q = 0;
   for (; q + 8 <= pairs; q += 8) {
@@ -93,7 +96,7 @@ inline void pack_along_k(uint32_t *__restrict dst, const uint16_t *base, long ld
 
 // 16 rows of A (rows contiguous, column p at base + p * ld) into a panel:
 // pair q interleaves columns 2q and 2q + 1.
-inline void pack_a16_across_k(uint32_t *__restrict dst, const uint16_t *base, long ld, long kc) {
+inline void pack_a16_across_k(word *__restrict dst, const uint16_t *base, long ld, long kc) {
   const long depth = (kc + 1) / 2;
   for (long q = 0; q < depth; ++q, dst += 16) {
     const __m256i even = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(base + 2 * q * ld));
@@ -110,7 +113,7 @@ inline void pack_a16_across_k(uint32_t *__restrict dst, const uint16_t *base, lo
 // 6 columns of B^T (row p at base + p * ld, the columns contiguous in it):
 // pair q interleaves rows 2q and 2q + 1, read 4 + 2 values at a time (never
 // past the sixth column).
-inline void pack_b6_across_k(uint32_t *__restrict dst, const uint16_t *base, long ld, long kc) {
+inline void pack_b6_across_k(word *__restrict dst, const uint16_t *base, long ld, long kc) {
   const long depth = (kc + 1) / 2;
   for (long q = 0; q < depth; ++q, dst += 6) {
     const uint16_t *e = base + 2 * q * ld, *o = e + ld;
@@ -134,7 +137,7 @@ void pack_a_pairs16(bf16 *__restrict dst, const bf16 *__restrict a, long lda, Tr
       pack_a_pairs_width<bf16, 1, 2>(dst, a, lda, ta, i0 + ir, mc - ir, p0, kc, kMr);
       break;
     }
-    auto *words = reinterpret_cast<uint32_t *>(dst);
+    auto *words = reinterpret_cast<word *>(dst);
     if (ta == Trans::N) pack_a16_across_k(words, bf16_bits(a + (i0 + ir) + p0 * lda), lda, kc);
     else pack_along_k<16>(words, bf16_bits(a + p0 + (i0 + ir) * lda), lda, kc);
   }
@@ -150,7 +153,7 @@ void pack_b_pairs6(bf16 *__restrict dst, const bf16 *__restrict b, long ldb, Tra
       pack_b_pairs_width<bf16, 1, 2>(dst, b, ldb, tb, p0, kc, j0 + jr, nc - jr, kNr);
       break;
     }
-    auto *words = reinterpret_cast<uint32_t *>(dst);
+    auto *words = reinterpret_cast<word *>(dst);
     if (tb == Trans::N) pack_along_k<6>(words, bf16_bits(b + p0 + (j0 + jr) * ldb), ldb, kc);
     else pack_b6_across_k(words, bf16_bits(b + (j0 + jr) + p0 * ldb), ldb, kc);
   }
