@@ -9,7 +9,8 @@
 // - AVX-512: 16 x 16 of 4 bytes (kernels/avx512/transpose_pack.h's
 //   transpose_square, the GEMM's transposing pack) and 16 x 16 of 2 bytes
 //   in 256-bit registers;
-// - AVX2: 8 x 8 of 4 bytes, 16 x 16 of 2 bytes.
+// - AVX2: 8 x 8 of 4 bytes (kernels/avx2/transpose8.h, also the avx2
+//   family's bf16 pair packing), 16 x 16 of 2 bytes.
 // The edges (rows or columns short of a block) and every other family
 // (generic, sve: a scalar copy is what they had before; SVE's zip/unzip
 // transposes are not written) copy element by element, by tiles of
@@ -32,6 +33,8 @@
 #endif
 #if defined(__AVX2__)
 #include <immintrin.h>
+
+#include "kernels/avx2/transpose8.h"
 #endif
 
 namespace hcops::ops::transposing {
@@ -109,22 +112,8 @@ inline void block_4bytes(const void *src, int64_t ld_src, void *dst, int64_t ld_
   auto *d = static_cast<float *>(dst);
   __m256 r[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * ld_src);
-  // t: pairs of rows interleaved; q: columns c | c+4 of four rows.
-  __m256 t[8], q[8];
-  for (int k = 0; k < 4; ++k) {
-    t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-    t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-  }
-  for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
-    q[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
-    q[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xee);
-    q[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
-    q[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xee);
-  }
-  for (int c = 0; c < 4; ++c) {
-    _mm256_storeu_ps(d + c * ld_dst, _mm256_permute2f128_ps(q[c], q[4 + c], 0x20));
-    _mm256_storeu_ps(d + (c + 4) * ld_dst, _mm256_permute2f128_ps(q[c], q[4 + c], 0x31));
-  }
+  kernels::avx2::transpose8x8(r);
+  for (int c = 0; c < 8; ++c) _mm256_storeu_ps(d + c * ld_dst, r[c]);
 }
 #endif
 

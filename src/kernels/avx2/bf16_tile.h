@@ -181,16 +181,14 @@ void pair_tile(long kcp, float alpha, const bf16 *__restrict a, const float *__r
 // blocks are at most 512 (gemm/blocking.h's clamp).
 constexpr long kWidestBlock = 1024;
 
-// A scratch panel for widen_b_panel: on the stack up to kStackSteps packed
-// steps, which every block the driver makes fits (static_assert below); on
-// the heap beyond, for a caller of the microkernels with a deeper panel.
-constexpr long kStackSteps = 1024;
-static_assert(kStackSteps >= kWidestBlock, "the driver's k blocks widen on the stack");
+// A scratch panel for widen_b_panel: on the stack up to kWidestBlock packed
+// steps, which every block the driver makes fits; on the heap beyond, for a
+// caller of the microkernels with a deeper panel.
 struct WidePanel {
-  alignas(32) float stack[kStackSteps * kPairNr + 8];
+  alignas(32) float stack[kWidestBlock * kPairNr + 8];
   std::unique_ptr<float[]> heap;
   float *get(long kcp) {
-    if (kcp <= kStackSteps) return stack;
+    if (kcp <= kWidestBlock) return stack;
     heap.reset(new float[kcp * kPairNr + 8]);
     return heap.get();
   }
@@ -272,9 +270,10 @@ void pair_macro(const GemmKernel<Ty> &, const MacroBlock<Ty> &blk) {
         continue;
       }
       PairKernel<float>::any(kcp, blk.alpha, a, wide, 0.0f, scratch, kPairMr, nrows, ncols);
-      for (int j = 0; j < ncols; ++j)
-        for (int i = 0; i < nrows && blk.beta != 0.0f; ++i)  // + beta C, the fma the kernel makes
-          scratch[i + j * kPairMr] = std::fma(blk.beta, float(c[i + j * blk.ldc]), scratch[i + j * kPairMr]);
+      if (blk.beta != 0.0f)  // + beta C, the fma the kernel makes (beta = 0 never reads C)
+        for (int j = 0; j < ncols; ++j)
+          for (int i = 0; i < nrows; ++i)
+            scratch[i + j * kPairMr] = std::fma(blk.beta, float(c[i + j * blk.ldc]), scratch[i + j * kPairMr]);
       blk.epilogue.apply(blk.epilogue.ctx, scratch, kPairMr, blk.i_origin + ir, nrows, blk.j_origin + jr, ncols);
       for (int j = 0; j < ncols; ++j)
         for (int i = 0; i < nrows; ++i) c[i + j * blk.ldc] = C(scratch[i + j * kPairMr]);

@@ -6,7 +6,8 @@
 // these move 8 or 16 pairs per instruction. A pair is one 32-bit word (the
 // even k step in the low half), so:
 // - where op(X)'s rows or columns run along k (A^T, B), a pair is a word
-//   already in memory, and a panel is an 8 x 8 transpose of words;
+//   already in memory, and a panel is an 8 x 8 transpose of words
+//   (transpose8.h, the operators' transposing copy's);
 // - where they run across k (A, B^T), a pair interleaves two k steps'
 //   vectors (vpunpck{l,h}wd).
 // Partial panels, and the k steps past the last full group of 8 pairs, go
@@ -23,6 +24,8 @@
 
 #include "common/dtype.h"
 #include "kernels/gemm_types.h"
+#include "kernels/avx2/transpose8.h"
+#include "kernels/avx2/vec.h"
 #include "kernels/pack_pairs.h"
 
 namespace hcops::kernels::avx2 {
@@ -37,26 +40,6 @@ inline uint32_t load_word(const uint16_t *p) {
   uint32_t w;
   std::memcpy(&w, p, sizeof w);
   return w;
-}
-
-// r[i] = 8 words of row i; on return r[j] = word j of rows 0-7.
-inline void transpose8x8(__m256i r[8]) {
-  const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
-  const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-  const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-  const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-  const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-  const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-  const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-  const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-  r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-  r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-  r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-  r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-  r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-  r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-  r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-  r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
 // Pair q of a line running along k (kc steps): its word, the odd half zero
@@ -85,8 +68,7 @@ inline void pack_along_k(word *__restrict dst, const uint16_t *base, long ld, lo
       } else {
         static_assert(W < 8, "a panel narrower than 8 words, or a multiple of 8");
         for (int j = 0; j < 7; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + (q + j) * W), r[j]);
-        const __m256i first_w = _mm256_cmpgt_epi32(_mm256_set1_epi32(W), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        _mm256_maskstore_epi32(reinterpret_cast<int *>(dst + (q + 7) * W), first_w, r[7]);
+        _mm256_maskstore_epi32(reinterpret_cast<int *>(dst + (q + 7) * W), lane_mask32(W), r[7]);
       }
     }
   }
