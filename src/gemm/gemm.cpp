@@ -449,7 +449,8 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
 }
 
 // Rows of C a piece of a skinny product starts on: a multiple of every
-// skinny kernel's row block (3 vectors of 16 or 8 with ta = N, 4 with T).
+// skinny kernel's row block (3 vectors of 16, 8 or 4 with ta = N; 4 or 3
+// rows with T).
 constexpr long kSkinnyRowGrain = 96;
 // Bytes of A per thread of a skinny product: smaller ones run on fewer
 // threads (waking a thread costs more than streaming that much).

@@ -8,8 +8,10 @@
 // bandwidth.
 //
 // Here C is written from registers, 4 columns at a time down a panel of
-// up to kPanelRows rows, in blocks of 32 rows: op(A)'s K columns of the
-// block are loaded as 2 K f32 vectors; op(B)'s values, converted to f32 a
+// up to kPanelRows rows, in blocks of two vectors of rows (32 on AVX-512,
+// 16 on AVX2): op(A)'s K columns of the block are loaded as 2 K f32
+// vectors, each as its step of k comes (AVX2's 16 registers hold the 8
+// sums and not 2 K vectors besides); op(B)'s values, converted to f32 a
 // chunk of columns at a time into an L1 buffer, are broadcast against them
 // (8 independent accumulator chains of K steps). Each column of C is thus
 // written in one run of the panel's rows (sweeping the block's 32 rows
@@ -32,7 +34,8 @@
 // stores are fenced before the kernel returns, so C is complete for
 // whoever the driver's barrier releases.
 //
-// W: a vector-traits type with lanes = 16 (kernels/avx512/vec.h's F32).
+// W: a vector-traits type (kernels/avx512/vec.h's F32, 16 lanes;
+// kernels/avx2/vec.h's F32, 8 lanes), with stream and stream_fence.
 #pragma once
 
 #include <algorithm>
@@ -55,7 +58,9 @@ namespace kernels {
 namespace shallow {
 namespace {
 
-constexpr int kRows = 32;         // rows of C per block: two vectors
+// Rows of C per block: two vectors.
+template <typename W>
+constexpr int kBlockRows = 2 * W::lanes;
 constexpr int kCols = 128;        // columns of op(B) converted at a time (8 KiB at K = 16)
 constexpr long kPanelRows = 256;  // rows of C a pass down its columns takes (op(A)'s: 16 KiB at K = 16, on the stack)
 
@@ -83,11 +88,14 @@ template <typename W>
 inline typename W::V load(const bf16 *p) {
   return W::load_bf16(reinterpret_cast<const uint16_t *>(p));
 }
-// A whole block's 32 rows (r0 the first 16, r1 the next) at p: streamed
-// (one 64-byte line of bf16, two of f32) where `stream` and p is 64-byte
-// aligned, else stored as usual.
+// A whole block's rows (r0 the first vector, r1 the next) at p: streamed
+// (f32: two 64-byte lines on AVX-512, one on AVX2; bf16 on AVX-512: one
+// line) where `stream` and p is 64-byte aligned, else stored as usual.
+// The driver streams only a C whose columns start on lines, so every
+// block of such a column starts on one.
 template <typename W>
 inline void store_block(float *p, typename W::V r0, typename W::V r1, bool stream) {
+  static_assert(kBlockRows<W> * sizeof(float) % 64 == 0, "a block is whole lines");
   if (stream && (reinterpret_cast<uintptr_t>(p) & 63) == 0) {
     W::stream(p, r0);
     W::stream(p + W::lanes, r1);
@@ -98,6 +106,7 @@ inline void store_block(float *p, typename W::V r0, typename W::V r1, bool strea
 }
 template <typename W>
 inline void store_block(bf16 *p, typename W::V r0, typename W::V r1, bool stream) {
+  static_assert(kBlockRows<W> * sizeof(uint16_t) % 64 == 0, "a block is whole lines");
   auto *u = reinterpret_cast<uint16_t *>(p);
   if (stream && (reinterpret_cast<uintptr_t>(p) & 63) == 0) {
     W::stream_bf16(u, r0, r1);
@@ -120,28 +129,25 @@ inline void widen(const T *__restrict src, float *__restrict dst, long count) {
 
 // NC columns of C's block from op(A)'s block (column p at col + p * ld)
 // and op(B)'s columns at bcol (op(B)(p, j) at bcol[p * kCols + j]). Full:
-// all 32 rows, no masks; otherwise rows under masks m0, m1.
+// all the block's rows, no masks; otherwise rows under masks m0, m1.
 template <typename W, int K, int NC, bool Full, typename C>
 __attribute__((always_inline)) inline void columns(const float *__restrict col, long ld, const float *__restrict bcol,
                                                    float alpha, float beta, C *__restrict c, long ldc,
                                                    typename W::Mask m0, typename W::Mask m1, bool stream) {
-  typename W::V a0[K], a1[K];
-#pragma GCC unroll 16
-  for (int p = 0; p < K; ++p) {
-    a0[p] = Full ? load<W>(col + p * ld) : load<W>(col + p * ld, m0);
-    a1[p] = Full ? load<W>(col + p * ld + W::lanes) : load<W>(col + p * ld + W::lanes, m1);
-  }
   typename W::V acc0[NC], acc1[NC];
 #pragma GCC unroll 4
   for (int q = 0; q < NC; ++q) acc0[q] = acc1[q] = W::zero();
 #pragma GCC unroll 16
-  for (int p = 0; p < K; ++p)
+  for (int p = 0; p < K; ++p) {
+    const auto a0 = Full ? load<W>(col + p * ld) : load<W>(col + p * ld, m0);
+    const auto a1 = Full ? load<W>(col + p * ld + W::lanes) : load<W>(col + p * ld + W::lanes, m1);
 #pragma GCC unroll 4
     for (int q = 0; q < NC; ++q) {
       const auto bq = W::set1(bcol[p * kCols + q]);
-      acc0[q] = W::fmadd(a0[p], bq, acc0[q]);
-      acc1[q] = W::fmadd(a1[p], bq, acc1[q]);
+      acc0[q] = W::fmadd(a0, bq, acc0[q]);
+      acc1[q] = W::fmadd(a1, bq, acc1[q]);
     }
+  }
   const auto va = W::set1(alpha), vb = W::set1(beta);
 #pragma GCC unroll 4
   for (int q = 0; q < NC; ++q) {
@@ -162,7 +168,7 @@ __attribute__((always_inline)) inline void columns(const float *__restrict col, 
 
 // The loops of a shallow product, shared with avx512_bf16/shallow_bf16.h:
 // C in panels of kPanelRows rows and op(B) in chunks of kCols columns, each
-// chunk 4 columns (then 1) at a time down the panel's blocks of kRows rows,
+// chunk 4 columns (then 1) at a time down the panel's blocks of kBlockRows<W> rows,
 // whole blocks then the masked tail. `kern` prepares a panel of op(A)
 // (kern.panel(r0, rows)) and a chunk of op(B) (kern.chunk(j0, nc)), and
 // computes NC columns of one block (kern.template block<NC, Full>(i0, jj,
@@ -170,7 +176,8 @@ __attribute__((always_inline)) inline void columns(const float *__restrict col, 
 // first column in the chunk, c its first element of C).
 template <typename W, typename Kern, typename C>
 void sweep(Kern &kern, long m, long n, C *c, long ldc, bool stream) {
-  static_assert(W::lanes * 2 == kRows, "two vectors of 16 rows");
+  constexpr int kRows = kBlockRows<W>;
+  static_assert(kPanelRows % kRows == 0, "a panel is whole blocks");
   for (long r0 = 0; r0 < m; r0 += kPanelRows) {
     const long rows = std::min<long>(kPanelRows, m - r0);
     kern.panel(r0, rows);

@@ -7,13 +7,15 @@
 //
 // op(B) is contiguous in k (kernel.h's SkinnyKernel: the driver copies it
 // otherwise, n x k elements). op(A) = A (ta = N): C's rows in blocks of
-// three vectors, in panels, k in chunks (n_rows), NB <= 8 columns at a
-// time; each k step loads a column of the block and broadcasts op(B)'s NB
-// values. op(A) = A^T: op(A)'s rows are contiguous in k, so R = 4 rows by
-// NB <= 4 columns are dot products along k, vectorised over k and summed
-// across lanes at the end.
+// three vectors, in panels, k in chunks (n_rows), NB <= 8 columns (4 on
+// AVX2) at a time; each k step loads a column of the block and broadcasts
+// op(B)'s NB values. op(A) = A^T: op(A)'s rows are contiguous in k, so R =
+// 4 rows (3 on AVX2) by NB <= 4 columns are dot products along k,
+// vectorised over k and summed across lanes at the end.
 //
-// W is a vector-traits type as in simd_tile.h, plus reduce_add.
+// W is a vector-traits type as in simd_tile.h, plus reduce_add and
+// `registers`, the vector registers the family has: the blocks are sized to
+// keep their sums in them (AVX-512's 32, AVX2's 16).
 #pragma once
 
 #include <xmmintrin.h>
@@ -69,6 +71,22 @@ constexpr long kPrefetchSteps = 16;
 // 29-35 with; 4 and 16 rows ahead were within that noise).
 constexpr long kPrefetchRows = 8;
 
+// Columns of C an op(A) = A pass keeps in registers: 3 vectors of sums
+// each, beside the block's 3 vectors of A and a broadcast of op(B) (8: 28
+// of AVX-512's 32 registers; 4: all 16 of AVX2's, where 8 would need 28).
+template <typename W>
+constexpr int kNPassColumns = W::registers >= 32 ? 8 : 4;
+// An op(A) = A^T block: R rows of op(A) by kTBlockColumns of op(B), R x 4
+// sums, 4 vectors of op(B) and one of A in registers: 4 x 4 on AVX-512 (21
+// of 32 registers); 3 x 4 on AVX2 (17 of 16: GCC takes an op(B) vector from
+// L1 as an FMA's memory operand). On Zen 3 (1 thread, DiT's 2304 x 8 x 384
+// with A^T, A in L3, the loops alone without the prefetch): 3 x 4 79
+// GFLOPS, 4 x 3 67, 4 x 2 64, 2 x 4 67. With 3 x 4, n = 8 is two passes
+// over each row rather than three or four, with 12 independent FMA chains.
+template <typename W>
+constexpr int kTBlockRows = W::registers >= 32 ? 4 : 3;
+constexpr int kTBlockColumns = 4;
+
 template <typename W, typename T>
 struct PanelSums {
   static constexpr long kRows = 3 * W::lanes;  // a block's rows
@@ -121,7 +139,7 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const T *__restrict 
 template <typename W, typename T, bool kFull>
 void n_chunk_columns(long kc, long n, const T *a, long lda, const T *b, long csb, T *sums, int rows) {
   constexpr long RB = 3 * W::lanes;
-  skinny_panels::column_passes(n, [&](auto nb, long j) {
+  skinny_panels::column_passes<kNPassColumns<W>>(n, [&](auto nb, long j) {
     n_chunk<W, T, decltype(nb)::value, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows);
   });
 }
@@ -215,19 +233,22 @@ void n_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, l
       });
 }
 
-// Rows [0, m) of op(A) = A^T: groups of 4 rows, then the last m % 4 one at a
-// time; columns in groups of 4, then the rest one at a time.
+// Rows [0, m) of op(A) = A^T: groups of kTBlockRows rows, then the rest one
+// at a time; columns in groups of kTBlockColumns, then the rest one at a
+// time.
 template <typename W, typename T, int R>
 void t_rows_of(long k, long n, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c, long ldc) {
+  constexpr int NB = kTBlockColumns;
   long j = 0;
-  for (; j + 4 <= n; j += 4) t_block<W, T, R, 4>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
+  for (; j + NB <= n; j += NB) t_block<W, T, R, NB>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
   for (; j < n; ++j) t_block<W, T, R, 1>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
 }
 
 template <typename W, typename T>
 void t_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c, long ldc) {
+  constexpr int R = kTBlockRows<W>;
   long i = 0;
-  for (; i + 4 <= m; i += 4) t_rows_of<W, T, 4>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
+  for (; i + R <= m; i += R) t_rows_of<W, T, R>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
   for (; i < m; ++i) t_rows_of<W, T, 1>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
 }
 

@@ -45,21 +45,23 @@ void for_each_panel(long m, long k, long block, long panel, const Clear &clear, 
   }
 }
 
-// n columns in passes of 8, then one pass of the last n % 8: pass(nb, j)
-// with nb a std::integral_constant<int, NB>, for columns [j, j + NB) (the
-// kernels' n_chunk<NB> keep NB columns of sums in registers).
-template <class Pass>
+// n columns in passes of kWidest (8 or 4), then one pass of the last n %
+// kWidest: pass(nb, j) with nb a std::integral_constant<int, NB>, for
+// columns [j, j + NB) (the kernels' n_chunk<NB> keep NB columns of sums in
+// registers, as many as the family's registers hold).
+template <int kWidest = 8, class Pass>
 void column_passes(long n, const Pass &pass) {
+  static_assert(kWidest == 8 || kWidest == 4, "passes of 8 or 4 columns");
   long j = 0;
-  for (; j + 8 <= n; j += 8) pass(std::integral_constant<int, 8>{}, j);
+  for (; j + kWidest <= n; j += kWidest) pass(std::integral_constant<int, kWidest>{}, j);
   switch (n - j) {
     case 1: pass(std::integral_constant<int, 1>{}, j); break;
     case 2: pass(std::integral_constant<int, 2>{}, j); break;
     case 3: pass(std::integral_constant<int, 3>{}, j); break;
-    case 4: pass(std::integral_constant<int, 4>{}, j); break;
-    case 5: pass(std::integral_constant<int, 5>{}, j); break;
-    case 6: pass(std::integral_constant<int, 6>{}, j); break;
-    case 7: pass(std::integral_constant<int, 7>{}, j); break;
+    case 4: if constexpr (kWidest > 4) pass(std::integral_constant<int, 4>{}, j); break;
+    case 5: if constexpr (kWidest > 5) pass(std::integral_constant<int, 5>{}, j); break;
+    case 6: if constexpr (kWidest > 6) pass(std::integral_constant<int, 6>{}, j); break;
+    case 7: if constexpr (kWidest > 7) pass(std::integral_constant<int, 7>{}, j); break;
     default: break;
   }
 }

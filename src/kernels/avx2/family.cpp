@@ -2,6 +2,9 @@
 // vectors and one broadcast, within the 16 registers (simd_tile.h). Partial
 // rows use vmaskmov, which is slow on some AMD parts but runs on edge tiles only.
 // bf16 A and B (f32 or bf16 C) on the same tile, widened exactly: bf16_tile.h.
+// Skinny products (n <= 16, f32 and f64) stream A in place and shallow ones
+// (k <= 16, f32) write C from registers, as on AVX-512 (skinny.h,
+// shallow.h), with blocks sized for 16 registers.
 #include <immintrin.h>
 
 #include "kernels/avx2/bf16_tile.h"
@@ -9,7 +12,9 @@
 #include "kernels/family_flags.h"
 #include "kernels/kernel.h"
 #include "kernels/pack.h"
+#include "kernels/shallow.h"
 #include "kernels/simd_tile.h"
+#include "kernels/skinny.h"
 
 HCOPS_FAMILY_FLAGS_MATCH(avx2);
 
@@ -18,8 +23,16 @@ namespace {
 
 constexpr int kNr = 6;
 
-constexpr GemmKernel<Sgemm> sgemm = simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>);
-constexpr GemmKernel<Dgemm> dgemm = simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>);
+template <typename Ty, typename W>
+constexpr GemmKernel<Ty> with_skinny(GemmKernel<Ty> k) {
+  k.skinny = &skinny::kernel<W, typename Ty::c_type>;
+  return k;
+}
+
+constexpr GemmKernel<Sgemm> sgemm = shallow::with_shallow<Sgemm, F32>(
+    with_skinny<Sgemm, F32>(simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>)));
+constexpr GemmKernel<Dgemm> dgemm =
+    with_skinny<Dgemm, F64>(simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>));
 // No f32-as-bf16 modes (HCOPS_FP32_MATH): without bf16 instructions they
 // would do the f32 kernel's FMAs plus the widening, slower and less exact.
 constexpr GemmKernel<Bf16Gemm> bf16_f32 = pair_gemm_kernel<Bf16Gemm>();

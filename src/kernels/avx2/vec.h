@@ -22,6 +22,7 @@ struct F32 {
   using V = __m256;
   using Mask = __m256i;
   static constexpr int lanes = 8;
+  static constexpr int registers = 16;  // ymm0-15: the skinny kernels size their blocks by it
   static Mask mask(int rows) { return lane_mask32(rows); }
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float *p) { return _mm256_load_ps(p); }
@@ -99,12 +100,18 @@ struct F32 {
     for (int i = 0; i < 8; ++i)
       if (n >> i & 1) p[i] = t[i];
   }
+  // Non-temporal stores of whole 32-byte halves of lines (p 32-byte
+  // aligned; the shallow kernel streams a block's two, one whole line),
+  // and the fence that orders them before anything stored after it.
+  static void stream(float *p, V v) { _mm256_stream_ps(p, v); }
+  static void stream_fence() { _mm_sfence(); }
 };
 
 struct F64 {
   using V = __m256d;
   using Mask = __m256i;
   static constexpr int lanes = 4;
+  static constexpr int registers = 16;
   static Mask mask(int rows) { return lane_mask64(rows); }
   static V zero() { return _mm256_setzero_pd(); }
   static V load(const double *p) { return _mm256_load_pd(p); }
@@ -115,6 +122,10 @@ struct F64 {
   static V set1(double x) { return _mm256_set1_pd(x); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static double reduce_add(V a) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+  }
 };
 
 }  // namespace hcops::kernels::avx2

@@ -19,6 +19,7 @@ struct F32 {
   using V = __m512;
   using Mask = __mmask16;
   static constexpr int lanes = 16;
+  static constexpr int registers = 32;  // zmm0-31: the skinny kernels size their blocks by it
   static Mask mask(int rows) { return static_cast<Mask>((1u << rows) - 1); }
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float *p) { return _mm512_load_ps(p); }
@@ -94,6 +95,7 @@ struct F64 {
   using V = __m512d;
   using Mask = __mmask8;
   static constexpr int lanes = 8;
+  static constexpr int registers = 32;
   static Mask mask(int rows) { return static_cast<Mask>((1u << rows) - 1); }
   static V zero() { return _mm512_setzero_pd(); }
   static V load(const double *p) { return _mm512_load_pd(p); }

@@ -40,7 +40,7 @@ namespace shallow_bf16 {
 namespace {
 
 using W = avx512_bf16::F32;
-constexpr int kRows = shallow::kRows;            // rows of C per block: two vectors
+constexpr int kRows = shallow::kBlockRows<W>;     // rows of C per block: two vectors
 constexpr int kCols = shallow::kCols;            // columns of op(B) paired at a time
 constexpr long kPanelRows = shallow::kPanelRows;  // rows of C a pass down its columns takes
 static_assert(kPanelRows % kRows == 0, "a panel is whole blocks");
