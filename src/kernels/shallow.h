@@ -89,14 +89,21 @@ inline typename W::V load(const bf16 *p) {
   return W::load_bf16(reinterpret_cast<const uint16_t *>(p));
 }
 // A whole block's rows (r0 the first vector, r1 the next) at p: streamed
-// (f32: two 64-byte lines on AVX-512, one on AVX2; bf16 on AVX-512: one
-// line) where `stream` and p is 64-byte aligned, else stored as usual.
-// The driver streams only a C whose columns start on lines, so every
-// block of such a column starts on one.
+// where `stream` and p is on a line (a block of whole lines: f32 on
+// AVX-512 and AVX2, bf16 on AVX-512) or on half of one (bf16 on AVX2: the
+// column's next block, written next in sweep's walk down the panel, fills
+// the line's other half in the same write-combining buffer), else stored
+// as usual. The driver streams only a C whose columns start on lines, so
+// every whole block of such a column is streamed.
+template <typename W, typename C>
+constexpr uintptr_t block_alignment() {
+  constexpr uintptr_t bytes = kBlockRows<W> * sizeof(C);
+  static_assert(bytes % 64 == 0 || 64 % bytes == 0, "a block is whole lines or a whole part of one");
+  return bytes < 64 ? bytes : 64;
+}
 template <typename W>
 inline void store_block(float *p, typename W::V r0, typename W::V r1, bool stream) {
-  static_assert(kBlockRows<W> * sizeof(float) % 64 == 0, "a block is whole lines");
-  if (stream && (reinterpret_cast<uintptr_t>(p) & 63) == 0) {
+  if (stream && (reinterpret_cast<uintptr_t>(p) & (block_alignment<W, float>() - 1)) == 0) {
     W::stream(p, r0);
     W::stream(p + W::lanes, r1);
   } else {
@@ -106,9 +113,8 @@ inline void store_block(float *p, typename W::V r0, typename W::V r1, bool strea
 }
 template <typename W>
 inline void store_block(bf16 *p, typename W::V r0, typename W::V r1, bool stream) {
-  static_assert(kBlockRows<W> * sizeof(uint16_t) % 64 == 0, "a block is whole lines");
   auto *u = reinterpret_cast<uint16_t *>(p);
-  if (stream && (reinterpret_cast<uintptr_t>(p) & 63) == 0) {
+  if (stream && (reinterpret_cast<uintptr_t>(p) & (block_alignment<W, bf16>() - 1)) == 0) {
     W::stream_bf16(u, r0, r1);
   } else {
     W::store_bf16(u, r0);

@@ -15,13 +15,20 @@
 //
 // W is a vector-traits type as in simd_tile.h, plus reduce_add and
 // `registers`, the vector registers the family has: the blocks are sized to
-// keep their sums in them (AVX-512's 32, AVX2's 16).
+// keep their sums in them (AVX-512's 32, AVX2's 16). The sums are of W's
+// type T; A and B are stored as T, or as bf16 (E below), widened exactly as
+// they are loaded (the AVX2 family's bf16 GEMMs; the bf16 families have
+// their own kernel, avx512_bf16/skinny_bf16.h), and C as T or bf16, rounded
+// once from the whole sum.
 #pragma once
 
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
 
+#include "common/dtype.h"
 #include "kernels/kernel.h"
 #include "kernels/skinny_panels.h"
 
@@ -87,6 +94,44 @@ template <typename W>
 constexpr int kTBlockRows = W::registers >= 32 ? 4 : 3;
 constexpr int kTBlockColumns = 4;
 
+// Values of type E (T, or bf16) as T: vectors (all lanes, or those of a
+// mask) and scalars, loaded and stored.
+template <typename W, typename E>
+inline auto load_v(const E *p) {
+  if constexpr (std::is_same_v<E, bf16>) return W::load_bf16(reinterpret_cast<const uint16_t *>(p));
+  else return W::loadu(p);
+}
+template <typename W, typename E>
+inline auto load_v(const E *p, typename W::Mask m) {
+  if constexpr (std::is_same_v<E, bf16>) return W::load_bf16(reinterpret_cast<const uint16_t *>(p), m);
+  else return W::loadu(p, m);
+}
+template <typename W, typename E, typename V>
+inline void store_v(E *p, V v) {
+  if constexpr (std::is_same_v<E, bf16>) W::store_bf16(reinterpret_cast<uint16_t *>(p), v);
+  else W::storeu(p, v);
+}
+template <typename W, typename E, typename V>
+inline void store_v(E *p, V v, typename W::Mask m) {
+  if constexpr (std::is_same_v<E, bf16>) W::store_bf16(reinterpret_cast<uint16_t *>(p), v, m);
+  else W::storeu(p, v, m);
+}
+template <typename T, typename E>
+inline T widen(E x) {
+  return static_cast<T>(x);  // bf16: exact
+}
+template <typename E, typename T>
+inline E narrow(T x) {
+  return static_cast<E>(x);  // bf16: to nearest even (dtype.h)
+}
+
+// Prefetches the `bytes` bytes at p: every line they touch.
+inline void prefetch_span(const void *p, long bytes) {
+  const char *c = static_cast<const char *>(p);
+  for (long o = 0; o < bytes; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
+  if (bytes % 64 != 0 || (reinterpret_cast<uintptr_t>(c) & 63) != 0) _mm_prefetch(c + bytes - 1, _MM_HINT_T0);
+}
+
 template <typename W, typename T>
 struct PanelSums {
   static constexpr long kRows = 3 * W::lanes;  // a block's rows
@@ -99,8 +144,8 @@ struct PanelSums {
 
 // kc steps of k for one block of C's rows [0, rows) (rows <= 3 lanes) and NB
 // columns, added to the block's sums (column j at sums + j * 3 lanes).
-template <typename W, typename T, int NB, bool kFull>
-__attribute__((always_inline)) inline void n_chunk(long kc, const T *__restrict a, long lda, const T *__restrict b,
+template <typename W, typename T, typename E, int NB, bool kFull>
+__attribute__((always_inline)) inline void n_chunk(long kc, const E *__restrict a, long lda, const E *__restrict b,
                                                    long csb, T *__restrict sums, int rows) {
   constexpr int L = W::lanes;
   const typename W::Mask m0 = W::mask(std::clamp(rows, 0, L)), m1 = W::mask(std::clamp(rows - L, 0, L)),
@@ -113,15 +158,19 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const T *__restrict 
     c2[j] = W::load(sums + j * 3 * L + 2 * L);
   }
   for (long p = 0; p < kc; ++p, a += lda, ++b) {
-    _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + L), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + 2 * L), _MM_HINT_T0);
-    const auto a0 = kFull ? W::loadu(a) : W::loadu(a, m0);
-    const auto a1 = kFull ? W::loadu(a + L) : W::loadu(a + L, m1);
-    const auto a2 = kFull ? W::loadu(a + 2 * L) : W::loadu(a + 2 * L, m2);
+    if constexpr (sizeof(E) == sizeof(T)) {
+      _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + L), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + 2 * L), _MM_HINT_T0);
+    } else {
+      prefetch_span(a + kPrefetchSteps * lda, 3 * L * long(sizeof(E)));
+    }
+    const auto a0 = kFull ? load_v<W>(a) : load_v<W>(a, m0);
+    const auto a1 = kFull ? load_v<W>(a + L) : load_v<W>(a + L, m1);
+    const auto a2 = kFull ? load_v<W>(a + 2 * L) : load_v<W>(a + 2 * L, m2);
 #pragma GCC unroll 8
     for (int j = 0; j < NB; ++j) {
-      const auto bj = W::set1(b[j * csb]);
+      const auto bj = W::set1(widen<T>(b[j * csb]));
       c0[j] = W::fmadd(a0, bj, c0[j]);
       c1[j] = W::fmadd(a1, bj, c1[j]);
       c2[j] = W::fmadd(a2, bj, c2[j]);
@@ -136,32 +185,32 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const T *__restrict 
 }
 
 // All n columns of one chunk for one block.
-template <typename W, typename T, bool kFull>
-void n_chunk_columns(long kc, long n, const T *a, long lda, const T *b, long csb, T *sums, int rows) {
+template <typename W, typename T, typename E, bool kFull>
+void n_chunk_columns(long kc, long n, const E *a, long lda, const E *b, long csb, T *sums, int rows) {
   constexpr long RB = 3 * W::lanes;
   skinny_panels::column_passes<kNPassColumns<W>>(n, [&](auto nb, long j) {
-    n_chunk<W, T, decltype(nb)::value, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows);
+    n_chunk<W, T, E, decltype(nb)::value, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows);
   });
 }
 
 // C = alpha * sums + beta * C for one block's rows [0, rows) and n columns.
-template <typename W, typename T>
-void n_store(long n, const T *sums, T alpha, T beta, T *c, long ldc, int rows) {
+template <typename W, typename T, typename C>
+void n_store(long n, const T *sums, T alpha, T beta, C *c, long ldc, int rows) {
   constexpr int L = W::lanes;
   const typename W::Mask m[3] = {W::mask(std::clamp(rows, 0, L)), W::mask(std::clamp(rows - L, 0, L)),
                                  W::mask(std::clamp(rows - 2 * L, 0, L))};
   const auto va = W::set1(alpha), vb = W::set1(beta);
   for (long j = 0; j < n; ++j) {
-    T *cj = c + j * ldc;
+    C *cj = c + j * ldc;
 #pragma GCC unroll 3
     for (int v = 0; v < 3; ++v) {
       auto r = W::mul(va, W::load(sums + (j * 3 + v) * L));
       if (rows >= 3 * L) {
-        if (beta != T(0)) r = W::fmadd(vb, W::loadu(cj + v * L), r);  // beta = 0 never reads C
-        W::storeu(cj + v * L, r);
+        if (beta != T(0)) r = W::fmadd(vb, load_v<W>(cj + v * L), r);  // beta = 0 never reads C
+        store_v<W>(cj + v * L, r);
       } else {
-        if (beta != T(0)) r = W::fmadd(vb, W::loadu(cj + v * L, m[v]), r);
-        W::storeu(cj + v * L, r, m[v]);
+        if (beta != T(0)) r = W::fmadd(vb, load_v<W>(cj + v * L, m[v]), r);
+        store_v<W>(cj + v * L, r, m[v]);
       }
     }
   }
@@ -169,9 +218,9 @@ void n_store(long n, const T *sums, T alpha, T beta, T *c, long ldc, int rows) {
 
 // R rows of op(A) = A^T (each contiguous in k, lda apart) by NB columns of
 // op(B) (contiguous in k, csb apart).
-template <typename W, typename T, int R, int NB>
-__attribute__((always_inline)) inline void t_block(long k, T alpha, const T *__restrict a, long lda,
-                                                   const T *__restrict b, long csb, T beta, T *__restrict c,
+template <typename W, typename T, typename E, typename C, int R, int NB>
+__attribute__((always_inline)) inline void t_block(long k, T alpha, const E *__restrict a, long lda,
+                                                   const E *__restrict b, long csb, T beta, C *__restrict c,
                                                    long ldc) {
   constexpr int L = W::lanes;
   typename W::V acc[R][NB];
@@ -183,11 +232,11 @@ __attribute__((always_inline)) inline void t_block(long k, T alpha, const T *__r
   for (; p + L <= k; p += L) {
     typename W::V bv[NB];
 #pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) bv[j] = W::loadu(b + j * csb + p);
+    for (int j = 0; j < NB; ++j) bv[j] = load_v<W>(b + j * csb + p);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       _mm_prefetch(reinterpret_cast<const char *>(a + (r + kPrefetchRows) * lda + p), _MM_HINT_T0);
-      const auto ar = W::loadu(a + r * lda + p);
+      const auto ar = load_v<W>(a + r * lda + p);
 #pragma GCC unroll 4
       for (int j = 0; j < NB; ++j) acc[r][j] = W::fmadd(ar, bv[j], acc[r][j]);
     }
@@ -196,10 +245,10 @@ __attribute__((always_inline)) inline void t_block(long k, T alpha, const T *__r
     const typename W::Mask m = W::mask(static_cast<int>(k - p));
     typename W::V bv[NB];
 #pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) bv[j] = W::loadu(b + j * csb + p, m);
+    for (int j = 0; j < NB; ++j) bv[j] = load_v<W>(b + j * csb + p, m);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const auto ar = W::loadu(a + r * lda + p, m);
+      const auto ar = load_v<W>(a + r * lda + p, m);
 #pragma GCC unroll 4
       for (int j = 0; j < NB; ++j) acc[r][j] = W::fmadd(ar, bv[j], acc[r][j]);
     }
@@ -208,56 +257,57 @@ __attribute__((always_inline)) inline void t_block(long k, T alpha, const T *__r
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) {
-      T &cij = c[r + j * ldc];
+      C &cij = c[r + j * ldc];
       const T s = alpha * W::reduce_add(acc[r][j]);
-      cij = beta == T(0) ? s : s + beta * cij;
+      cij = narrow<C>(beta == T(0) ? s : s + beta * widen<T>(cij));
     }
 }
 
 // Rows [0, m) by columns [0, n) with op(A) = A: panels, chunks of k, then
 // C written from each panel's sums.
-template <typename W, typename T>
-void n_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c, long ldc) {
+template <typename W, typename T, typename E, typename C>
+void n_rows(long m, long n, long k, T alpha, const E *a, long lda, const E *b, long csb, T beta, C *c, long ldc) {
   using Sums = PanelSums<W, T>;
   constexpr long RB = Sums::kRows;
   Sums sums;
   skinny_panels::for_each_panel(
       m, k, RB, Sums::panel_rows(n), [&](long blocks) { std::fill(sums.v, sums.v + blocks * n * RB, T(0)); },
       [&](long rb, long i, long rows, long p0, long kc) {
-        const T *ab = a + i + p0 * lda;
-        if (rows == RB) n_chunk_columns<W, T, true>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), RB);
-        else n_chunk_columns<W, T, false>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), static_cast<int>(rows));
+        const E *ab = a + i + p0 * lda;
+        if (rows == RB) n_chunk_columns<W, T, E, true>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), RB);
+        else n_chunk_columns<W, T, E, false>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), static_cast<int>(rows));
       },
       [&](long rb, long i, long rows) {
-        n_store<W, T>(n, sums.block(rb, n), alpha, beta, c + i, ldc, static_cast<int>(rows));
+        n_store<W, T, C>(n, sums.block(rb, n), alpha, beta, c + i, ldc, static_cast<int>(rows));
       });
 }
 
 // Rows [0, m) of op(A) = A^T: groups of kTBlockRows rows, then the rest one
 // at a time; columns in groups of kTBlockColumns, then the rest one at a
 // time.
-template <typename W, typename T, int R>
-void t_rows_of(long k, long n, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c, long ldc) {
+template <typename W, typename T, typename E, typename C, int R>
+void t_rows_of(long k, long n, T alpha, const E *a, long lda, const E *b, long csb, T beta, C *c, long ldc) {
   constexpr int NB = kTBlockColumns;
   long j = 0;
-  for (; j + NB <= n; j += NB) t_block<W, T, R, NB>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
-  for (; j < n; ++j) t_block<W, T, R, 1>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
+  for (; j + NB <= n; j += NB) t_block<W, T, E, C, R, NB>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
+  for (; j < n; ++j) t_block<W, T, E, C, R, 1>(k, alpha, a, lda, b + j * csb, csb, beta, c + j * ldc, ldc);
 }
 
-template <typename W, typename T>
-void t_rows(long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c, long ldc) {
+template <typename W, typename T, typename E, typename C>
+void t_rows(long m, long n, long k, T alpha, const E *a, long lda, const E *b, long csb, T beta, C *c, long ldc) {
   constexpr int R = kTBlockRows<W>;
   long i = 0;
-  for (; i + R <= m; i += R) t_rows_of<W, T, R>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
-  for (; i < m; ++i) t_rows_of<W, T, 1>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
+  for (; i + R <= m; i += R) t_rows_of<W, T, E, C, R>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
+  for (; i < m; ++i) t_rows_of<W, T, E, C, 1>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
 }
 
-// The SkinnyKernel entry point (kernel.h) for traits W.
-template <typename W, typename T>
-void kernel(Trans ta, long m, long n, long k, T alpha, const T *a, long lda, const T *b, long csb, T beta, T *c,
+// The SkinnyKernel entry point (kernel.h) for traits W: sums of T, A and B
+// stored as E, C as C.
+template <typename W, typename T, typename E = T, typename C = T>
+void kernel(Trans ta, long m, long n, long k, T alpha, const E *a, long lda, const E *b, long csb, T beta, C *c,
             long ldc) {
-  if (ta == Trans::N) n_rows<W, T>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
-  else t_rows<W, T>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
+  if (ta == Trans::N) n_rows<W, T, E, C>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
+  else t_rows<W, T, E, C>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
 }
 
 }  // namespace skinny

@@ -2,10 +2,12 @@
 // vectors and one broadcast, within the 16 registers (simd_tile.h). Partial
 // rows use vmaskmov, which is slow on some AMD parts but runs on edge tiles only.
 // bf16 A and B (f32 or bf16 C) on the same tile, widened exactly: bf16_tile.h.
-// Skinny products (n <= 16, f32 and f64) stream A in place and shallow ones
-// (k <= 16, f32) write C from registers, as on AVX-512 (skinny.h,
-// shallow.h), with blocks sized for 16 registers.
+// Skinny products (n <= 16) stream A in place and shallow ones (k <= 16)
+// write C from registers, as on AVX-512 (skinny.h, shallow.h), with blocks
+// sized for 16 registers; for f32, f64 (skinny) and bf16 inputs, widened.
 #include <immintrin.h>
+
+#include <type_traits>
 
 #include "kernels/avx2/bf16_tile.h"
 #include "kernels/avx2/vec.h"
@@ -25,7 +27,8 @@ constexpr int kNr = 6;
 
 template <typename Ty, typename W>
 constexpr GemmKernel<Ty> with_skinny(GemmKernel<Ty> k) {
-  k.skinny = &skinny::kernel<W, typename Ty::c_type>;
+  static_assert(std::is_same_v<typename Ty::a_type, typename Ty::b_type>, "A and B of one type");
+  k.skinny = &skinny::kernel<W, typename Ty::acc_type, typename Ty::a_type, typename Ty::c_type>;
   return k;
 }
 
@@ -35,8 +38,10 @@ constexpr GemmKernel<Dgemm> dgemm =
     with_skinny<Dgemm, F64>(simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>));
 // No f32-as-bf16 modes (HCOPS_FP32_MATH): without bf16 instructions they
 // would do the f32 kernel's FMAs plus the widening, slower and less exact.
-constexpr GemmKernel<Bf16Gemm> bf16_f32 = pair_gemm_kernel<Bf16Gemm>();
-constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = pair_gemm_kernel<Bf16Bf16Gemm>();
+constexpr GemmKernel<Bf16Gemm> bf16_f32 =
+    shallow::with_shallow<Bf16Gemm, F32>(with_skinny<Bf16Gemm, F32>(pair_gemm_kernel<Bf16Gemm>()));
+constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 =
+    shallow::with_shallow<Bf16Bf16Gemm, F32>(with_skinny<Bf16Bf16Gemm, F32>(pair_gemm_kernel<Bf16Bf16Gemm>()));
 
 }  // namespace
 

@@ -100,11 +100,16 @@ struct F32 {
     for (int i = 0; i < 8; ++i)
       if (n >> i & 1) p[i] = t[i];
   }
-  // Non-temporal stores of whole 32-byte halves of lines (p 32-byte
-  // aligned; the shallow kernel streams a block's two, one whole line),
-  // and the fence that orders them before anything stored after it.
+  // Non-temporal stores (p 32-byte aligned; the shallow kernel streams an
+  // f32 block's two vectors, one whole line), and the fence that orders
+  // them before anything stored after it.
   static void stream(float *p, V v) { _mm256_stream_ps(p, v); }
   static void stream_fence() { _mm_sfence(); }
+  // 16 bf16 values, lo's 8 then hi's, streamed to p (32-byte aligned): half
+  // a line, which the shallow kernel's next block of the column completes.
+  static void stream_bf16(uint16_t *p, V lo, V hi) {
+    _mm256_stream_si256(reinterpret_cast<__m256i *>(p), _mm256_set_m128i(to_bf16(hi), to_bf16(lo)));
+  }
 };
 
 struct F64 {
