@@ -543,18 +543,18 @@ bool shallow_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
 // being written, half the memory traffic; the reader, if soon, finds C in
 // memory rather than in L3. Only a C whose columns start on 64-byte lines
 // (C and ldc aligned, as PyTorch's tensors are), so that every whole block
-// the kernel writes is whole lines and is streamed: a column starting
-// mid-line would have none, and the verbose line's c=streamed would not
-// be true.
+// the kernel writes starts on a line (or, bf16 on AVX2, a half line) and
+// is streamed: a column starting mid-line would have none, and the verbose
+// line's c=streamed would not be true.
 inline bool shallow_streams_c(const void *c, long ldc_bytes, long c_bytes, int threads, bool beta_zero, bool epilogue) {
   const bool lines = reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc_bytes % 64 == 0;
   return beta_zero && !epilogue && lines && c_bytes > long(threads) * long(topology().l2);
 }
 
 // A product shallow_applies to, on the family's shallow kernel: C shared
-// dynamically in pieces along its longer side (rows in multiples of the
-// kernel's 32-row blocks, columns in multiples of 4), each piece's epilogue
-// as soon as it is written.
+// dynamically in pieces along its longer side (rows in multiples of 32, a
+// multiple of every family's blocks; columns in multiples of 4), each
+// piece's epilogue as soon as it is written.
 template <typename Ty>
 bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
   if (!shallow_applies(g, kern)) return false;

@@ -14,7 +14,7 @@
 // sums and not 2 K vectors besides); op(B)'s values, converted to f32 a
 // chunk of columns at a time into an L1 buffer, are broadcast against them
 // (8 independent accumulator chains of K steps). Each column of C is thus
-// written in one run of the panel's rows (sweeping the block's 32 rows
+// written in one run of the panel's rows (sweeping a block's 32 rows
 // across 128 columns instead wrote 128 runs of two lines at once: 12 GB/s
 // on Zen 5, a third of a store loop's rate). Inputs of bf16 are widened
 // (exact), the sums are f32 as in every kernel, and a bf16 C is rounded
@@ -91,10 +91,12 @@ inline typename W::V load(const bf16 *p) {
 // A whole block's rows (r0 the first vector, r1 the next) at p: streamed
 // where `stream` and p is on a line (a block of whole lines: f32 on
 // AVX-512 and AVX2, bf16 on AVX-512) or on half of one (bf16 on AVX2: the
-// column's next block, written next in sweep's walk down the panel, fills
-// the line's other half in the same write-combining buffer), else stored
-// as usual. The driver streams only a C whose columns start on lines, so
-// every whole block of such a column is streamed.
+// column's next block in sweep's walk down the panel fills the line's
+// other half, after the same block of the group's other three columns, so
+// four lines are partly written at a time; where a panel ends on an odd
+// block, the half after it is the masked tail's ordinary stores), else
+// stored as usual. The driver streams only a C whose columns start on
+// lines, so every whole block of such a column is streamed.
 template <typename W, typename C>
 constexpr uintptr_t block_alignment() {
   constexpr uintptr_t bytes = kBlockRows<W> * sizeof(C);

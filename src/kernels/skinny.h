@@ -41,6 +41,10 @@
 namespace hcops {
 namespace kernels {
 namespace skinny {
+// In an anonymous namespace, as pack.h and shallow.h: the avx512 and avx2
+// families include this with their own -m flags, and each must get its own
+// copy of any function emitted out of line, not one the linker picked.
+namespace {
 
 // op(A) = A: C's rows go in panels of RB = 3 vectors per block, k in chunks
 // of kChunkSteps. A panel's sums stay in an L1 buffer (PanelSums) across
@@ -53,7 +57,8 @@ namespace skinny {
 // are the same.
 //
 // A panel is as many blocks as 16 KiB of sums (skinny_panels.h) hold for
-// the n columns (480 f32 rows at n = 8, 2016 at n = 2, at most 2048),
+// the n columns (f32 rows at n = 8: 480 on AVX-512, 504 on AVX2; at n = 2:
+// 2016 and 2040; at most 2048),
 // and the driver gives a thread pieces of 512 rows or more where there are
 // rows for them (gemm.cpp), as the bf16 kernel's (avx512_bf16/skinny_bf16.h).
 //
@@ -85,13 +90,17 @@ template <typename W>
 constexpr int kNPassColumns = W::registers >= 32 ? 8 : 4;
 // An op(A) = A^T block: R rows of op(A) by kTBlockColumns of op(B), R x 4
 // sums, 4 vectors of op(B) and one of A in registers: 4 x 4 on AVX-512 (21
-// of 32 registers); 3 x 4 on AVX2 (17 of 16: GCC takes an op(B) vector from
-// L1 as an FMA's memory operand). On Zen 3 (1 thread, DiT's 2304 x 8 x 384
-// with A^T, A in L3, the loops alone without the prefetch): 3 x 4 79
-// GFLOPS, 4 x 3 67, 4 x 2 64, 2 x 4 67. With 3 x 4, n = 8 is two passes
-// over each row rather than three or four, with 12 independent FMA chains.
-template <typename W>
-constexpr int kTBlockRows = W::registers >= 32 ? 4 : 3;
+// of 32 registers); 3 x 4 on AVX2 for f32 and f64 (17 of 16: GCC takes an
+// op(B) vector from L1 as an FMA's memory operand). On Zen 3 (1 thread,
+// DiT's 2304 x 8 x 384 with A^T, A in L3, the loops alone without the
+// prefetch): 3 x 4 79 GFLOPS, 4 x 3 67, 4 x 2 64, 2 x 4 67. With 3 x 4, n =
+// 8 is two passes over each row rather than three or four, with 12
+// independent FMA chains. bf16 on AVX2 takes 2 x 4: its op(B) vectors must
+// be widened into registers, and at 3 x 4 a sum went through the stack every
+// step (the same product through the dispatcher, 2 threads: 0.24-0.25 ms at
+// 3 x 4, 0.21 ms at 2 x 4).
+template <typename W, typename T, typename E>
+constexpr int kTBlockRows = W::registers >= 32 ? 4 : sizeof(E) == sizeof(T) ? 3 : 2;
 constexpr int kTBlockColumns = 4;
 
 // Values of type E (T, or bf16) as T: vectors (all lanes, or those of a
@@ -295,7 +304,7 @@ void t_rows_of(long k, long n, T alpha, const E *a, long lda, const E *b, long c
 
 template <typename W, typename T, typename E, typename C>
 void t_rows(long m, long n, long k, T alpha, const E *a, long lda, const E *b, long csb, T beta, C *c, long ldc) {
-  constexpr int R = kTBlockRows<W>;
+  constexpr int R = kTBlockRows<W, T, E>;
   long i = 0;
   for (; i + R <= m; i += R) t_rows_of<W, T, E, C, R>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
   for (; i < m; ++i) t_rows_of<W, T, E, C, 1>(k, n, alpha, a + i * lda, lda, b, csb, beta, c + i, ldc);
@@ -310,6 +319,7 @@ void kernel(Trans ta, long m, long n, long k, T alpha, const E *a, long lda, con
   else t_rows<W, T, E, C>(m, n, k, alpha, a, lda, b, csb, beta, c, ldc);
 }
 
+}  // namespace
 }  // namespace skinny
 }  // namespace kernels
 }  // namespace hcops

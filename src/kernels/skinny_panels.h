@@ -12,6 +12,9 @@
 #include <type_traits>
 
 namespace hcops::kernels::skinny_panels {
+// In an anonymous namespace: included by families built with different -m
+// flags (skinny.h), each of which must keep its own copy.
+namespace {
 
 constexpr long kPanelSumBytes = 16 << 10;  // in L1
 constexpr long kMaxPanelRows = 2048;
@@ -66,4 +69,5 @@ void column_passes(long n, const Pass &pass) {
   }
 }
 
+}  // namespace
 }  // namespace hcops::kernels::skinny_panels

@@ -13,8 +13,7 @@
 // float of [-110, 100], each family): exp 1.01 ulp (results within 1 ulp of
 // FLT_MAX may round to +Inf), tanh 1.3 ulp, erf 2.5 ulp, erfc 4.4 ulp (down
 // to the denormals), sigmoid 1.5 ulp (0 where exp(-x) overflows, x < -88.72,
-// or x < -88.38 without scale2: detail::exp_for_sigmoid; instead of a
-// denormal). IEEE special values: exp(+Inf) = +Inf, exp(-Inf)
+// instead of a denormal). IEEE special values: exp(+Inf) = +Inf, exp(-Inf)
 // = 0, overflow gives +Inf, underflow 0 or a denormal, tanh and erf saturate
 // to +-1, odd functions keep -0; NaN propagates through every function.
 // tests/ops/test_ops_eltwise checks exp, sigmoid and erfc through the
@@ -192,26 +191,27 @@ HCOPS_VINLINE V<F> exp_hl(V<F> hi, V<F> lo) {
 namespace detail {
 
 // exp(x) as sigmoid and sigmoid2 use it: only through 1 + exp(x) and
-// exp(x) times a factor of at most 1, where a result below 2^-126 might as
-// well be 0 and one above FLT_MAX must be +Inf. So x is clamped to [-88,
-// 89] and 2^n, n in [-127, 128], written into the exponent field in one
-// step: pow2i(-127) is that field's all-zeros value, +0, and pow2i(128)
-// its all-ones value, +Inf, on every family. exp(x) is then 0 below
-// -87.68 (as exp() gives it at -Inf, so that the backward passes' 0 * Inf
-// still makes PyTorch's NaN at x = +-Inf) and +Inf from 88.38 (the true
-// value, up to FLT_MAX at 88.72, gives a sigmoid below 3.4e-39 that rounds
-// to it or to a denormal). Where the family scales in one instruction,
-// exp() itself. On AVX2 (Zen 3, one core, in L1) tanh GeLU went from 5.5 to
-// 4.4 ns a vector of 8: exp()'s two-factor 2^n was 5 of the loop's
-// instructions on the multiply-add ports.
+// exp(x) times a factor of at most 1, where a result below 2^-125.5 might
+// as well be 0. So x is clamped to [-87.5, 89], n = round(x / ln 2) is in
+// [-126, 128], and the result is (2 p) 2^(n - 1) with 2^(n - 1) written
+// into the exponent field in one step: for n = -126 that field is all
+// zeros, +0, and for n = 128 the product rounds as exp() does (finite up to
+// FLT_MAX at x = 88.72, +Inf above). exp(x) is then 0 for x below -86.99
+// (as exp() gives it at -Inf, so that the backward passes' 0 * Inf still
+// makes PyTorch's NaN at x = +-Inf) and exp()'s value above. Where the
+// family scales in one instruction, exp() itself. On AVX2 (Zen 3, one
+// core, in L1) tanh GeLU went from 5.5 to 4.4 ns a vector of 8: exp()'s
+// two-factor 2^n was 5 of the loop's instructions on the multiply-add
+// ports.
 template <class F>
 HCOPS_VINLINE V<F> exp_for_sigmoid(V<F> x) {
   if constexpr (HasScale2<F>::value) {
     return exp<F>(x);
   } else {
-    x = F::min(F::set1(89.0f), F::max(F::set1(-88.0f), x));  // NaN stays NaN
+    x = F::min(F::set1(89.0f), F::max(F::set1(-87.5f), x));  // NaN stays NaN
     const V<F> n = round_log2e<F>(x);
-    return F::mul(exp_reduced<F>(exp_reduce<F>(x, n)), F::pow2i(n));
+    const V<F> p = exp_reduced<F>(exp_reduce<F>(x, n));
+    return F::mul(F::add(p, p), F::pow2i(F::sub(n, F::set1(1.0f))));
   }
 }
 

@@ -200,11 +200,14 @@ std::vector<float> specials() {
                           FLT_MIN,
                           -FLT_MIN};
   // Around the range splits and saturation points of exp, tanh, erf and
-  // erfc (the erf GeLU's erfc argument is x / sqrt 2), the zero crossings of
-  // the backward, and where x^2 and x^3 overflow f32.
-  const float pts[] = {0.5f,   0.625f,  0.75179f, 0.921875f, 1.0f,  1.2785f, 1.30372f, 2.5f,   3.0f,   3.92f,
-                       5.544f, 6.364f,  9.0f,     10.0f,     14.0f, 20.0f,   44.0f,    87.33f, 88.72f, 100.0f,
-                       1e10f,  6.9e12f, 7.1e12f,  1e13f,     1e15f, 1.8e19f, 1.9e19f,  1e20f,  1e30f};
+  // erfc (the erf GeLU's erfc argument is x / sqrt 2), sigmoid's exp on the
+  // families without vscalefps (vmath.h's exp_for_sigmoid: 0 below -86.99,
+  // clamped at -87.5 and 89, 2^n in one step up to 88.38), the zero
+  // crossings of the backward, and where x^2 and x^3 overflow f32.
+  const float pts[] = {0.5f,    0.625f,  0.75179f, 0.921875f, 1.0f,   1.2785f, 1.30372f, 2.5f,   3.0f,   3.92f,
+                       5.544f,  6.364f,  9.0f,     10.0f,     14.0f,  20.0f,   44.0f,    86.99f, 87.33f, 87.5f,
+                       87.68f,  88.38f,  88.72f,   89.0f,     100.0f, 1e10f,   6.9e12f,  7.1e12f, 1e13f,  1e15f,
+                       1.8e19f, 1.9e19f, 1e20f,    1e30f};
   for (float p : pts)
     for (float d : {-1.0f, 1.0f})
       for (float y : {std::nextafter(p, 0.0f), p, std::nextafter(p, inf)}) v.push_back(d * y);

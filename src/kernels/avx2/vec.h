@@ -49,7 +49,8 @@ struct F32 {
   static V abs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
   static V sqrt(V a) { return _mm256_sqrt_ps(a); }
   static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  // 2^n for integral n in [-126, 127], exactly.
+  // 2^n for integral n in [-126, 127], exactly; +0 for n = -127 (the
+  // exponent field all zeros), which ops/vmath.h's exp_for_sigmoid takes.
   static V pow2i(V n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
   }

@@ -69,7 +69,9 @@ struct Vec {
     for (int i = 0; i < lanes; ++i) a[i] = __builtin_nearbyint(a[i]);
     return a;
   }
-  static V pow2i(V n) {  // 2^n for integral n in [-126, 127], exactly (f32)
+  // 2^n for integral n in [-126, 127], exactly (f32); +0 for n = -127 (the
+  // exponent field all zeros), which ops/vmath.h's exp_for_sigmoid takes.
+  static V pow2i(V n) {
     static_assert(sizeof(T) == 4, "f32 only");
     Cmp e;
     for (int i = 0; i < lanes; ++i) e[i] = static_cast<Bits>(n[i]) + 127;

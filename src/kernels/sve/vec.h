@@ -63,7 +63,8 @@ struct F32 {
   static V abs(V a) { return svabs_f32_x(all(), a); }
   static V sqrt(V a) { return svsqrt_f32_x(all(), a); }
   static V round(V a) { return svrintn_f32_x(all(), a); }  // to nearest even, no inexact flag
-  // 2^n for integral n in [-126, 127], exactly.
+  // 2^n for integral n in [-126, 127], exactly; +0 for n = -127 (the
+  // exponent field all zeros), which ops/vmath.h's exp_for_sigmoid takes.
   static V pow2i(V n) {
     const svint32_t e = svadd_n_s32_x(all(), svcvt_s32_f32_x(all(), n), 127);
     return svreinterpret_f32_s32(svlsl_n_s32_x(all(), e, 23));
