@@ -44,6 +44,7 @@
 
 #include "common/dtype.h"
 #include "kernels/kernel.h"
+#include "kernels/vec_io.h"
 
 // GCC 12 warns inside its own masked-load intrinsics (their undefined
 // operand, GCC bug 105593) once inlined here; nothing is uninitialised.
@@ -64,30 +65,9 @@ constexpr int kBlockRows = 2 * W::lanes;
 constexpr int kCols = 128;        // columns of op(B) converted at a time (8 KiB at K = 16)
 constexpr long kPanelRows = 256;  // rows of C a pass down its columns takes (op(A)'s: 16 KiB at K = 16, on the stack)
 
-template <typename W>
-inline typename W::V load(const float *p, typename W::Mask m) {
-  return W::loadu(p, m);
-}
-template <typename W>
-inline typename W::V load(const bf16 *p, typename W::Mask m) {
-  return W::load_bf16(reinterpret_cast<const uint16_t *>(p), m);
-}
-template <typename W>
-inline void store(float *p, typename W::V v, typename W::Mask m) {
-  W::storeu(p, v, m);
-}
-template <typename W>
-inline void store(bf16 *p, typename W::V v, typename W::Mask m) {
-  W::store_bf16(reinterpret_cast<uint16_t *>(p), v, m);
-}
-template <typename W>
-inline typename W::V load(const float *p) {
-  return W::loadu(p);
-}
-template <typename W>
-inline typename W::V load(const bf16 *p) {
-  return W::load_bf16(reinterpret_cast<const uint16_t *>(p));
-}
+using vec_io::load_v;
+using vec_io::store_v;
+
 // A whole block's rows (r0 the first vector, r1 the next) at p: streamed
 // where `stream` and p is on a line (a block of whole lines: f32 on
 // AVX-512 and AVX2, bf16 on AVX-512) or on half of one (bf16 on AVX2: the
@@ -131,7 +111,7 @@ inline void store_block(bf16 *p, typename W::V r0, typename W::V r1, bool stream
 template <typename W, typename T>
 inline void widen(const T *__restrict src, float *__restrict dst, long count) {
   long i = 0;
-  for (; i + W::lanes <= count; i += W::lanes) W::storeu(dst + i, load<W>(src + i));
+  for (; i + W::lanes <= count; i += W::lanes) W::storeu(dst + i, load_v<W>(src + i));
   for (; i < count; ++i) dst[i] = float(src[i]);
 }
 
@@ -147,8 +127,8 @@ __attribute__((always_inline)) inline void columns(const float *__restrict col, 
   for (int q = 0; q < NC; ++q) acc0[q] = acc1[q] = W::zero();
 #pragma GCC unroll 16
   for (int p = 0; p < K; ++p) {
-    const auto a0 = Full ? load<W>(col + p * ld) : load<W>(col + p * ld, m0);
-    const auto a1 = Full ? load<W>(col + p * ld + W::lanes) : load<W>(col + p * ld + W::lanes, m1);
+    const auto a0 = Full ? load_v<W>(col + p * ld) : load_v<W>(col + p * ld, m0);
+    const auto a1 = Full ? load_v<W>(col + p * ld + W::lanes) : load_v<W>(col + p * ld + W::lanes, m1);
 #pragma GCC unroll 4
     for (int q = 0; q < NC; ++q) {
       const auto bq = W::set1(bcol[p * kCols + q]);
@@ -162,14 +142,14 @@ __attribute__((always_inline)) inline void columns(const float *__restrict col, 
     C *cq = c + q * ldc;
     auto r0 = W::mul(va, acc0[q]), r1 = W::mul(va, acc1[q]);
     if (beta != 0.0f) {  // beta = 0 never reads C
-      r0 = W::fmadd(vb, Full ? load<W>(cq) : load<W>(cq, m0), r0);
-      r1 = W::fmadd(vb, Full ? load<W>(cq + W::lanes) : load<W>(cq + W::lanes, m1), r1);
+      r0 = W::fmadd(vb, Full ? load_v<W>(cq) : load_v<W>(cq, m0), r0);
+      r1 = W::fmadd(vb, Full ? load_v<W>(cq + W::lanes) : load_v<W>(cq + W::lanes, m1), r1);
     }
     if (Full) {
       store_block<W>(cq, r0, r1, stream);
     } else {
-      store<W>(cq, r0, m0);
-      store<W>(cq + W::lanes, r1, m1);
+      store_v<W>(cq, r0, m0);
+      store_v<W>(cq + W::lanes, r1, m1);
     }
   }
 }

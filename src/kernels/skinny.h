@@ -30,6 +30,7 @@
 
 #include "common/dtype.h"
 #include "kernels/kernel.h"
+#include "kernels/vec_io.h"
 #include "kernels/skinny_panels.h"
 
 // GCC 12 warns that the undefined vector inside _mm512_reduce_add_ps/pd's
@@ -45,6 +46,9 @@ namespace skinny {
 // families include this with their own -m flags, and each must get its own
 // copy of any function emitted out of line, not one the linker picked.
 namespace {
+
+using vec_io::load_v;
+using vec_io::store_v;
 
 // op(A) = A: C's rows go in panels of RB = 3 vectors per block, k in chunks
 // of kChunkSteps. A panel's sums stay in an L1 buffer (PanelSums) across
@@ -103,28 +107,6 @@ template <typename W, typename T, typename E>
 constexpr int kTBlockRows = W::registers >= 32 ? 4 : sizeof(E) == sizeof(T) ? 3 : 2;
 constexpr int kTBlockColumns = 4;
 
-// Values of type E (T, or bf16) as T: vectors (all lanes, or those of a
-// mask) and scalars, loaded and stored.
-template <typename W, typename E>
-inline auto load_v(const E *p) {
-  if constexpr (std::is_same_v<E, bf16>) return W::load_bf16(reinterpret_cast<const uint16_t *>(p));
-  else return W::loadu(p);
-}
-template <typename W, typename E>
-inline auto load_v(const E *p, typename W::Mask m) {
-  if constexpr (std::is_same_v<E, bf16>) return W::load_bf16(reinterpret_cast<const uint16_t *>(p), m);
-  else return W::loadu(p, m);
-}
-template <typename W, typename E, typename V>
-inline void store_v(E *p, V v) {
-  if constexpr (std::is_same_v<E, bf16>) W::store_bf16(reinterpret_cast<uint16_t *>(p), v);
-  else W::storeu(p, v);
-}
-template <typename W, typename E, typename V>
-inline void store_v(E *p, V v, typename W::Mask m) {
-  if constexpr (std::is_same_v<E, bf16>) W::store_bf16(reinterpret_cast<uint16_t *>(p), v, m);
-  else W::storeu(p, v, m);
-}
 template <typename T, typename E>
 inline T widen(E x) {
   return static_cast<T>(x);  // bf16: exact

@@ -77,14 +77,14 @@ __attribute__((always_inline)) inline void columns(const uint32_t *__restrict ap
     C *cq = c + q * ldc;
     __m512 r0 = _mm512_mul_ps(va, acc0[q]), r1 = _mm512_mul_ps(va, acc1[q]);
     if (beta != 0.0f) {  // beta = 0 never reads C
-      r0 = _mm512_fmadd_ps(vb, Full ? shallow::load<W>(cq) : shallow::load<W>(cq, m0), r0);
-      r1 = _mm512_fmadd_ps(vb, Full ? shallow::load<W>(cq + 16) : shallow::load<W>(cq + 16, m1), r1);
+      r0 = _mm512_fmadd_ps(vb, Full ? shallow::load_v<W>(cq) : shallow::load_v<W>(cq, m0), r0);
+      r1 = _mm512_fmadd_ps(vb, Full ? shallow::load_v<W>(cq + 16) : shallow::load_v<W>(cq + 16, m1), r1);
     }
     if (Full) {
       shallow::store_block<W>(cq, r0, r1, stream);
     } else {
-      shallow::store<W>(cq, r0, m0);
-      shallow::store<W>(cq + 16, r1, m1);
+      shallow::store_v<W>(cq, r0, m0);
+      shallow::store_v<W>(cq + 16, r1, m1);
     }
   }
 }
