@@ -119,45 +119,45 @@ void layer_norm_row(const T *x, const P *gamma, const P *beta, T *y, float *mean
 }
 
 // One row's dx (when dx is not null) and its parameter gradients (each when
-// not null); kGamma: gamma is not null.
+// not null); kGamma: gamma is not null. The first pass only reads (the two
+// sums); dx and the gradients are written in the second. A store in a
+// sum's term would be a may_alias vector store inside the sum's out-of-line
+// leaf, through a pointer read from its closure: GCC then reloaded every
+// captured value, through two indirections, for every vector (AVX2, DiT's
+// rows: the first pass took three times the second).
 template <class F, bool kGamma, class T, class P>
 void layer_norm_backward_row(const T *dy, const T *x, float mean, float rstd, const P *gamma, T *dx, float *dgamma,
                              float *dbeta, int64_t n) {
   using V = typename F::V;
   const V vm = F::set1(mean), vr = F::set1(rstd);
-  // g * dy and xhat of one vector. Past the row dy (masked load) and so
+  // dy, g * dy and xhat of one vector. Past the row dy (masked load) and so
   // g * dy are zero: the tail adds nothing to the sums.
-  auto terms = [&](int64_t j, auto part, V &gdy, V &xh) {
-    const V d = load<F>(dy + j, part);
+  auto terms = [&](int64_t j, auto part, V &d, V &gdy, V &xh) {
+    d = load<F>(dy + j, part);
     xh = F::mul(F::sub(load<F>(x + j, part), vm), vr);
     if constexpr (kGamma) gdy = vmath::rounded(F::mul(load<F>(gamma + j, part), d));
     else gdy = d;
-    if (dgamma) store<F>(dgamma + j, F::fmadd(d, xh, load<F>(dgamma + j, part)), part);
-    if (dbeta) store<F>(dbeta + j, F::add(load<F>(dbeta + j, part), d), part);
   };
-  if (!dx) {
-    if (dgamma || dbeta) {
-      each<F>(n, [&](int64_t j, auto part) {
-        V gdy, xh;
-        terms(j, part, gdy, xh);
-      });
-    }
+  V va = F::zero(), vb = F::zero();
+  if (dx) {
+    float sg, sgx;  // sum(g * dy), sum(g * dy * xhat)
+    sum2<F>(n, sg, sgx, [&](int64_t j, auto part, V &a, V &b) {
+      V d, gdy, xh;
+      terms(j, part, d, gdy, xh);
+      a = F::add(a, gdy);
+      b = F::fmadd(gdy, xh, b);
+    });
+    va = F::set1(sg / float(n));
+    vb = F::set1(sgx / float(n));
+  } else if (!dgamma && !dbeta) {
     return;
   }
-  float sg, sgx;  // sum(g * dy), sum(g * dy * xhat), with the gradients on the way
-  sum2<F>(n, sg, sgx, [&](int64_t j, auto part, V &a, V &b) {
-    V gdy, xh;
-    terms(j, part, gdy, xh);
-    a = F::add(a, gdy);
-    b = F::fmadd(gdy, xh, b);
-  });
-  const V va = F::set1(sg / float(n)), vb = F::set1(sgx / float(n));
   each<F>(n, [&](int64_t j, auto part) {
-    const V d = load<F>(dy + j, part);
-    const V xh = F::mul(F::sub(load<F>(x + j, part), vm), vr);
-    V gdy = d;
-    if constexpr (kGamma) gdy = vmath::rounded(F::mul(load<F>(gamma + j, part), d));
-    store<F>(dx + j, F::mul(vr, F::fnmadd(xh, vb, F::sub(gdy, va))), part);
+    V d, gdy, xh;
+    terms(j, part, d, gdy, xh);
+    if (dx) store<F>(dx + j, F::mul(vr, F::fnmadd(xh, vb, F::sub(gdy, va))), part);
+    if (dgamma) store<F>(dgamma + j, F::fmadd(d, xh, load<F>(dgamma + j, part)), part);
+    if (dbeta) store<F>(dbeta + j, F::add(load<F>(dbeta + j, part), d), part);
   });
 }
 
