@@ -100,6 +100,15 @@ __attribute__((always_inline)) inline void each(int64_t n, Body &&body) {
 // accumulator lane.
 constexpr int64_t kSumVectors = 128;
 
+// local_term: the loops below call a copy of the term, local to the loop.
+// A sum's leaf is out of line (pairwise() calls it too) and reaches the
+// term through a pointer; a term that stores (softmax keeps exp(x - max) as
+// it sums) does so with a may_alias vector store through a pointer read from
+// that closure, which for GCC may overwrite the closure, so it reloaded every
+// capture (through two indirections for captures by reference) for every
+// vector. The local copy's fields cannot be written that way; a term that
+// stores captures by value, so the copy holds the values themselves.
+
 // The lane-wise combination op(acc, term(j, part)) over [j, end), in four
 // accumulators (vector k of each group of four into accumulator k), then
 // across them: the same order for a given range whatever the data. term must
@@ -110,15 +119,16 @@ __attribute__((always_inline)) inline typename F::V reduce_range(int64_t j, int6
                                                                    Term &&term) {
   using V = typename F::V;
   constexpr int64_t L = F::lanes;
+  const auto t = term;  // (see local_term)
   V a0 = F::set1(neutral), a1 = a0, a2 = a0, a3 = a0;
   for (; j + 4 * L <= end; j += 4 * L) {
-    a0 = op(a0, term(j, Full{}));
-    a1 = op(a1, term(j + L, Full{}));
-    a2 = op(a2, term(j + 2 * L, Full{}));
-    a3 = op(a3, term(j + 3 * L, Full{}));
+    a0 = op(a0, t(j, Full{}));
+    a1 = op(a1, t(j + L, Full{}));
+    a2 = op(a2, t(j + 2 * L, Full{}));
+    a3 = op(a3, t(j + 3 * L, Full{}));
   }
-  for (; j + L <= end; j += L) a0 = op(a0, term(j, Full{}));
-  if (j < end) a1 = op(a1, term(j, Tail<F>(int(end - j))));
+  for (; j + L <= end; j += L) a0 = op(a0, t(j, Full{}));
+  if (j < end) a1 = op(a1, t(j, Tail<F>(int(end - j))));
   return op(op(a0, a1), op(a2, a3));
 }
 
@@ -159,15 +169,16 @@ __attribute__((always_inline)) inline void sum2(int64_t n, float &out0, float &o
   };
   constexpr int64_t L = F::lanes;
   auto leaf = [&](int64_t j, int64_t end) {
+    const auto t = term;  // (see local_term)
     V a0 = F::zero(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     for (; j + 4 * L <= end; j += 4 * L) {
-      term(j, Full{}, a0, b0);
-      term(j + L, Full{}, a1, b1);
-      term(j + 2 * L, Full{}, a2, b2);
-      term(j + 3 * L, Full{}, a3, b3);
+      t(j, Full{}, a0, b0);
+      t(j + L, Full{}, a1, b1);
+      t(j + 2 * L, Full{}, a2, b2);
+      t(j + 3 * L, Full{}, a3, b3);
     }
-    for (; j + L <= end; j += L) term(j, Full{}, a0, b0);
-    if (j < end) term(j, Tail<F>(int(end - j)), a1, b1);
+    for (; j + L <= end; j += L) t(j, Full{}, a0, b0);
+    if (j < end) t(j, Tail<F>(int(end - j)), a1, b1);
     return Pair{F::add(F::add(a0, a1), F::add(a2, a3)), F::add(F::add(b0, b1), F::add(b2, b3))};
   };
   auto add = [](Pair x, Pair y) { return Pair{F::add(x.first, y.first), F::add(x.second, y.second)}; };

@@ -36,7 +36,8 @@ void softmax_row(const Tx *x, Ty *y, int64_t n, float *scratch, float *lse = nul
   using V = typename F::V;
   const float row_max = Scaled ? vmath::rounded(scale * max<F>(x, n)) : max<F>(x, n);  // (not fused into lse's add)
   const V vmax = F::set1(row_max), vscale = F::set1(scale);
-  auto shifted = [&](int64_t j, auto part) {
+  // Captures by value: the sum's term stores (row_loops.h's local_term).
+  auto shifted = [=](int64_t j, auto part) {
     V v = load<F>(x + j, part);
     if constexpr (Scaled) v = vmath::rounded(F::mul(v, vscale));  // fl(scale x), not fused into the subtraction
     return F::sub(v, vmax);
@@ -45,7 +46,7 @@ void softmax_row(const Tx *x, Ty *y, int64_t n, float *scratch, float *lse = nul
   float *e = nullptr;
   if constexpr (std::is_same_v<Ty, float>) e = y;
   else if (n <= kSoftmaxScratch) e = scratch;
-  const float s = sum<F>(n, [&](int64_t j, auto part) {
+  const float s = sum<F>(n, [=](int64_t j, auto part) {
     const V v = vmath::exp_nonpositive<F>(shifted(j, part));
     if (e) store<F>(e + j, v, part);
     return keep<F>(v, part, 0.0f);
@@ -154,7 +155,7 @@ void softmax_from_lse(const float *x, float scale, const float *lse, int64_t ld_
     const typename F::V l = F::set1(lse[i * ld_lse]);
     // Past the row the masked load gives 0 and exp(0 - lse) is not: keep()
     // leaves those lanes out of the sum.
-    const float total = sum<F>(cols, [&](int64_t j, auto part) {
+    const float total = sum<F>(cols, [=](int64_t j, auto part) {  // (by value: row_loops.h's local_term)
       const auto v = vmath::exp_nonpositive<F>(F::sub(vmath::rounded(F::mul(load<F>(xi + j, part), vscale)), l));
       store<F>(pi + j, v, part);
       return keep<F>(v, part, 0.0f);
