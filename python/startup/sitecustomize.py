@@ -35,7 +35,9 @@ def _warn(message):
 
 class _TorchHook:
     """The finder of sys.meta_path: hands back torch's own spec, with its loader's
-    exec_module wrapped so that hcops.torch is imported once torch has run."""
+    exec_module wrapped so that hcops.torch is imported once torch has run.
+    (hcops._after_import does this for any module, but it is in the hcops
+    package, which a process that never imports torch must not import.)"""
 
     def __init__(self):
         self._busy = False

@@ -14,6 +14,7 @@
 #include "common/fault.h"
 #include "config.h"
 #include "hcops.h"
+#include "ops/family.h"
 #include "ops/interface.h"
 #include "common/log.h"
 #include "shim/torch/report.h"
@@ -58,6 +59,11 @@ std::vector<int64_t> call_counts(const std::string &op) {
   return {taken_calls(o), fallback_calls(o)};
 }
 
+// The family the operators run on ("avx2", ...: HCOPS_ISA's names), for
+// hcops.torch.inductor's choice of what compiled graphs call.
+std::string ops_family() { return ops::ops_family(); }
+void info(const std::string &what) { report_info(what); }
+
 // For tests of what HCOps does without memory (common/fault.h): the
 // allocation of HCOps' own buffers after the next n fails; n < 0: none.
 void fail_allocation_after(int64_t n) { fault::fail_allocation_after(long(n)); }
@@ -68,6 +74,8 @@ void register_switches(torch::Library &m) {
   m.def("is_enabled() -> bool", &is_enabled);
   m.def("loaded_ops() -> str[]", &loaded_ops);
   m.def("call_counts(str op) -> int[]", &call_counts);
+  m.def("ops_family() -> str", &ops_family);
+  m.def("info(str what) -> ()", &info);
   m.def("fail_allocation_after(int n) -> ()", &fail_allocation_after);
   m.def("allocations_failed() -> int", &allocations_failed);
 }

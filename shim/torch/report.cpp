@@ -89,6 +89,12 @@ void report_taken(Op op, const char *dtype, const std::string &shape, int thread
   summaries[size_t(op)].seconds += seconds;
 }
 
+void report_info(const std::string &what) {
+  if (verbose_level() < 1) return;
+  first_report();
+  print_line("hcops_verbose,info,%s", what.c_str());
+}
+
 void report_fallback(Op op, const char *dtype, const std::string &shape, const char *reason) {
   fallen[size_t(op)].fetch_add(1, std::memory_order_relaxed);
   if (verbose_level() < 1) return;

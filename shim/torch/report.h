@@ -61,6 +61,10 @@ void count_taken(Op op);
 // A call PyTorch's kernel ran, when nothing is printed: the counter only.
 void count_fallback(Op op);
 
+// A line of what HCOps decided outside a call, under HCOPS_VERBOSE >= 1:
+//   hcops_verbose,info,<what>
+void report_info(const std::string &what);
+
 // Calls taken and fallen back so far in this process.
 int64_t taken_calls(Op op);
 int64_t fallback_calls(Op op);

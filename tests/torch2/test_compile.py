@@ -16,7 +16,13 @@ Checked for each compiled run:
 - HCOPS_VERBOSE shows HCOps computing inside the compiled graphs: the
   forward and backward GEMMs (aten::mm, aten::addmm: inductor calls them as
   extern kernels), attention forward and backward (the CPU flash kernel,
-  kept as a fallback), and the optimizer's fused AdamW steps (eager).
+  kept as a fallback), and the optimizer's fused AdamW steps (eager);
+- GeLU and its backward as calls to HCOps' kernels (hcops.torch.inductor):
+  the default-mode runs ask for them (HCOPS_INDUCTOR_OPS=gelu, so every
+  family is tested), and their verbose lines must show both computed by
+  HCOps; max-autotune runs with the default choice (auto: the avx2 family
+  only), whose info line must say what it chose and the calls agree; the
+  control run below asks for none, and no GeLU may be HCOps' there.
 - the trained model's outputs on a probe input within 1e-4 (f32) and 1e-2
   (bf16) of stock eager's, relative to their largest: the losses of random
   targets are too flat to show a wrong product (bf16 products move them by
@@ -103,6 +109,12 @@ def probe_diff(a, b):
     return worst(abs(x - y) for x, y in zip(a, b)) / max(worst(abs(y) for y in b), 1e-30)
 
 
+def inductor_calls(stderr):
+    """hcops.torch.inductor's choice from its info line: (calls, reason), or None."""
+    m = re.search(r"^hcops_verbose,info,inductor,calls=([^,]*),reason=(.*)$", stderr, re.M)
+    return (m.group(1), m.group(2)) if m else None
+
+
 def executed(stderr):
     """Calls per operator of HCOPS_VERBOSE's exec lines."""
     counts = {}
@@ -135,7 +147,8 @@ def main():
                 continue
             print(f"   {label} stock eager losses {['%.7f' % v for v in stock['losses']]} ({secs:.0f} s)")
             for mode in MODES if dtype == "f32" or EXTERNAL else ("default",):
-                p, ours, secs = steps([RUN], dtype, mode, dict(base, HCOPS_VERBOSE="1"))
+                ask = {"HCOPS_INDUCTOR_OPS": "gelu"} if mode == "default" else {}
+                p, ours, secs = steps([RUN], dtype, mode, dict(base, HCOPS_VERBOSE="1", **ask))
                 check(p.returncode == 0 and ours is not None, f"{label}: hcops-run + torch.compile({mode}) runs",
                       p.stderr[-1500:])
                 if ours is None:
@@ -152,8 +165,25 @@ def main():
                 counts = executed(p.stderr)
                 for op in EXPECTED:
                     check(counts.get(op, 0) > 0, f"{label}, {mode}: HCOps computed {op}", str(counts))
+                chose = inductor_calls(p.stderr)
+                routed = chose is not None and chose[0] == "gelu+gelu_backward"
+                if ask:
+                    check(routed, f"{label}, {mode}: HCOPS_INDUCTOR_OPS=gelu keeps GeLU as calls", str(chose))
+                else:
+                    check(chose is not None and chose[1].startswith("auto:") and chose[0] in ("none", "gelu+gelu_backward"),
+                          f"{label}, {mode}: the default choice is said", str(chose))
+                    print(f"   {label} {mode}: inductor calls {chose}")
+                for op in ("gelu", "gelu_backward"):
+                    check((counts.get(op, 0) > 0) == routed,
+                          f"{label}, {mode}: HCOps computed {op} inside the graphs iff kept as a call",
+                          f"{chose}, {counts}")
             if dtype == "f32":
-                p, control, _ = steps([RUN], dtype, "default", dict(base, HCOPS_FP32_MATH="bf16", HCOPS_VERBOSE="1"))
+                p, control, _ = steps([RUN], dtype, "default", dict(base, HCOPS_FP32_MATH="bf16", HCOPS_VERBOSE="1",
+                                                                    HCOPS_INDUCTOR_OPS="none"))
+                counts = executed(p.stderr)
+                check(inductor_calls(p.stderr) == ("none", "HCOPS_INDUCTOR_OPS") and
+                      not counts.get("gelu") and not counts.get("gelu_backward"),
+                      "f32, default, HCOPS_INDUCTOR_OPS=none: inductor's own GeLU", f"{inductor_calls(p.stderr)}, {counts}")
                 pd = probe_diff(control["probe"], stock["probe"]) if control else 0.0
                 refused = re.search(r"math=strict\(bf16 asked: ([^)]*)\)", p.stderr)
                 if refused:

@@ -97,3 +97,9 @@ def call_counts(op):
 from hcops.torch import optim  # noqa: E402
 
 optim.install()
+
+# torch.compile'd graphs call GeLU (HCOps' kernel) where inductor's own code is
+# slower (hcops.torch.inductor, HCOPS_INDUCTOR_OPS), from the first compile on.
+from hcops.torch import inductor  # noqa: E402
+
+inductor.install()

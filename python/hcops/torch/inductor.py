@@ -1,0 +1,108 @@
+"""Inside torch.compile'd graphs: the operators HCOps runs faster than the C++
+inductor would generate for them stay calls to ATen (inductor's "fallback"
+kernels), so that HCOps' kernels run there as in eager mode.
+
+Inductor decomposes GeLU and its backward into pointwise arithmetic and
+generates C++ for it; its tanh and erf are vectorised library calls. DiT's
+MLP GeLU (tanh, 8 x 256 x 1536 f32, 2 threads, AMD Zen 3: AVX2) took 5.4 ms
+a call forward and 6.1 ms backward in the compiled step, HCOps' `gelu` 1.5
+and `gelu_backward` 1.9 (the bias gradient's sum, fused there, then runs on
+its own: 1.5 ms). On the families with 512-bit vectors (avx512,
+avx512_bf16, amx) and on AArch64 this has not been measured, and inductor
+keeps its own code there unless asked.
+
+HCOPS_INDUCTOR_OPS: what compiled graphs call instead of inductor's code:
+`gelu` (GeLU and its backward), `none`; unset or `auto`: `gelu` where HCOps'
+operators run on the avx2 family (the CPU has AVX2 and FMA, not AVX-512),
+`none` elsewhere. Nothing is kept as a call for an operator HCOps does not
+take (HCOPS_OPS). Applied when inductor is first imported (the first
+torch.compile), under HCOPS_VERBOSE with a line
+`hcops_verbose,info,inductor,calls=gelu+gelu_backward,reason=auto:avx2`.
+The compiled graphs then differ from stock's, so the choice is added to
+`torch.compiler.config.cache_key_tag` (`hcops-inductor-calls=gelu`, after any
+tag of the user's): inductor's caches keep the two apart.
+
+PyTorch 2.x only; `import hcops.torch` calls `install()`.
+"""
+import importlib
+import os
+import sys
+
+import torch
+
+from hcops._after_import import after_import
+
+# The operators each name of HCOPS_INDUCTOR_OPS keeps as calls.
+_GROUPS = {"gelu": ("gelu", "gelu_backward")}
+# Families where HCOps' kernels were measured faster than inductor's code.
+_AUTO_FAMILIES = {"avx2": "gelu"}
+
+applied = []  # the operators kept as calls in this process ("gelu", "gelu_backward")
+
+
+def _warn(message):
+    sys.stderr.write("hcops: warning: " + " ".join(str(message).split()) + "\n")
+
+
+def choice():
+    """(names of _GROUPS to apply, the reason) from HCOPS_INDUCTOR_OPS and the family."""
+    value = os.environ.get("HCOPS_INDUCTOR_OPS", "auto").strip()
+    if value in ("", "auto"):
+        family = torch.ops.hcops.ops_family()
+        group = _AUTO_FAMILIES.get(family)
+        return ([group] if group else []), f"auto:{family}"
+    if value == "none":
+        return [], "HCOPS_INDUCTOR_OPS"
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in _GROUPS]
+    if unknown:
+        _warn(f"HCOPS_INDUCTOR_OPS={value!r}: {', '.join(unknown)} unknown (gelu, none, auto); inductor keeps "
+              "its own code")
+        return [], "HCOPS_INDUCTOR_OPS unknown"
+    return names, "HCOPS_INDUCTOR_OPS"
+
+
+def _keep_as_calls(ops):
+    """Inductor's tables changed so that each aten op in `ops` is a call:
+    out of its decomposition table, into its lowerings as a fallback."""
+    # (From sys.modules: this runs inside lowering's import, before the
+    # package has it as an attribute.)
+    decomposition = importlib.import_module("torch._inductor.decomposition")
+    lowering = importlib.import_module("torch._inductor.lowering")
+    aten = torch.ops.aten
+    for name in ops:
+        packet = getattr(aten, name)
+        for overload in packet.overloads():
+            decomposition.decompositions.pop(getattr(packet, overload), None)
+        try:
+            # override_decomp: torch._decomp still has one (make_fallback
+            # refuses it under CI=1 without this).
+            lowering.make_fallback(packet, override_decomp=True)
+        except TypeError:  # a 2.x without the keyword
+            lowering.make_fallback(packet, warn=False)
+
+
+def _apply():
+    """Runs inside the import of inductor's lowering module: whatever fails
+    here is a warning, and inductor keeps its own code (as stock)."""
+    try:
+        groups, reason = choice()
+        taken = set(torch.ops.hcops.loaded_ops())
+        ops = [op for g in groups for op in _GROUPS[g] if op in taken]
+        if ops:
+            _keep_as_calls(ops)
+            applied.extend(ops)
+            tag = "hcops-inductor-calls=" + "+".join(groups)
+            config = getattr(torch.compiler, "config", None)
+            if config is not None and hasattr(config, "cache_key_tag"):
+                config.cache_key_tag = f"{config.cache_key_tag};{tag}" if config.cache_key_tag else tag
+        torch.ops.hcops.info(f"inductor,calls={'+'.join(ops) or 'none'},reason={reason}")
+    except Exception as e:
+        _warn(f"inductor keeps its own code: {type(e).__name__}: {e}")
+
+
+def install():
+    """_apply() when inductor's lowering module is imported (now if it is)."""
+    if int(torch.__version__.split(".")[0]) < 2:
+        return
+    after_import("torch._inductor.lowering", _apply)
