@@ -310,6 +310,12 @@ def trace_tests():
         ev("aten::_scaled_dot_product_flash_attention_for_cpu", 600, 50,
            [[2, 3, 16, 8], [2, 3, 20, 8], [2, 3, 20, 8], [], [], [], []], [b16, b16, b16, "Scalar", "Scalar", "", ""]),
         ev("aten::mul", 10, 5, [[4, 4], [4, 4]], [f32, f32], tid=2),  # another thread: not the linear's child
+        # out= overloads, as inductor's graphs call them: the destination is
+        # the result written, not an operand.
+        ev("aten::mm", 700, 20, [[64, 32], [32, 16], [64, 16]], [f32, f32, f32]),
+        ev("aten::addmm", 800, 30, [[16], [64, 32], [32, 16], [], [], [64, 16]], [b16, b16, b16, "Scalar", "Scalar",
+                                                                                b16]),
+        ev("aten::bmm", 900, 10, [[2, 8, 4], [2, 4, 6], [2, 8, 6]], [f32, f32, f32]),
     ]
     path = os.path.join(TMP, "trace.json")
     with open(path, "w") as f:
@@ -329,6 +335,9 @@ def trace_tests():
         ("aten::_scaled_dot_product_flash_attention_for_cpu", "bf16"):
             (0.050, 4 * 2 * 3 * 16 * 20 * 8 / 1e9, (2 * 3 * 16 * 8 + 2 * 2 * 3 * 20 * 8) * 2 * 2 / 1e9),
         ("aten::mul", "f32"): (0.005, 16 / 1e9, 3 * 16 * 4 / 1e9),
+        ("aten::mm", "f32"): (0.020, 2 * 64 * 32 * 16 / 1e9, ((64 * 32 + 32 * 16) * 4 + 64 * 16 * 4) / 1e9),
+        ("aten::addmm", "bf16"): (0.030, 2 * 64 * 32 * 16 / 1e9, ((16 + 64 * 32 + 32 * 16) * 2 + 64 * 16 * 2) / 1e9),
+        ("aten::bmm", "f32"): (0.010, 2 * 2 * 8 * 4 * 6 / 1e9, ((2 * 8 * 4 + 2 * 4 * 6) * 4 + 2 * 8 * 6 * 4) / 1e9),
     }
     for key, (ms, gflop, gb) in want.items():
         r = rows.get(key)

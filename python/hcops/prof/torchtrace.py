@@ -37,7 +37,8 @@ import math
 
 from . import cost as logcost
 
-GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+# The products, with the places of op(A) and op(B) among their arguments.
+GEMM = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
 ATTENTION = {"aten::" + name: per for name, per in logcost.ATTENTION_FLOPS.items()}
 # Leaves that touch no data (views, allocations, metadata) or only dispatch.
 NO_DATA = {
@@ -173,13 +174,19 @@ def cost(ev):
     if ev.types and "c10::BFloat16" in ev.types[:3]:
         ev.precision = "bf16"
     if ev.name in GEMM:
-        mats = [d for d, _ in tensors if len(d) >= 2]
-        if len(mats) >= 2:
-            a, b = mats[-2], mats[-1]
+        # The operands by their place in the schema; an out= overload's
+        # destination (inductor calls those) comes after them, and is
+        # counted as the written result, not read.
+        i, j = GEMM[ev.name]
+        dims = list(ev.dims)
+        a, b = (dims[i], dims[j]) if len(dims) > j else (None, None)
+        if isinstance(a, list) and isinstance(b, list) and len(a) >= 2 and len(b) >= 2:
+            inputs = [(d, s) for k, (d, t) in enumerate(zip(dims, ev.types))
+                      if k <= j and isinstance(d, list) and (s := DTYPE_BYTES.get(t))]
             batch = _numel(a[:-2])
             ev.flops = float(batch * logcost.gemm_flops(a[-2], b[-1], a[-1]))
             out = batch * a[-2] * b[-1] * max(s for _, s in tensors)
-            ev.bytes = sum(_numel(d) * s for d, s in tensors) + out
+            ev.bytes = sum(_numel(d) * s for d, s in inputs) + out
         return
     if ev.name in ATTENTION:
         q = tensors[1][0] if ev.name.endswith("_backward") and len(tensors) > 1 else (tensors[0][0] if tensors else [])
