@@ -72,14 +72,21 @@ def _keep_as_calls(ops):
     aten = torch.ops.aten
     for name in ops:
         packet = getattr(aten, name)
-        for overload in packet.overloads():
-            decomposition.decompositions.pop(getattr(packet, overload), None)
+
+        def drop_decompositions():
+            for overload in packet.overloads():
+                decomposition.decompositions.pop(getattr(packet, overload), None)
+
+        # The lowering first: should it fail, the table still decomposes the
+        # op and inductor's own code runs, as stock.
         try:
             # override_decomp: torch._decomp still has one (make_fallback
             # refuses it under CI=1 without this).
             lowering.make_fallback(packet, override_decomp=True)
-        except TypeError:  # a 2.x without the keyword
+        except TypeError:  # a 2.x without the keyword refuses an op still in the table
+            drop_decompositions()
             lowering.make_fallback(packet, warn=False)
+        drop_decompositions()
 
 
 def _apply():
@@ -93,7 +100,10 @@ def _apply():
             _keep_as_calls(ops)
             applied.extend(ops)
             tag = "hcops-inductor-calls=" + "+".join(groups)
-            config = getattr(torch.compiler, "config", None)
+            try:
+                config = importlib.import_module("torch.compiler.config")
+            except ImportError:  # a 2.x before it: no tag to add
+                config = None
             if config is not None and hasattr(config, "cache_key_tag"):
                 config.cache_key_tag = f"{config.cache_key_tag};{tag}" if config.cache_key_tag else tag
         torch.ops.hcops.info(f"inductor,calls={'+'.join(ops) or 'none'},reason={reason}")
