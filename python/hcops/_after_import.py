@@ -6,9 +6,11 @@ spec the rest of sys.meta_path gives, with its loader's exec_module wrapped:
 the module's own code runs, then the callback, inside the same import (the
 module lock is the importing thread's, so the callback may import it, and
 what it imports). The finder leaves sys.meta_path at that import: later
-imports do not see it. A module imported already gets the callback at once.
-The callback's exceptions are the caller's to catch: the import itself has
-completed when it runs.
+imports do not see it. A module in sys.modules already gets the callback at
+once (one still being imported too: call after_import before, not from
+within, the module's own import). The callback must not raise: it runs
+inside the module's exec_module, and an exception there fails the import
+(importlib then drops the module from sys.modules).
 
 hcops.torch.inductor changes inductor's tables this way, after inductor's
 lowering module. (hcops-run's start-up hook, python/startup/sitecustomize.py,
@@ -49,6 +51,10 @@ class _AfterImport:
 
         def exec_then_call(module):
             exec_module(module)  # the module's own import; its errors are the importer's
+            # A loader may serve other modules too (a zip's): only this one's
+            # import ends the wait.
+            if getattr(module, "__name__", None) != self._name:
+                return
             # The loader is this spec's own (file finders make one per spec):
             # the module's __loader__ gets its own exec_module back.
             try:

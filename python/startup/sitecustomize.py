@@ -65,6 +65,10 @@ class _TorchHook:
 
         def exec_then_load_ops(module):
             exec_module(module)  # torch's own import; its errors are the caller's
+            # A loader may serve other modules too (a zip's): only torch's
+            # import ends the wait.
+            if getattr(module, "__name__", None) != "torch":
+                return
             # The loader is this spec's own (file finders make one per spec):
             # torch.__loader__ gets its own exec_module back.
             try:

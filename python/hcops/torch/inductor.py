@@ -19,8 +19,10 @@ take (HCOPS_OPS). Applied when inductor is first imported (the first
 torch.compile), under HCOPS_VERBOSE with a line
 `hcops_verbose,info,inductor,calls=gelu+gelu_backward,reason=auto:avx2`.
 The compiled graphs then differ from stock's, so the choice is added to
-`torch.compiler.config.cache_key_tag` (`hcops-inductor-calls=gelu`, after any
-tag of the user's): inductor's caches keep the two apart.
+`torch.compiler.config.cache_key_tag` (`hcops-inductor-calls=gelu+gelu_backward`,
+after any tag of the user's set before then): inductor's caches keep the two
+apart. A process that compiled before `import hcops.torch` gets the change
+from then on (inductor's cached copy of its table is dropped).
 
 PyTorch 2.x only; `import hcops.torch` calls `install()`.
 """
@@ -62,57 +64,81 @@ def choice():
     return names, "HCOPS_INDUCTOR_OPS"
 
 
-def _keep_as_calls(ops):
-    """Inductor's tables changed so that each aten op in `ops` is a call:
-    out of its decomposition table, into its lowerings as a fallback."""
+def _keep_as_call(name):
+    """Inductor's tables changed so that aten op `name` is a call: into its
+    lowerings as a fallback, out of its decomposition table and the copy of
+    it that select_decomp_table() caches (fast_random_decomps, made by the
+    first compile or by anything that asked for the table before this ran)."""
     # (From sys.modules: this runs inside lowering's import, before the
     # package has it as an attribute.)
     decomposition = importlib.import_module("torch._inductor.decomposition")
     lowering = importlib.import_module("torch._inductor.lowering")
-    aten = torch.ops.aten
-    for name in ops:
-        packet = getattr(aten, name)
+    packet = getattr(torch.ops.aten, name)
 
-        def drop_decompositions():
-            for overload in packet.overloads():
-                decomposition.decompositions.pop(getattr(packet, overload), None)
+    def drop_decompositions():
+        for overload in packet.overloads():
+            decomposition.decompositions.pop(getattr(packet, overload), None)
+        cached = getattr(decomposition, "fast_random_decomps", None)
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()
 
-        # The lowering first: should it fail, the table still decomposes the
-        # op and inductor's own code runs, as stock.
-        try:
-            # override_decomp: torch._decomp still has one (make_fallback
-            # refuses it under CI=1 without this).
-            lowering.make_fallback(packet, override_decomp=True)
-        except TypeError:  # a 2.x without the keyword refuses an op still in the table
-            drop_decompositions()
-            lowering.make_fallback(packet, warn=False)
+    # The lowering first: should it fail, the table still decomposes the op
+    # and inductor's own code runs, as stock.
+    try:
+        # override_decomp: torch._decomp still has one (make_fallback refuses
+        # it under CI=1 without this).
+        lowering.make_fallback(packet, override_decomp=True)
+    except TypeError:  # a 2.x without the keyword refuses an op still in the table
         drop_decompositions()
+        lowering.make_fallback(packet, warn=False)
+    drop_decompositions()
+
+
+def _tag(ops):
+    """The choice in torch.compiler.config.cache_key_tag (once, after the
+    caller's tag): inductor's caches then keep these graphs apart."""
+    try:
+        config = importlib.import_module("torch.compiler.config")
+    except ImportError:  # a 2.x before it: no tag to add
+        return
+    if not hasattr(config, "cache_key_tag"):
+        return
+    tag = "hcops-inductor-calls=" + "+".join(ops)
+    if tag not in config.cache_key_tag.split(";"):
+        config.cache_key_tag = f"{config.cache_key_tag};{tag}" if config.cache_key_tag else tag
 
 
 def _apply():
-    """Runs inside the import of inductor's lowering module: whatever fails
-    here is a warning, and inductor keeps its own code (as stock)."""
+    """Runs inside the import of inductor's lowering module, once: whatever
+    fails here is a warning, and the operators not changed keep inductor's
+    own code (as stock)."""
     try:
         groups, reason = choice()
         taken = set(torch.ops.hcops.loaded_ops())
-        ops = [op for g in groups for op in _GROUPS[g] if op in taken]
-        if ops:
-            _keep_as_calls(ops)
-            applied.extend(ops)
-            tag = "hcops-inductor-calls=" + "+".join(groups)
-            try:
-                config = importlib.import_module("torch.compiler.config")
-            except ImportError:  # a 2.x before it: no tag to add
-                config = None
-            if config is not None and hasattr(config, "cache_key_tag"):
-                config.cache_key_tag = f"{config.cache_key_tag};{tag}" if config.cache_key_tag else tag
-        torch.ops.hcops.info(f"inductor,calls={'+'.join(ops) or 'none'},reason={reason}")
+        for op in (op for g in groups for op in _GROUPS[g] if op in taken):
+            _keep_as_call(op)
+            applied.append(op)
     except Exception as e:
-        _warn(f"inductor keeps its own code: {type(e).__name__}: {e}")
+        but = f" for all but {'+'.join(applied)}" if applied else ""
+        _warn(f"inductor keeps its own code{but}: {type(e).__name__}: {e}")
+        reason = "error"
+    finally:
+        try:
+            if applied:
+                _tag(applied)
+            torch.ops.hcops.info(f"inductor,calls={'+'.join(applied) or 'none'},reason={reason}")
+        except Exception as e:
+            _warn(f"inductor's cache tag or verbose line: {type(e).__name__}: {e}")
+
+
+_installed = False
 
 
 def install():
-    """_apply() when inductor's lowering module is imported (now if it is)."""
-    if int(torch.__version__.split(".")[0]) < 2:
+    """_apply() when inductor's lowering module is imported (now if it is),
+    once per process."""
+    global _installed
+    if _installed or int(torch.__version__.split(".")[0]) < 2:
         return
+    _installed = True
     after_import("torch._inductor.lowering", _apply)
