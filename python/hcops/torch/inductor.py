@@ -48,14 +48,14 @@ def _warn(message):
 
 def choice():
     """(names of _GROUPS to apply, the reason) from HCOPS_INDUCTOR_OPS and the family."""
-    value = os.environ.get("HCOPS_INDUCTOR_OPS", "auto").strip()
+    value = os.environ.get("HCOPS_INDUCTOR_OPS", "auto").strip().lower()  # case-insensitive, as HCOPS_OPS
     if value in ("", "auto"):
         family = torch.ops.hcops.ops_family()
         group = _AUTO_FAMILIES.get(family)
         return ([group] if group else []), f"auto:{family}"
     if value == "none":
         return [], "HCOPS_INDUCTOR_OPS"
-    names = [v.strip() for v in value.split(",") if v.strip()]
+    names = list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))  # each once, in order
     unknown = [n for n in names if n not in _GROUPS]
     if unknown:
         _warn(f"HCOPS_INDUCTOR_OPS={value!r}: {', '.join(unknown)} unknown (gelu, none, auto); inductor keeps "
