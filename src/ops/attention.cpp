@@ -302,8 +302,7 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
 // Rows of a bf16 slice as f32 (E contiguous), and back, rounded once.
 float *widened(const bf16 *x, int64_t ld, int64_t rows, int64_t E, std::vector<float> &buf) {
   float *y = sized(buf, rows * E);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t e = 0; e < E; ++e) y[r * E + e] = float(x[r * ld + e]);
+  for (int64_t r = 0; r < rows; ++r) from_bf16(x + r * ld, y + r * E, E);
   return y;
 }
 

@@ -23,6 +23,7 @@ void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n) {
   ops_table().silu_backward_bf16(dy, x, dx, n);
 }
 void to_bf16(const float *x, bf16 *y, int64_t n) { ops_table().to_bf16(x, y, n); }
+void from_bf16(const bf16 *x, float *y, int64_t n) { ops_table().from_bf16(x, y, n); }
 void binary_rows(const BinaryRows &b, int64_t r0, int64_t r1) { ops_table().binary_rows(b, r0, r1); }
 
 }  // namespace hcops::ops

@@ -31,6 +31,10 @@ void silu_backward(const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n);
 // y = bf16(x), rounded to nearest even as common/dtype.h's bf16(float) (NaN
 // quietened, denormals kept): a bf16 operand for the next product.
 void to_bf16(const float *x, bf16 *y, int64_t n);
+// y = float(x), exactly: attention's bf16 slices widened where the products
+// have no bf16 instructions (a scalar loop there cost half as much as the
+// products themselves).
+void from_bf16(const bf16 *x, float *y, int64_t n);
 
 // out = x + y or x * y over rows x cols, each operand f32 or bf16, the sum
 // or product in f32 and rounded once into a bf16 out: PyTorch's add (alpha

@@ -209,6 +209,21 @@ void to_bf16(const float *x, bf16 *y, int64_t n) {
   }
 }
 
+template <class F>
+void from_bf16(const bf16 *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 2 * F::lanes <= n; i += 2 * F::lanes) {
+    const V<F> a = load<F>(x + i), b = load<F>(x + i + F::lanes);
+    store<F>(y + i, a);
+    store<F>(y + i + F::lanes, b);
+  }
+  for (; i + F::lanes <= n; i += F::lanes) store<F>(y + i, load<F>(x + i));
+  if (i < n) {
+    const auto m = F::mask(static_cast<int>(n - i));
+    store<F>(y + i, load<F>(x + i, m), m);
+  }
+}
+
 // One row of out = x op y, x and y of their own types (ops/eltwise.h's
 // binary_rows): f32 arithmetic, one rounding into a bf16 out. Two vectors an
 // iteration (a load, an add or multiply and a store each: the loop is

@@ -38,6 +38,7 @@ struct OutputOps;    // ops/output_ops.h
   X(silu_backward_bf16, eltwise::silu_backward<F>, (const bf16 *dy, const bf16 *x, bf16 *dx, int64_t n),              \
     (dy, x, dx, n))                                                                                                   \
   X(to_bf16, eltwise::to_bf16<F>, (const float *x, bf16 *y, int64_t n), (x, y, n))                                    \
+  X(from_bf16, eltwise::from_bf16<F>, (const bf16 *x, float *y, int64_t n), (x, y, n))                                \
   X(binary_rows, eltwise::binary_rows<F>, (const BinaryRows &b, int64_t r0, int64_t r1), (b, r0, r1))                \
   X(transpose_f32, transposing::transpose_copy<F>,                                                                  \
     (const float *src, int64_t ld_src, float *dst, int64_t ld_dst, int64_t rows, int64_t cols),                       \

@@ -352,6 +352,32 @@ void test_to_bf16(void **) {
   }
 }
 
+// from_bf16 (attention's bf16 slices widened): exactly float(bf16) on every
+// bit pattern's class (NaN payloads, Inf, denormals, -0) and every length to
+// 100 (vector bodies and masked tails), never past n.
+void test_from_bf16(void **) {
+  std::mt19937 rng(11);
+  std::vector<hcops::bf16> x(100);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i].bits = uint16_t(rng());
+    if (i % 5 == 1) x[i].bits &= 0x807fu;  // denormal (or zero)
+  }
+  x[3].bits = 0x7f80;  // Inf
+  x[4].bits = 0xffc1;  // -NaN with a payload
+  x[7].bits = 0x7f81;  // signalling NaN: widened as it is, not quietened
+  x[9].bits = 0x8000;  // -0
+  for (size_t n = 0; n <= x.size(); ++n) {
+    std::vector<float> y(n + 1, 5.0f);
+    hcops::ops::from_bf16(x.data(), y.data(), int64_t(n));
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t got, want = uint32_t(x[i].bits) << 16;
+      std::memcpy(&got, &y[i], sizeof got);
+      if (got != want) fail_msg("from_bf16(0x%04x) = 0x%08x, want 0x%08x (n=%zu)", x[i].bits, got, want, n);
+    }
+    assert_true(y[n] == 5.0f);
+  }
+}
+
 // A float of random bits, one in seven with its exponent cleared (a
 // denormal or zero): NaN, Inf, -0 and denormals all come up.
 float random_bits_float(std::mt19937 &rng) {
@@ -559,7 +585,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gelu_erf_bf16),  cmocka_unit_test(test_gelu_erf_backward_bf16),
       cmocka_unit_test(test_gelu_tanh_bf16), cmocka_unit_test(test_gelu_tanh_backward_bf16),
       cmocka_unit_test(test_silu_bf16),      cmocka_unit_test(test_silu_backward_bf16),
-      cmocka_unit_test(test_to_bf16),        cmocka_unit_test(test_binary_rows),
+      cmocka_unit_test(test_to_bf16),        cmocka_unit_test(test_from_bf16),        cmocka_unit_test(test_binary_rows),
       cmocka_unit_test(test_binary_rows_y_transposed), cmocka_unit_test(test_transpose),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
