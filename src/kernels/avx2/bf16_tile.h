@@ -69,17 +69,29 @@ struct PairOut<bf16> {
 
 // One packed B micro-panel (kcp packed steps, kPairNr columns, pairs) as f32:
 // wide[p * kPairNr + j] = B(p, j). A pair step's 6 words are read with a
-// masked load (never past the panel) and stored as 8 + 8 floats, the second
-// store over the first one's two spare lanes, the next pair's first store
-// over the second one's: `wide` holds kcp * kPairNr + 2 floats.
+// 32-byte load (its last two words are the next step's, overwritten as
+// below; the panel's last step is read with a mask, never past the panel)
+// and stored as 8 + 8 floats, the second store over the first one's two
+// spare lanes, the next pair's first store over the second one's: `wide`
+// holds kcp * kPairNr + 2 floats. The panel is read once per mc rows of A
+// from L2 or L3 (a jc block of packed B outgrows L2 beside packed A), so
+// the loop waited on its loads: the next lines are prefetched.
 inline void widen_b_panel(const bf16 *__restrict b, long kcp, float *__restrict wide) {
   const __m256i six = lane_mask32(kPairNr), hi = _mm256_set1_epi32(int32_t(0xffff0000u));
   const auto *words = reinterpret_cast<const int *>(b);
-  for (long q = 0; q < kcp / 2; ++q, words += kPairNr, wide += 2 * kPairNr) {
-    const __m256i w = _mm256_maskload_epi32(words, six);
+  const long pairs = kcp / 2;
+  const auto put = [&](__m256i w) {
     _mm256_storeu_ps(wide, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
     _mm256_storeu_ps(wide + kPairNr, _mm256_castsi256_ps(_mm256_and_si256(w, hi)));
+    words += kPairNr;
+    wide += 2 * kPairNr;
+  };
+  long q = 0;
+  for (; q + 1 < pairs; ++q) {
+    if (q % 8 == 0) _mm_prefetch(reinterpret_cast<const char *>(words) + 512, _MM_HINT_T0);
+    put(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(words)));
   }
+  if (q < pairs) put(_mm256_maskload_epi32(words, six));
 }
 
 // The odd k steps of 8 packed pairs (the high halves) as f32. The mask is
