@@ -77,10 +77,13 @@ void rm_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
 }
 
 // Whether bf16 slices multiply bf16 operands: where the family that serves
-// the bf16 GEMMs has bf16 instructions (AMX, AVX512_BF16). Elsewhere that is
-// the generic family's portable loops, slower than widening the slice to
-// f32 for the f32 kernels (AVX2, AVX-512 without BF16); HCOPS_ISA chooses
-// as for every GEMM.
+// the bf16 GEMMs has bf16 instructions (AMX, AVX512_BF16). Elsewhere the
+// slice is widened to f32 for the f32 kernels (AVX2, AVX-512 without BF16);
+// HCOPS_ISA chooses as for every GEMM. On AVX2 the avx2 family's bf16
+// kernels (FMA on widened pairs) are no faster than that: DiT-S/2's slices
+// through them, P and dS rounded, took the same time within the guest's
+// noise on Zen 3 (forward 7.5-10.9 ms against 7.5-12.9, backward 16.8-28.6
+// against 15.9-16.9), and widening keeps every product in f32.
 bool native_bf16_products() {
   static const bool native = [] {
     constexpr uint64_t bf16_isa = kAvx512Bf16 | kAmxBf16;
