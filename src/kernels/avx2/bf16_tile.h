@@ -75,7 +75,7 @@ struct PairOut<bf16> {
 // spare lanes, the next pair's first store over the second one's: `wide`
 // holds kcp * kPairNr + 2 floats. The panel is read once per mc rows of A
 // from L2 or L3 (a jc block of packed B outgrows L2 beside packed A), so
-// the loop waited on its loads: the next lines are prefetched.
+// the loop waited on its loads: the lines 512 bytes ahead are prefetched.
 inline void widen_b_panel(const bf16 *__restrict b, long kcp, float *__restrict wide) {
   const __m256i six = lane_mask32(kPairNr), hi = _mm256_set1_epi32(int32_t(0xffff0000u));
   const auto *words = reinterpret_cast<const int *>(b);
@@ -88,7 +88,10 @@ inline void widen_b_panel(const bf16 *__restrict b, long kcp, float *__restrict 
   };
   long q = 0;
   for (; q + 1 < pairs; ++q) {
-    if (q % 8 == 0) _mm_prefetch(reinterpret_cast<const char *>(words) + 512, _MM_HINT_T0);
+    if (q % 8 == 0) {  // 8 steps are 192 bytes: 3 lines, 512 bytes ahead (an address, never dereferenced)
+      const uintptr_t ahead = reinterpret_cast<uintptr_t>(words) + 512;
+      for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char *>(ahead + 64 * l), _MM_HINT_T0);
+    }
     put(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(words)));
   }
   if (q < pairs) put(_mm256_maskload_epi32(words, six));
