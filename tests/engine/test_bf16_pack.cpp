@@ -16,8 +16,6 @@
 extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +27,7 @@ extern "C" {
 #include "kernels/kernel.h"
 #include "kernels/pack_pairs.h"
 #include "kernels/registry.h"
+#include "common/fenced.h"
 
 namespace {
 
@@ -36,24 +35,6 @@ using hcops::bf16;
 using hcops::Trans;
 
 std::mt19937 rng(20261123);
-
-// `count` elements of T ending exactly at an inaccessible page.
-template <typename T>
-struct FencedArray {
-  char *map = nullptr;
-  size_t bytes = 0;
-  T *data = nullptr;
-  explicit FencedArray(size_t count) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t need = (count * sizeof(T) + page - 1) / page * page;
-    bytes = need + page;
-    map = static_cast<char *>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    assert_true(map != MAP_FAILED);
-    assert_int_equal(mprotect(map + need, page, PROT_NONE), 0);
-    data = reinterpret_cast<T *>(map + need) - count;
-  }
-  ~FencedArray() { munmap(map, bytes); }
-};
 
 float from_bits(uint32_t u) {
   float f;

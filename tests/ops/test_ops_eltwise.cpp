@@ -17,8 +17,6 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <sys/mman.h>
-#include <unistd.h>
 extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
@@ -37,6 +35,7 @@ extern "C" {
 #include "ops/eltwise.h"
 #include "ops/transpose.h"
 #include "ops/family.h"
+#include "common/fenced.h"
 
 namespace {
 
@@ -354,23 +353,6 @@ void test_to_bf16(void **) {
   }
 }
 
-// n bf16 values ending where an inaccessible page starts: a read past the
-// last one faults.
-struct FencedBf16 {
-  char *map = nullptr;
-  size_t bytes = 0;
-  hcops::bf16 *data = nullptr;
-  explicit FencedBf16(size_t n) {
-    const size_t page = size_t(sysconf(_SC_PAGESIZE)), need = (n * sizeof(hcops::bf16) + page - 1) / page * page;
-    bytes = need + page;
-    map = static_cast<char *>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    assert_true(map != MAP_FAILED);
-    assert_int_equal(mprotect(map + need, page, PROT_NONE), 0);
-    data = reinterpret_cast<hcops::bf16 *>(map + need) - n;
-  }
-  ~FencedBf16() { munmap(map, bytes); }
-};
-
 // from_bf16 (attention's bf16 slices widened): exactly float(bf16) on every
 // bit pattern's class (NaN payloads, Inf, denormals, -0) and every length to
 // 100 (vector bodies and masked tails), never past n: the input ends at an
@@ -388,7 +370,7 @@ void test_from_bf16(void **) {
   x[9].bits = 0x8000;  // -0
   for (size_t n = 0; n <= x.size(); ++n) {
     std::vector<float> y(n + 1, 5.0f);
-    FencedBf16 fx(n);
+    FencedArray<hcops::bf16> fx(n);
     std::copy(x.begin(), x.begin() + long(n), fx.data);
     hcops::ops::from_bf16(fx.data, y.data(), int64_t(n));
     for (size_t i = 0; i < n; ++i) {
