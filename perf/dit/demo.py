@@ -11,6 +11,12 @@ configuration runs in a process of its own; the variants of a PyTorch and
 precision alternate round by round (A-B-C-D, then D-C-B-A), so that drift
 in the machine's load hits all of them alike.
 
+Where stock PyTorch's bf16 is --slow-bf16 times slower than its f32 or more
+(a Linear's forward and backward, timed first: perf/dit/stock_bf16.py), as
+on a CPU without bf16 instructions and without AVX-512, where its bf16 step
+takes a minute or more, that PyTorch's bf16 runs one round of one timed
+step, said at the start: the demo takes about 20 minutes there, not an hour.
+
 It then checks, and the exit status says:
 - that every variant's losses agree with stock eager's of the same PyTorch
   (f32 1e-4 relative, bf16 1e-2: other summation orders, inductor's fusions);
@@ -23,9 +29,9 @@ hcops-prof caches it), with a CSV and a PNG beside it.
 
   HCOPS_RUN=build/tools/hcops-run python3 perf/dit/demo.py --torch2-python build/torch2-venv/bin/python \\
       [--debian-python /usr/bin/python3] [--model S] [--batch 8] [--rounds 3] [--steps 3]
-      [--csv build/demo/dit-demo.csv] [--png build/demo/dit-demo.png] [--quick]
+      [--slow-bf16 4] [--csv build/demo/dit-demo.csv] [--png build/demo/dit-demo.png] [--quick]
 
---quick (make check): DiT-tiny, batch 2, one round of one step, every
+--quick (make check): DiT-tiny, batch 2, one round (unless --rounds) of one step, every
 variant and check as above, no timing judged (each HCOps variant's one run
 is under HCOPS_VERBOSE=1 and is also its verbose step). Exit status: 0
 HCOps ran and every loss agrees; 1 a loss disagrees or an HCOps variant ran
@@ -46,7 +52,7 @@ from benchlib.child import RunError, child_env, json_result, run  # noqa: E402
 from benchlib.report import cpu_label, error, load_average, pyplot, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
 from dit_config import CONFIGS, step_flops  # noqa: E402
-from stock_bf16 import stock_bf16_error  # noqa: E402
+from stock_bf16 import SPEED_SHAPE, stock_bf16_error, stock_bf16_times  # noqa: E402
 from hcops.prof import logparse, steps  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 
@@ -77,6 +83,7 @@ class Route:
     variants: list
     amps: list          # the precisions stock PyTorch can run here (args.amp, less those it cannot)
     version: str = ""
+    bf16_brief: bool = False   # stock bf16 --slow-bf16 times slower than f32 or more: 1 round of 1 step
     results: dict = field(default_factory=dict)   # dtype -> [ {variant: dit.py result} per round ]
     checks: dict = field(default_factory=dict)    # (dtype, variant) -> HCOps' verbose step
 
@@ -117,6 +124,7 @@ def routes(args):
             print(f"{name}: bf16 autocast left out: stock PyTorch cannot run it here ({no_bf16})", flush=True)
         if not amps:
             continue
+        brief = "bf16" in amps and bf16_is_slow(args, name, python)
         variants = [Variant(STOCK, False, False)]
         if compiles:
             variants.append(Variant("torch.compile", False, True))
@@ -124,8 +132,39 @@ def routes(args):
         if compiles:
             variants.append(Variant("hcops-run + compile", True, True))
         out.append(Route(name, python,
-                         "sdpa" if sdpa else "matmul", variants, amps, version))
+                         "sdpa" if sdpa else "matmul", variants, amps, version, brief))
     return out
+
+
+# The quick mode's probe: the same layer kind, small (its runs are DiT-tiny).
+QUICK_SPEED_SHAPE = (256, 384, 384)
+
+
+def bf16_is_slow(args, name, python):
+    """Whether stock bf16 on python's torch is args.slow_bf16 times slower
+    than f32 or more (a Linear's forward and backward, timed in a child),
+    said in a line either way; not where it could not be timed (said)."""
+    if args.slow_bf16 == float("inf"):
+        return False
+    shape = QUICK_SPEED_SHAPE if args.quick else SPEED_SHAPE
+    times = stock_bf16_times(python, args.threads, BF16_PROBE_TIMEOUT_S, shape)
+    layer = f"a Linear {shape[1]} -> {shape[2]} on {shape[0]} rows, forward and backward"
+    if isinstance(times, str):
+        print(f"{name}: stock bf16 against f32 not timed ({layer}: {times}): bf16 timed as f32", flush=True)
+        return False
+    f32, bf16 = times
+    ratio = bf16 / f32
+    slow = ratio >= args.slow_bf16
+    print(f"{name}: stock bf16 autocast {bf16 * 1e3:.1f} ms, f32 {f32 * 1e3:.1f} ms ({layer}): "
+          + (f"{ratio:.1f}x the f32 time, at least --slow-bf16 {args.slow_bf16:g} (no fast bf16 path in this PyTorch "
+             f"on this CPU): its bf16 runs 1 round of 1 timed step" if slow else f"{ratio:.2f}x the f32 time"),
+          flush=True)
+    return slow
+
+
+def plan(args, route, amp):
+    """(rounds, timed steps) of route in amp."""
+    return (1, 1) if amp == "bf16" and route.bf16_brief else (args.rounds, args.steps)
 
 
 def dit_command(args, route, variant, amp, steps, warmup):
@@ -154,13 +193,14 @@ def time_route(args, route, env, progress):
     warmup = warmup_of(args, route)
     for amp in route.amps:
         rounds = route.results.setdefault(amp, [])
-        for r in range(args.rounds):
+        n_rounds, n_steps = plan(args, route, amp)
+        for r in range(n_rounds):
             res = {}
             for v in alternated(route.variants, r):
                 # --quick judges no timing: an HCOps variant's one run is
                 # also its verbose step (check_route's), a run fewer each.
                 verbose = args.quick and v.hcops
-                proc = run(dit_command(args, route, v, amp, args.steps, warmup),
+                proc = run(dit_command(args, route, v, amp, n_steps, warmup),
                            dict(env, HCOPS_VERBOSE="1") if verbose else env)
                 res[v.name] = json_result(proc)
                 note = " (under HCOPS_VERBOSE=1)" if verbose else ""
@@ -292,6 +332,8 @@ def summary(args, all_routes, peak, flops):
                     losses = f"{gap:.1e} {'agree' if ok else 'DISAGREE'} (limit {LOSS_RTOL[amp]:g})"
                 print(f"{route.label if i == 0 else '':<28}{DTYPES[amp] if i == 0 else '':<7}{v.name:<22}"
                       f"{med:>10.3f} s{speedup(rounds, v.name):>9.2f}x{rate:>9.1f}{of_peak:>9}  {losses}")
+            if amp == "bf16" and route.bf16_brief:
+                print(f"{'':<35}1 round of 1 timed step: stock bf16 is slow here (the start's probe)")
             best_stock = min((v for v in route.variants if not v.hcops), key=lambda v: medians(rounds, v.name))
             best_hcops = min((v for v in route.variants if v.hcops), key=lambda v: medians(rounds, v.name))
             print(f"{'':<35}fastest with HCOps ({best_hcops.name}) over fastest without ({best_stock.name}): "
@@ -361,19 +403,26 @@ def parse_args():
     ap.add_argument("--model", default="S", choices=sorted(CONFIGS))
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, help="rounds of every variant (default 3; --quick: 1)")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps per run (at least 2 with torch.compile)")
     ap.add_argument("--amp", nargs="+", default=["none", "bf16"], choices=["none", "bf16"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quick", action="store_true", help="DiT-tiny, batch 2, 1 round of 1 step (make check)")
+    ap.add_argument("--slow-bf16", type=float, default=4.0, metavar="RATIO",
+                    help="where stock bf16 takes RATIO times f32's time or more (a Linear, timed first), that "
+                         "PyTorch's bf16 runs 1 round of 1 timed step (default 4; inf: never, 0: always)")
+    ap.add_argument("--quick", action="store_true", help="DiT-tiny, batch 2, 1 round (unless --rounds) of 1 step (make check)")
     ap.add_argument("--csv", help="every step of every run")
     ap.add_argument("--png", help="a bar chart of the median step times")
     args = ap.parse_args()
     if args.quick:
-        args.model, args.batch, args.rounds, args.steps = "tiny", 2, 1, 1
+        args.model, args.batch, args.steps = "tiny", 2, 1
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
     if min(args.rounds, args.steps, args.batch, args.threads) < 1 or args.warmup < 0:
         ap.error("--rounds, --steps, --batch and --threads must be at least 1, --warmup at least 0")
+    if not args.slow_bf16 >= 0:  # NaN too
+        ap.error(f"--slow-bf16 {args.slow_bf16:g}: a ratio, 0 or more (inf: never)")
     args.hcops_run = os.environ.get("HCOPS_RUN", os.path.join(BUILD, "tools", "hcops-run"))
     if not (os.path.isabs(args.hcops_run) and os.access(args.hcops_run, os.X_OK)):
         ap.error(f"HCOPS_RUN={args.hcops_run} is not an absolute path to an executable (build first: make)")
@@ -396,8 +445,8 @@ def main():
         print(f"peaks (hcops-peak, {args.threads} threads): " +
               ", ".join(f"{DTYPES[a]} {g:.0f} GFLOPS" for a, g in peak.items()), flush=True)
     env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
-    total = sum(len(r.amps) * (args.rounds * len(r.variants) + (0 if args.quick else sum(v.hcops for v in r.variants)))
-                for r in all_routes)
+    total = sum(plan(args, r, amp)[0] * len(r.variants) + (0 if args.quick else sum(v.hcops for v in r.variants))
+                for r in all_routes for amp in r.amps)
     progress = Progress(total)
     try:
         for route in all_routes:

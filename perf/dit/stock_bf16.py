@@ -1,10 +1,18 @@
-"""Whether stock PyTorch runs bf16 autocast at all on this machine: a step
-of DiT's layer kinds (the patch embedding's Conv2d, a Linear), forward and
-backward, on PyTorch's own kernels, in a child with no HCOps in it. Debian's
-arm64 PyTorch 1.13 does not: its oneDNN 2.6 has no bf16 convolution on
-AArch64 ("could not create a primitive descriptor iterator"), so there is no
-stock bf16 step to compare with. Read by the demo (perf/dit/demo.py) and
-tests/torch/test_dit_ops.py."""
+"""Whether stock PyTorch runs bf16 autocast at all on this machine, and how
+fast against f32.
+
+The first: a step of DiT's layer kinds (the patch embedding's Conv2d, a
+Linear), forward and backward, on PyTorch's own kernels, in a child with no
+HCOps in it. Debian's arm64 PyTorch 1.13 does not run it: its oneDNN 2.6 has
+no bf16 convolution on AArch64 ("could not create a primitive descriptor
+iterator"), so there is no stock bf16 step to compare with. Read by the demo
+(perf/dit/demo.py) and tests/torch/test_dit_ops.py.
+
+The second: a Linear's forward and backward in f32 and in bf16. On a CPU
+without bf16 instructions and without AVX-512 (a 2-core Zen 3, 2026-12-03),
+stock PyTorch's bf16 one took 14x (the 2.x wheel) and 25x (Debian's 1.13) as
+long as its f32 one, and a DiT-S/2 step a minute or more; the demo then
+times bf16 briefly (perf/dit/demo.py)."""
 import os
 import subprocess
 
@@ -28,3 +36,51 @@ def stock_bf16_error(python, timeout):
     except subprocess.TimeoutExpired:
         return ""
     return "" if p.returncode == 0 else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+
+
+SPEED_PROBE = r"""
+import sys, time, torch
+threads, m, k, n, reps = map(int, sys.argv[1:])
+torch.set_num_threads(threads)
+torch.manual_seed(0)
+lin = torch.nn.Linear(k, n)
+x = torch.randn(m, k, requires_grad=True)
+
+
+def once(bf16):
+    t = time.perf_counter()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        y = lin(x)
+    y.float().sum().backward()
+    return time.perf_counter() - t
+
+
+out = []
+for bf16 in (False, True):
+    once(bf16)  # first call: oneDNN's primitive creation, first touch
+    out.append(min(once(bf16) for _ in range(reps)))
+print(*out)
+"""
+
+# DiT-S/2's MLP up-projection at batch 4: 1024 tokens of 384 to 1536.
+SPEED_SHAPE = (1024, 384, 1536)
+
+
+def stock_bf16_times(python, threads, timeout, shape=SPEED_SHAPE, reps=2):
+    """(f32 s, bf16 s): the best of reps calls, after one, of a Linear's
+    forward and backward (m x k input, k to n) in f32 and under bf16
+    autocast, on stock PyTorch (no HCOps in the child) with threads threads;
+    or a str, why it could not be timed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
+    cmd = [python, "-c", SPEED_PROBE, str(threads), *map(str, shape), str(reps)]
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"not timed within {timeout} s"
+    except OSError as e:
+        return f"{python}: {e.strerror}"
+    try:
+        f32, bf16 = map(float, p.stdout.split())
+    except ValueError:
+        return (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+    return f32, bf16

@@ -5,7 +5,9 @@
 # compile) and Debian's PyTorch (stock, hcops-run), f32 and bf16: exit status
 # 0, a summary row for every PyTorch, dtype and variant, every loss agreeing,
 # HCOps' GEMMs seen in the verbose step of every HCOps variant, the CSV with
-# every step and the PNG. Then the verdict must be able to fail: with a
+# every step and the PNG, stock bf16's speed probe said for each PyTorch.
+# Then --slow-bf16 must plan rounds: 0 runs bf16 once while f32 runs every
+# round, inf never probes. Then the verdict must be able to fail: with a
 # launcher that runs the command without HCOps, the demo must exit 1 and say
 # that no HCOps GEMM ran.
 set -u
@@ -56,6 +58,16 @@ for major in majors:
             if name.startswith("hcops-run"):
                 assert re.search(rf"torch {major}\.[^,]*, {dtype}, {re.escape(name)}: [1-9][0-9]* HCOps GEMM calls.*: OK",
                                  out), (major, dtype, name)
+    if left_out:
+        continue
+    # Stock bf16 was timed against f32 first, and where it was slow the
+    # summary says that its bf16 ran briefly.
+    probe = re.search(rf"^torch {major}\.\S+ \((wheel|Debian)\): stock bf16 (autocast [0-9.]+ ms, f32 [0-9.]+ ms "
+                      r"\(a Linear .*\): [0-9.]+x the f32 time(, at least --slow-bf16 .*: its bf16 runs 1 round of 1 "
+                      r"timed step)?|against f32 not timed \(.+\): bf16 timed as f32)$", out, re.M)
+    assert probe, ("no stock bf16 probe line", major)
+    if probe.group(2):
+        assert "1 round of 1 timed step: stock bf16 is slow here" in out, major
 assert all(float(r["time_s"]) > 0 and math.isfinite(float(r["loss"])) for r in rows), rows
 assert {r["model"] for r in rows} == {"tiny"}, rows
 print(f"CSV: {len(rows)} steps of {len(got)} configurations")
@@ -63,6 +75,38 @@ PY
 if "/usr/bin/python3" -c 'import matplotlib' 2>/dev/null; then
   [ -s "$tmp/demo.png" ] || fail "no PNG"
 fi
+
+# Where stock bf16 is slow (--slow-bf16 0: always), bf16 runs 1 round of 1
+# step while f32 runs every round; --slow-bf16 inf never probes. One PyTorch
+# (Debian's where it has one), f32 and bf16, 2 rounds.
+if [ -n "$py" ]; then one_t2= one_py=$py; else one_t2=$t2 one_py=; fi
+for ratio in 0 inf; do
+  HCOPS_RUN="$run" /usr/bin/python3 "$src/dit/demo.py" --quick --rounds 2 --slow-bf16 $ratio \
+    --torch2-python "$one_t2" --debian-python "$one_py" --csv "$tmp/brief-$ratio.csv" >"$tmp/brief-$ratio.txt" 2>&1
+  rc=$?
+  [ $rc = 0 ] || { cat "$tmp/brief-$ratio.txt"; fail "demo.py --quick --rounds 2 --slow-bf16 $ratio exited $rc"; }
+  "/usr/bin/python3" - "$tmp/brief-$ratio.csv" "$tmp/brief-$ratio.txt" $ratio <<'PY' || fail "--slow-bf16 $ratio: rounds"
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+out, ratio = open(sys.argv[2]).read(), sys.argv[3]
+rounds = {d: sorted({r["round"] for r in rows if r["dtype"] == d}) for d in ("f32", "bf16")}
+left_out = re.search(r"bf16 autocast left out: stock PyTorch cannot run it here", out)
+probed = re.search(r"^torch \S+ \((wheel|Debian)\): stock bf16 autocast [0-9.]+ ms, .*: its bf16 runs 1 round of 1 "
+                   r"timed step$", out, re.M)
+assert rounds["f32"] == ["1", "2"], rounds
+if left_out:
+    print(f"--slow-bf16 {ratio}: bf16 left out (stock PyTorch cannot run it), f32 rounds {rounds['f32']}")
+    sys.exit(0)
+if ratio == "0":
+    assert probed, "no probe line saying bf16 runs briefly"
+    assert rounds["bf16"] == ["1"], rounds
+    assert "1 round of 1 timed step: stock bf16 is slow here" in out
+else:
+    assert not re.search(r"stock bf16 (autocast|against f32)", out), "--slow-bf16 inf probed"
+    assert rounds["bf16"] == ["1", "2"], rounds
+print(f"--slow-bf16 {ratio}: f32 rounds {rounds['f32']}, bf16 rounds {rounds['bf16']}")
+PY
+done
 
 # A launcher that runs the command as it is: no HCOps GEMM can run.
 printf '#!/bin/sh\nexec "$@"\n' >"$tmp/no-hcops-run"
