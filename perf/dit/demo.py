@@ -11,11 +11,12 @@ configuration runs in a process of its own; the variants of a PyTorch and
 precision alternate round by round (A-B-C-D, then D-C-B-A), so that drift
 in the machine's load hits all of them alike.
 
-Where stock PyTorch's bf16 is --slow-bf16 times slower than its f32 or more
-(a Linear's forward and backward, timed first: perf/dit/stock_bf16.py), as
-on a CPU without bf16 instructions and without AVX-512, where its bf16 step
-takes a minute or more, that PyTorch's bf16 runs one round of one timed
-step, said at the start: the demo takes about 20 minutes there, not an hour.
+Where stock PyTorch's bf16 takes --slow-bf16 (4) times its f32's time or
+more (a Linear's forward and backward, timed first: perf/dit/stock_bf16.py),
+as on a CPU without bf16 instructions and without AVX-512, where its bf16
+step takes a minute or more, that PyTorch's bf16 runs one round of one
+timed step, said at the start and in the summary: the demo takes about 20
+minutes there, not an hour.
 
 It then checks, and the exit status says:
 - that every variant's losses agree with stock eager's of the same PyTorch
@@ -30,14 +31,16 @@ hcops-prof caches it), with a CSV and a PNG beside it.
   HCOPS_RUN=build/tools/hcops-run python3 perf/dit/demo.py --torch2-python build/torch2-venv/bin/python \\
       [--debian-python /usr/bin/python3] [--model S] [--batch 8] [--rounds 3] [--steps 3]
       [--slow-bf16 4] [--csv build/demo/dit-demo.csv] [--png build/demo/dit-demo.png] [--quick]
+  python3 perf/dit/demo.py --replot build/demo/dit-demo.csv --png build/demo/dit-demo.png
 
 --quick (make check): DiT-tiny, batch 2, one round (unless --rounds) of one step, every
-variant and check as above, no timing judged (each HCOps variant's one run
-is under HCOPS_VERBOSE=1 and is also its verbose step). Exit status: 0
+variant and check as above, no timing judged (each HCOps variant's runs
+are under HCOPS_VERBOSE=1, and its last is its verbose step). Exit status: 0
 HCOps ran and every loss agrees; 1 a loss disagrees or an HCOps variant ran
 no HCOps GEMM; 2 usage or a run failed.
 """
 import argparse
+import csv
 import os
 import statistics
 import sys
@@ -52,7 +55,7 @@ from benchlib.child import RunError, child_env, json_result, run  # noqa: E402
 from benchlib.report import cpu_label, error, load_average, pyplot, save_plot, write_csv  # noqa: E402
 from benchlib.rounds import alternated, rel_diff  # noqa: E402
 from dit_config import CONFIGS, step_flops  # noqa: E402
-from stock_bf16 import SPEED_SHAPE, stock_bf16_error, stock_bf16_times  # noqa: E402
+from stock_bf16 import SPEED_SHAPE, SpeedProbeError, stock_bf16_error, stock_bf16_times  # noqa: E402
 from hcops.prof import logparse, steps  # noqa: E402
 from hcops.prof.machine import Machine, MachineError  # noqa: E402
 
@@ -83,7 +86,8 @@ class Route:
     variants: list
     amps: list          # the precisions stock PyTorch can run here (args.amp, less those it cannot)
     version: str = ""
-    bf16_brief: bool = False   # stock bf16 --slow-bf16 times slower than f32 or more: 1 round of 1 step
+    bf16_brief: str = ""  # why bf16 runs 1 round of 1 step (stock bf16 slow: bf16_is_slow), or ''
+
     results: dict = field(default_factory=dict)   # dtype -> [ {variant: dit.py result} per round ]
     checks: dict = field(default_factory=dict)    # (dtype, variant) -> HCOps' verbose step
 
@@ -104,9 +108,9 @@ def torch_version(python):
     return (version, sdpa == "1", compiles == "1", stock_bf16_error(python, BF16_PROBE_TIMEOUT_S)), None
 
 
-def routes(args):
+def routes(args, env):
     """The PyTorch builds to compare, the 2.x wheel first; each one missing is
-    said in one line and left out."""
+    said in one line and left out. env: the runs' environment."""
     out = []
     for label, python in (("PyTorch 2.x wheel", args.torch2_python), ("Debian's PyTorch", args.debian_python)):
         if not python:
@@ -124,7 +128,7 @@ def routes(args):
             print(f"{name}: bf16 autocast left out: stock PyTorch cannot run it here ({no_bf16})", flush=True)
         if not amps:
             continue
-        brief = "bf16" in amps and bf16_is_slow(args, name, python)
+        brief = "bf16" in amps and bf16_is_slow(args, name, python, env)
         variants = [Variant(STOCK, False, False)]
         if compiles:
             variants.append(Variant("torch.compile", False, True))
@@ -140,26 +144,30 @@ def routes(args):
 QUICK_SPEED_SHAPE = (256, 384, 384)
 
 
-def bf16_is_slow(args, name, python):
-    """Whether stock bf16 on python's torch is args.slow_bf16 times slower
-    than f32 or more (a Linear's forward and backward, timed in a child),
-    said in a line either way; not where it could not be timed (said)."""
-    if args.slow_bf16 == float("inf"):
-        return False
+def bf16_is_slow(args, name, python, env):
+    """Why python's torch's bf16 runs briefly ('' where it does not): its
+    stock bf16 takes args.slow_bf16 times f32's time or more (a Linear's
+    forward and backward, timed in a child with env), said in a line; 0 is
+    always and inf never, without timing. Where it could not be timed:
+    brief if the probe ran out of time, else not (said)."""
+    brief = "its bf16 runs 1 round of 1 timed step"
+    if args.slow_bf16 in (0, float("inf")):
+        if args.slow_bf16 == 0:
+            print(f"{name}: --slow-bf16 0: {brief}", flush=True)
+        return "--slow-bf16 0" if args.slow_bf16 == 0 else ""
     shape = QUICK_SPEED_SHAPE if args.quick else SPEED_SHAPE
-    times = stock_bf16_times(python, args.threads, BF16_PROBE_TIMEOUT_S, shape)
     layer = f"a Linear {shape[1]} -> {shape[2]} on {shape[0]} rows, forward and backward"
-    if isinstance(times, str):
-        print(f"{name}: stock bf16 against f32 not timed ({layer}: {times}): bf16 timed as f32", flush=True)
-        return False
-    f32, bf16 = times
+    try:
+        f32, bf16 = stock_bf16_times(python, env, BF16_PROBE_TIMEOUT_S, shape)
+    except SpeedProbeError as e:
+        print(f"{name}: stock bf16 against f32 not timed ({layer}: {e}): "
+              + (brief if e.timed_out else "its bf16 runs every round, as f32"), flush=True)
+        return "stock bf16's probe ran out of time" if e.timed_out else ""
     ratio = bf16 / f32
     slow = ratio >= args.slow_bf16
-    print(f"{name}: stock bf16 autocast {bf16 * 1e3:.1f} ms, f32 {f32 * 1e3:.1f} ms ({layer}): "
-          + (f"{ratio:.1f}x the f32 time, at least --slow-bf16 {args.slow_bf16:g} (no fast bf16 path in this PyTorch "
-             f"on this CPU): its bf16 runs 1 round of 1 timed step" if slow else f"{ratio:.2f}x the f32 time"),
-          flush=True)
-    return slow
+    print(f"{name}: stock bf16 autocast {bf16 * 1e3:.1f} ms, f32 {f32 * 1e3:.1f} ms ({layer}): {ratio:.2f}x the "
+          f"f32 time" + (f", at least --slow-bf16's {args.slow_bf16:g}: {brief}" if slow else ""), flush=True)
+    return f"stock bf16 takes {ratio:.1f}x f32's time here" if slow else ""
 
 
 def plan(args, route, amp):
@@ -197,8 +205,9 @@ def time_route(args, route, env, progress):
         for r in range(n_rounds):
             res = {}
             for v in alternated(route.variants, r):
-                # --quick judges no timing: an HCOps variant's one run is
-                # also its verbose step (check_route's), a run fewer each.
+                # --quick judges no timing: an HCOps variant's runs are
+                # under HCOPS_VERBOSE=1, the last its verbose step
+                # (check_route's), a run fewer each.
                 verbose = args.quick and v.hcops
                 proc = run(dit_command(args, route, v, amp, n_steps, warmup),
                            dict(env, HCOPS_VERBOSE="1") if verbose else env)
@@ -296,7 +305,7 @@ def peaks(args):
 
 
 CSV_COLUMNS = ["torch", "dtype", "variant", "round", "position", "step", "time_s", "loss", "model", "batch",
-               "threads", "cpu"]
+               "threads", "cpu", "route"]
 
 
 def csv_rows(args, all_routes, cpu):
@@ -307,7 +316,44 @@ def csv_rows(args, all_routes, cpu):
                 for name, res in rnd.items():
                     for s, (t, loss) in enumerate(zip(res["step_times"], res["losses"])):
                         yield [route.version, DTYPES[amp], name, r, order.index(name) + 1, s, f"{t:.6f}", repr(loss),
-                               args.model, args.batch, args.threads, cpu]
+                               args.model, args.batch, args.threads, cpu, route.label]
+
+
+VARIANT_ORDER = [STOCK, "torch.compile", "hcops-run", "hcops-run + compile"]
+
+
+def read_csv(path):
+    """(args-like namespace, routes, cpu) from a CSV csv_rows wrote, for
+    --replot; a CSV without the route column (before 2026-12-03) names
+    each PyTorch by its version."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    amp_of = {d: a for a, d in DTYPES.items()}
+    by_label = {}
+    for row in rows:
+        label = row.get("route") or f"torch {row['torch']}"
+        route = by_label.setdefault(label, Route(label, "", "", [], [], row["torch"]))
+        amp = amp_of[row["dtype"]]
+        rounds = route.results.setdefault(amp, [])
+        r = int(row["round"]) - 1
+        while len(rounds) <= r:
+            rounds.append({})
+        res = rounds[r].setdefault(row["variant"], {"step_times": [], "losses": []})
+        res["step_times"].append(float(row["time_s"]))
+        res["losses"].append(float(row["loss"]))
+    for route in by_label.values():
+        names = {name for rounds in route.results.values() for rnd in rounds for name in rnd}
+        route.variants = [Variant(n, n.startswith("hcops-run"), n.endswith("compile")) for n in VARIANT_ORDER
+                          if n in names]
+        for rounds in route.results.values():
+            for rnd in rounds:
+                for res in rnd.values():
+                    res["median_s"] = statistics.median(res["step_times"])
+    first = rows[0]
+    shown = argparse.Namespace(model=first["model"], batch=int(first["batch"]), threads=int(first["threads"]))
+    return shown, list(by_label.values()), first["cpu"]
 
 
 def summary(args, all_routes, peak, flops):
@@ -333,7 +379,7 @@ def summary(args, all_routes, peak, flops):
                 print(f"{route.label if i == 0 else '':<28}{DTYPES[amp] if i == 0 else '':<7}{v.name:<22}"
                       f"{med:>10.3f} s{speedup(rounds, v.name):>9.2f}x{rate:>9.1f}{of_peak:>9}  {losses}")
             if amp == "bf16" and route.bf16_brief:
-                print(f"{'':<35}1 round of 1 timed step: stock bf16 is slow here (the start's probe)")
+                print(f"{'':<35}1 round of 1 timed step: {route.bf16_brief}")
             best_stock = min((v for v in route.variants if not v.hcops), key=lambda v: medians(rounds, v.name))
             best_hcops = min((v for v in route.variants if v.hcops), key=lambda v: medians(rounds, v.name))
             print(f"{'':<35}fastest with HCOps ({best_hcops.name}) over fastest without ({best_stock.name}): "
@@ -367,6 +413,12 @@ COLORS = {STOCK: "tab:gray", "torch.compile": "tab:orange", "hcops-run": "tab:bl
           "hcops-run + compile": "tab:green"}
 
 
+def plan_label(rounds):
+    """'3 rounds of 3 steps': what one PyTorch and dtype ran, by its results."""
+    steps = len(rounds[0][STOCK]["step_times"])
+    return f"{len(rounds)} round{'s' * (len(rounds) != 1)} of {steps} step{'s' * (steps != 1)}"
+
+
 def plot(args, all_routes, path, cpu):
     """Median step time per variant (bars), grouped by PyTorch and dtype, with
     the speedup over stock eager above each bar."""
@@ -375,6 +427,12 @@ def plot(args, all_routes, path, cpu):
         return
     groups = [(route, amp) for route in all_routes for amp in route.results]
     fig, ax = plt.subplots(figsize=(3 + 2.2 * len(groups), 4.5))
+    times = [medians(route.results[amp], v.name) for route, amp in groups for v in route.variants]
+    # Stock bf16 without a fast path takes 20-40x an f32 step: on a linear
+    # axis the other bars would be slivers.
+    log = max(times) > 10 * min(times)
+    if log:
+        ax.set_yscale("log")
     width = 0.2
     seen = set()
     for x, (route, amp) in enumerate(groups):
@@ -386,8 +444,9 @@ def plot(args, all_routes, path, cpu):
             ax.bar(x + off, med, width, color=COLORS.get(v.name, f"C{i}"), label=None if v.name in seen else v.name)
             seen.add(v.name)
             ax.text(x + off, med, f"{speedup(rounds, v.name):.2f}x", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(groups)), [f"{route.label}\n{DTYPES[amp]}" for route, amp in groups], fontsize=8)
-    ax.set_ylabel("median step time (s)")
+    ax.set_xticks(range(len(groups)), [f"{route.label}\n{DTYPES[amp]}: {plan_label(route.results[amp])}"
+                                       for route, amp in groups], fontsize=8)
+    ax.set_ylabel("median step time (s)" + (", log scale" if log else ""))
     ax.set_title(f"DiT-{args.model}/2, batch {args.batch}, {args.threads} threads: speedup over stock eager above "
                  f"each bar\n{cpu}", fontsize=9)
     ax.legend(fontsize=8)
@@ -410,11 +469,18 @@ def parse_args():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--slow-bf16", type=float, default=4.0, metavar="RATIO",
                     help="where stock bf16 takes RATIO times f32's time or more (a Linear, timed first), that "
-                         "PyTorch's bf16 runs 1 round of 1 timed step (default 4; inf: never, 0: always)")
-    ap.add_argument("--quick", action="store_true", help="DiT-tiny, batch 2, 1 round (unless --rounds) of 1 step (make check)")
+                         "PyTorch's bf16 runs 1 round of 1 timed step (default 4; inf: never, 0: always; "
+                         "neither times the Linear)")
+    ap.add_argument("--quick", action="store_true",
+                    help="DiT-tiny, batch 2, 1 round (unless --rounds) of 1 step (make check)")
     ap.add_argument("--csv", help="every step of every run")
     ap.add_argument("--png", help="a bar chart of the median step times")
+    ap.add_argument("--replot", metavar="CSV", help="only draw --png from a CSV this script wrote")
     args = ap.parse_args()
+    if args.replot:
+        if not args.png:
+            ap.error("--replot draws into --png")
+        return args
     if args.quick:
         args.model, args.batch, args.steps = "tiny", 2, 1
     if args.rounds is None:
@@ -431,11 +497,21 @@ def parse_args():
 
 def main():
     args = parse_args()
+    if args.replot:
+        try:
+            shown, all_routes, cpu = read_csv(args.replot)
+        except (OSError, ValueError, KeyError) as e:
+            error(f"--replot {args.replot}: {e}")
+            return 2
+        plot(shown, all_routes, args.png, cpu)
+        return 0
     cpu = cpu_label()
-    print(f"HCOps DiT demo: DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, {args.steps} timed steps "
-          f"per run, {args.rounds} rounds alternated, f32 and bf16 autocast", flush=True)
+    print(f"HCOps DiT demo: DiT-{args.model}/2, batch {args.batch}, {args.threads} threads, {args.steps} timed "
+          f"step{'s' * (args.steps != 1)} per run, {args.rounds} round{'s' * (args.rounds != 1)} alternated, "
+          + " and ".join("bf16 autocast" if a == "bf16" else "f32" for a in args.amp), flush=True)
     print(f"CPU: {cpu}; 1-min load average at start {load_average():.2f}", flush=True)
-    all_routes = routes(args)
+    env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
+    all_routes = routes(args, env)
     if not all_routes:
         error("no PyTorch to run: neither --torch2-python nor --debian-python imports torch")
         return 2
@@ -444,7 +520,6 @@ def main():
     if peak:
         print(f"peaks (hcops-peak, {args.threads} threads): " +
               ", ".join(f"{DTYPES[a]} {g:.0f} GFLOPS" for a, g in peak.items()), flush=True)
-    env = child_env(args.threads, drop=["HCOPS_VERBOSE", "HCOPS_TORCH_LIB"])
     total = sum(plan(args, r, amp)[0] * len(r.variants) + (0 if args.quick else sum(v.hcops for v in r.variants))
                 for r in all_routes for amp in r.amps)
     progress = Progress(total)

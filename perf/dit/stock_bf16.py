@@ -66,21 +66,37 @@ print(*out)
 SPEED_SHAPE = (1024, 384, 1536)
 
 
-def stock_bf16_times(python, threads, timeout, shape=SPEED_SHAPE, reps=2):
+class SpeedProbeError(Exception):
+    """Why stock bf16 could not be timed; timed_out when the probe ran out
+    of time (bf16 far slower than any step one would time)."""
+
+    def __init__(self, why, timed_out=False):
+        super().__init__(why)
+        self.timed_out = timed_out
+
+
+def stock_bf16_times(python, env, timeout, shape=SPEED_SHAPE, reps=2):
     """(f32 s, bf16 s): the best of reps calls, after one, of a Linear's
     forward and backward (m x k input, k to n) in f32 and under bf16
-    autocast, on stock PyTorch (no HCOps in the child) with threads threads;
-    or a str, why it could not be timed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
-    cmd = [python, "-c", SPEED_PROBE, str(threads), *map(str, shape), str(reps)]
+    autocast, on stock PyTorch in a child with env (its threads set there:
+    torch.set_num_threads does not reach OpenBLAS's pool); HCOps and
+    LD_PRELOAD are taken out of it. SpeedProbeError if it could not be
+    timed."""
+    env = {k: v for k, v in env.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
+    threads = env.get("OMP_NUM_THREADS") or str(os.cpu_count())
+    cmd = [python, "-c", SPEED_PROBE, threads, *map(str, shape), str(reps)]
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return f"not timed within {timeout} s"
+        raise SpeedProbeError(f"not timed within {timeout} s", timed_out=True) from None
     except OSError as e:
-        return f"{python}: {e.strerror}"
+        raise SpeedProbeError(f"{python}: {e.strerror}") from None
+    if p.returncode != 0:
+        raise SpeedProbeError((p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1])
+    # The last line: a runtime's own verbose output (ONEDNN_VERBOSE) may come before it.
+    last = (p.stdout.strip().splitlines() or [""])[-1]
     try:
-        f32, bf16 = map(float, p.stdout.split())
+        f32, bf16 = map(float, last.split())
     except ValueError:
-        return (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        raise SpeedProbeError(f"no times printed (last line {last!r})") from None
     return f32, bf16

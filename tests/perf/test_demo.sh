@@ -1,6 +1,6 @@
 #!/bin/sh
 # perf/dit/demo.py, `make demo`, in its quick mode (DiT-tiny, one round of one
-# step), so that a broken demo fails make check; no timing is judged. On the
+# step unless --rounds), so that a broken demo fails make check; no timing is judged. On the
 # PyTorch 2.x venv (stock eager, torch.compile, hcops-run, hcops-run +
 # compile) and Debian's PyTorch (stock, hcops-run), f32 and bf16: exit status
 # 0, a summary row for every PyTorch, dtype and variant, every loss agreeing,
@@ -41,6 +41,21 @@ import csv, math, re, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 out = open(sys.argv[2]).read()
 majors = [m for m in sys.argv[4:] if m]
+
+
+def summary_lines(text):
+    """{torch major: [(dtype, text)]}: the summary table's lines that do not
+    name a PyTorch or dtype (variants after the first, notes), under the
+    PyTorch and dtype they follow (columns 0-27 and 28-34)."""
+    lines, major, dtype = {}, None, None
+    for line in text[text.index("== Summary"):].splitlines():
+        head = re.match(r"torch (\d+)\.", line)
+        major = head.group(1) if head else major
+        dtype = line[28:35].strip() or dtype
+        if major and dtype and not line[:35].strip():
+            lines.setdefault(major, []).append((dtype, line[35:].strip()))
+    return lines
+
 got = {(r["torch"].split(".")[0], r["dtype"], r["variant"]) for r in rows}
 for major in majors:
     names = sys.argv[3].split("|") if major == "2" else ["stock eager", "hcops-run"]
@@ -60,24 +75,29 @@ for major in majors:
                                  out), (major, dtype, name)
     if left_out:
         continue
-    # Stock bf16 was timed against f32 first, and where it was slow the
-    # summary says that its bf16 ran briefly.
+    # Stock bf16 was timed against f32 first; where it was slow, that
+    # PyTorch's bf16 rows end with a note that it ran briefly, else not.
     probe = re.search(rf"^torch {major}\.\S+ \((wheel|Debian)\): stock bf16 (autocast [0-9.]+ ms, f32 [0-9.]+ ms "
-                      r"\(a Linear .*\): [0-9.]+x the f32 time(, at least --slow-bf16 .*: its bf16 runs 1 round of 1 "
-                      r"timed step)?|against f32 not timed \(.+\): bf16 timed as f32)$", out, re.M)
+                      r"\(a Linear .*\): [0-9.]+x the f32 time(?P<slow>, at least --slow-bf16's .*: its bf16 runs 1 "
+                      r"round of 1 timed step)?|against f32 not timed \(.+\): its bf16 runs every round, as f32)$",
+                      out, re.M)
     assert probe, ("no stock bf16 probe line", major)
-    if probe.group(2):
-        assert "1 round of 1 timed step: stock bf16 is slow here" in out, major
+    noted = any(dtype == "bf16" and text.startswith("1 round of 1 timed step: stock bf16 takes")
+                for dtype, text in summary_lines(out).get(major, []))
+    assert noted == bool(probe.group("slow")), (major, noted, probe.group(0))
 assert all(float(r["time_s"]) > 0 and math.isfinite(float(r["loss"])) for r in rows), rows
 assert {r["model"] for r in rows} == {"tiny"}, rows
 print(f"CSV: {len(rows)} steps of {len(got)} configurations")
 PY
 if "/usr/bin/python3" -c 'import matplotlib' 2>/dev/null; then
   [ -s "$tmp/demo.png" ] || fail "no PNG"
+  # The same chart again from the CSV alone.
+  /usr/bin/python3 "$src/dit/demo.py" --replot "$tmp/demo.csv" --png "$tmp/replot.png" >"$tmp/replot.txt" 2>&1 &&
+    [ -s "$tmp/replot.png" ] || { cat "$tmp/replot.txt"; fail "--replot"; }
 fi
 
-# Where stock bf16 is slow (--slow-bf16 0: always), bf16 runs 1 round of 1
-# step while f32 runs every round; --slow-bf16 inf never probes. One PyTorch
+# --slow-bf16 0 (always brief, no probe): bf16 runs 1 round of 1 step while
+# f32 runs every round; --slow-bf16 inf: never brief, no probe. One PyTorch
 # (Debian's where it has one), f32 and bf16, 2 rounds.
 if [ -n "$py" ]; then one_t2= one_py=$py; else one_t2=$t2 one_py=; fi
 for ratio in 0 inf; do
@@ -91,8 +111,7 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 out, ratio = open(sys.argv[2]).read(), sys.argv[3]
 rounds = {d: sorted({r["round"] for r in rows if r["dtype"] == d}) for d in ("f32", "bf16")}
 left_out = re.search(r"bf16 autocast left out: stock PyTorch cannot run it here", out)
-probed = re.search(r"^torch \S+ \((wheel|Debian)\): stock bf16 autocast [0-9.]+ ms, .*: its bf16 runs 1 round of 1 "
-                   r"timed step$", out, re.M)
+probed = re.search(r"^torch \S+ \((wheel|Debian)\): --slow-bf16 0: its bf16 runs 1 round of 1 timed step$", out, re.M)
 assert rounds["f32"] == ["1", "2"], rounds
 if left_out:
     print(f"--slow-bf16 {ratio}: bf16 left out (stock PyTorch cannot run it), f32 rounds {rounds['f32']}")
@@ -100,9 +119,9 @@ if left_out:
 if ratio == "0":
     assert probed, "no probe line saying bf16 runs briefly"
     assert rounds["bf16"] == ["1"], rounds
-    assert "1 round of 1 timed step: stock bf16 is slow here" in out
+    assert "1 round of 1 timed step: --slow-bf16 0" in out
 else:
-    assert not re.search(r"stock bf16 (autocast|against f32)", out), "--slow-bf16 inf probed"
+    assert not re.search(r"stock bf16 (autocast|against f32)|1 round of 1 timed step", out), "--slow-bf16 inf probed"
     assert rounds["bf16"] == ["1", "2"], rounds
 print(f"--slow-bf16 {ratio}: f32 rounds {rounds['f32']}, bf16 rounds {rounds['bf16']}")
 PY
