@@ -158,7 +158,7 @@ bool c_fits(const at::Tensor &c) {
 // engine. A or B without a unit stride is copied contiguous.
 bool run(Product p) {
   if (p.c.numel() == 0) {  // nothing to compute (k = 0 with an empty result too)
-    count_taken(p.op);
+    report_taken(p.op, dtype_name(p.c.scalar_type()), shape_name(p.c.sizes()), 1, 0, "empty result, nothing computed");
     return true;
   }
   Geometry g;
@@ -207,7 +207,12 @@ std::vector<int64_t> result_shape(const at::Tensor &a, const at::Tensor &b) {
   return s;
 }
 
+// Whether `out` may share memory with `x`: nullptr when it cannot. Tensors
+// on different storages cannot; at::get_overlap_status alone answers
+// "too hard" for any view that is not dense (a column slice, an expanded
+// bias) before it looks at the storage, and such operands were declined.
 const char *no_overlap(const at::Tensor &out, const at::Tensor &x) {
+  if (out.has_storage() && x.has_storage() && !out.storage().is_alias_of(x.storage())) return nullptr;
   return at::get_overlap_status(out, x) == at::MemOverlapStatus::No ? nullptr : "out_overlap";
 }
 
@@ -234,7 +239,9 @@ const char *input_reason(const at::Tensor &self, const at::Tensor &a, at::IntArr
     *how = Input::in_place;
     return nullptr;
   }
-  if (out && at::get_overlap_status(*out, self) != at::MemOverlapStatus::No) return "out_overlap";
+  if (out) {
+    if (const char *r = no_overlap(*out, self)) return r;
+  }
   if (beta == 0) {
     *how = Input::ignored;
     return nullptr;
@@ -249,6 +256,13 @@ const char *input_reason(const at::Tensor &self, const at::Tensor &a, at::IntArr
 }
 
 double scalar(const at::Scalar &s) { return s.toDouble(); }
+
+// Why alpha keeps the engine out: nullptr when it does not. With alpha = 0
+// the engine scales C by beta and never reads A and B, as BLAS does;
+// PyTorch does that in some kernels (2.15's f32 addmm, MKL's sgemm) and
+// computes 0 * A B in others (its f32 baddbmm, every bf16 one), where a NaN
+// or Inf in A or B makes the result NaN. No model calls it: PyTorch's.
+const char *alpha_reason(double alpha) { return alpha == 0 ? "alpha_zero" : nullptr; }
 
 // C = beta * self + alpha * A B into `out` (allocated, or the caller's
 // out= / self, checked already); `how` from input_reason. False, with `out`
@@ -332,6 +346,7 @@ struct Gemm {
     const char *why = operands_reason(a, b, Nd);
     Input how = Input::copy;
     const std::vector<int64_t> shape = result_shape(a, b);
+    if (!why) why = alpha_reason(scalar(alpha));
     if (!why) why = input_reason(self, a, shape, scalar(beta), nullptr, &how);
     if (!why) {
       at::Tensor out = at::empty(shape, a.options());
@@ -347,6 +362,7 @@ struct Gemm {
                              const at::Scalar &alpha, at::Tensor &out) {
     const char *why = operands_reason(a, b, Nd);
     Input how = Input::copy;
+    if (!why) why = alpha_reason(scalar(alpha));
     if (!why) why = out_reason(out, a, b);
     if (!why) why = input_reason(self, a, out.sizes(), scalar(beta), &out, &how);
     if (!why) {
@@ -362,6 +378,7 @@ struct Gemm {
                           const at::Scalar &alpha) {
     const char *why = operands_reason(a, b, Nd);
     Input how = Input::in_place;
+    if (!why) why = alpha_reason(scalar(alpha));
     if (!why) why = out_reason(self, a, b);
     if (!why) {
       if (run_with_input(added, added_name, self, a, b, scalar(beta), scalar(alpha), self, how))

@@ -11,7 +11,10 @@ beta = 0 (the input ignored, NaN in it included), beta and alpha other than
 gradients through autograd (nn.Linear, matmul). Each call HCOps takes is
 counted (call_counts), each it leaves to PyTorch is too, with its reason
 under HCOPS_VERBOSE: f64, mixed dtypes, an out= of another shape (PyTorch
-resizes it), an out= that overlaps an operand.
+resizes it), an out= that overlaps an operand, alpha = 0 (PyTorch
+computes 0 * A B in some kernels, NaN from a NaN or Inf operand; BLAS and
+HCOps' engine skip the product). An out= beside sliced, expanded operands on other
+storages is taken; an empty result is taken and said.
 
 Accuracy: f32 |hcops - torch| <= 16 k eps (|A| |B|) + |beta| |C| eps
 elementwise (both sum k products in f32 in some order); bf16 results (f32
@@ -40,6 +43,8 @@ def parent():
     # The fallbacks the child provoked, each with its reason; the taken calls
     # in the BLAS lines' format with api=aten.
     for needle in ("hcops_verbose,fallback,mm,f64,", "hcops_verbose,fallback,mm,f32,4x5,mixed_dtype",
+                   "hcops_verbose,fallback,addmm,bf16,3x5,alpha_zero", "hcops_verbose,fallback,baddbmm,f32,2x3x5,alpha_zero",
+                   ",empty result, nothing computed",
                    "hcops_verbose,fallback,mm,f32,4x5,out_shape", "hcops_verbose,fallback,addmm,f32,6x7,out_overlap",
                    "hcops_verbose,exec,aten::mm,", "hcops_verbose,exec,aten::addmm,", "hcops_verbose,exec,aten::bmm,",
                    "hcops_verbose,exec,aten::baddbmm,", "api=aten", "bias=epilogue"):
@@ -233,6 +238,46 @@ def child():
             err = (g.double() - r.double()).abs().max() / scale
             check(err.item() <= (1e-4 if dt == torch.float32 else 4e-2), f"autograd {dt} {name}",
                   f"max err / max |ref| = {err.item():.3g}")
+
+    # alpha = 0 with NaN and Inf in the operands: left to PyTorch, which
+    # computes 0 * A B in some kernels (NaN: 2.15's f32 baddbmm, bf16) and
+    # skips the product in others (beta * C: BLAS's rule).
+    for dt in (torch.float32, torch.bfloat16):
+        a, b, c = torch.ones(2, 3, 5, dtype=dt), torch.ones(2, 5, 4, dtype=dt), torch.randn(2, 3, 4).to(dt)
+        a[0, 0, 0], b[1, 2, 3] = float("inf"), float("nan")
+        fallen = 0
+        calls = {"addmm": lambda: torch.addmm(c[0], a[0], b[0], alpha=0),
+                 "addmm bias": lambda: torch.addmm(c[0, 0], a[0], b[0], beta=0.5, alpha=0),
+                 "addmm_": lambda: c[1].clone().addmm_(a[1], b[1], alpha=0),
+                 "baddbmm": lambda: torch.baddbmm(c, a, b, alpha=0),
+                 "baddbmm out=": lambda: torch.baddbmm(c, a, b, alpha=0, out=torch.empty_like(c))}
+        for name, fn in calls.items():
+            before = ht.call_counts("addmm")[1] + ht.call_counts("baddbmm")[1]
+            got = fn()
+            fallen += ht.call_counts("addmm")[1] + ht.call_counts("baddbmm")[1] - before
+            ref = stock(fn)
+            check(torch.equal(torch.isnan(got), torch.isnan(ref)) and
+                  torch.equal(got.nan_to_num(), ref.nan_to_num()), f"{name} alpha=0 NaN/Inf operands {dt}: as stock",
+                  f"{got.flatten()[:4].tolist()} vs {ref.flatten()[:4].tolist()}")
+        check(fallen == len(calls), f"alpha=0 {dt}: every call left to PyTorch", f"({fallen} of {len(calls)})")
+
+    # out= beside operands that are views (a column slice, an expanded bias)
+    # of other storages: taken, not declined as overlapping.
+    big, b = torch.randn(8, 10), torch.randn(5, 6)
+    bias = torch.randn(1, 6).expand(8, 6)
+    for name, fn in (("mm out= sliced operand", lambda out: torch.mm(big[:, :5], b, out=out)),
+                     ("addmm out= expanded input", lambda out: torch.addmm(bias, big[:, 2:7], b, out=out)),
+                     ("addmm_ sliced operand", lambda out: out.copy_(bias).addmm_(big[:, 1:6], b))):
+        op = "mm" if name.startswith("mm") else "addmm"
+        before = ht.call_counts(op)[0]
+        got, ref = fn(torch.empty(8, 6)), stock(lambda: fn(torch.empty(8, 6)))
+        check(ht.call_counts(op)[0] == before + 1, f"{name}: taken")
+        check((got - ref).abs().max().item() <= 1e-5 * (1 + ref.abs().max().item()), f"{name}: as stock")
+
+    # An empty result: taken, nothing to compute, said under HCOPS_VERBOSE.
+    before = ht.call_counts("mm")[0]
+    got = torch.mm(torch.randn(0, 3), torch.randn(3, 4))
+    check(got.shape == (0, 4) and ht.call_counts("mm")[0] == before + 1, "mm with an empty result taken")
 
     # What PyTorch keeps: f64, mixed dtypes, an out= PyTorch must resize or
     # that overlaps an operand; the results are PyTorch's own, bit for bit.
