@@ -15,6 +15,7 @@ import copy
 import os
 import subprocess
 import sys
+import warnings
 
 import torch
 
@@ -342,6 +343,41 @@ def test_aliased_grad():
     print("aliased gradient: PyTorch's order, stock result")
 
 
+def test_repeated_param():
+    """A parameter listed twice in a group (tied weights; PyTorch warns, and
+    keeps one state for it) and a parameter whose storage another one views:
+    PyTorch updates them in turn, so the group takes PyTorch's function, the
+    reason counted; the result is stock's."""
+    results = {}
+    for fused in (True, False):
+        (optim.install if fused else optim.uninstall)()
+        for cls in (torch.optim.Adam, torch.optim.AdamW):
+            for layout in ("twice", "view"):
+                p, q = make_params(shapes=[(129,), (33,)])
+                if layout == "twice":
+                    params = [p, q, p]
+                else:  # a second leaf on part of p's memory
+                    params = [p, q, torch.nn.Parameter(p.data[64:])]
+                name = cls.__name__.lower()
+                before = optim.calls.get(name + ":fallback", 0)
+                with warnings.catch_warnings():  # "optimizer contains a parameter group with duplicate parameters"
+                    warnings.simplefilter("ignore")
+                    opt = cls(params, lr=0.1, weight_decay=0.1)
+                for step in range(3):
+                    for t in params:
+                        t.grad = torch.full_like(t, 0.5 + step) * torch.linspace(-1, 1, t.numel())
+                    opt.step()
+                if fused and optim.calls.get(name + ":fallback", 0) != before + 3:
+                    fail("%s %s parameter: not left to PyTorch's function (calls %s)" % (name, layout, optim.calls))
+                results[(name, layout, fused)] = [p.detach().clone(), q.detach().clone()]
+    for name in ("adam", "adamw"):
+        for layout in ("twice", "view"):
+            compare("%s %s parameter" % (name, layout), results[(name, layout, True)],
+                    results[(name, layout, False)], False)
+    optim.install()
+    print("a parameter twice in a group, or viewed by another: PyTorch's order, stock result")
+
+
 CHILD = """
 import sys, torch
 sys.path.insert(0, %r)
@@ -417,6 +453,7 @@ def main():
     test_version_counter()
     test_version_counts()
     test_aliased_grad()
+    test_repeated_param()
     optim.uninstall()
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

@@ -68,10 +68,16 @@ def _dense_cpu(t, dtype, shape):
             and t.dtype == dtype and t.shape == shape and t.is_contiguous())
 
 
-def _overlap(a, b):
-    """Whether two dense tensors of one dtype and size share any memory."""
-    size = a.numel() * a.element_size()
-    return size > 0 and abs(a.data_ptr() - b.data_ptr()) < size
+def _any_overlap(tensors):
+    """Whether any two of these dense tensors share memory: their byte
+    ranges, sorted by start, each begin before the furthest end so far."""
+    spans = sorted((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in tensors if t.numel())
+    end = None
+    for start, stop in spans:
+        if end is not None and start < end:
+            return True
+        end = stop if end is None else max(end, stop)
+    return False
 
 
 def _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad, scalars):
@@ -97,16 +103,18 @@ def _decline(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
         group = [p, grads[i], exp_avgs[i], exp_avg_sqs[i]] + ([max_exp_avg_sqs[i]] if amsgrad else [])
         if not all(isinstance(t, torch.Tensor) and _dense_cpu(t, dtype, shape) for t in group):
             return "layout"
-        # PyTorch updates the tensors one after another (param.mul_ first,
-        # then exp_avg from grad, ...): a gradient that is its parameter reads
-        # the decayed values there, where the fused kernel reads each element
-        # once. Such groups take PyTorch's order.
-        if any(_overlap(group[a], group[b]) for a in range(len(group)) for b in range(a + 1, len(group))):
-            return "aliased"
         s = state_steps[i]
         if not (isinstance(s, torch.Tensor) and s.device.type == "cpu" and s.numel() == 1 and s.layout == torch.strided
                 and not s.is_complex()):
             return "step"
+    # PyTorch updates the tensors one after another: param.mul_ first, then
+    # exp_avg from grad, ..., and parameter after parameter. A gradient that
+    # is its parameter reads the decayed values there, and a parameter listed
+    # twice in a group (tied weights, with one state) is updated twice in
+    # turn; the fused kernel reads every element once and updates the
+    # parameters in parallel. Such groups take PyTorch's order.
+    if _any_overlap([*params, *grads, *exp_avgs, *exp_avg_sqs, *(max_exp_avg_sqs if amsgrad else [])]):
+        return "aliased"
     return None
 
 
