@@ -17,6 +17,7 @@ lowering module. (hcops-run's start-up hook, python/startup/sitecustomize.py,
 has its own copy of the finder for `import torch`: it must not import the
 hcops package in a process that never imports torch.)
 """
+import _thread
 import sys
 
 
@@ -26,14 +27,16 @@ class _AfterImport:
     def __init__(self, name, callback):
         self._name = name
         self._callback = callback
-        self._busy = False
+        # Per thread: another thread's find_spec("torch") (an availability
+        # check) while this one imports must not make this import skip the hook.
+        self._busy = _thread._local()
 
     def find_spec(self, name, path=None, target=None):
-        if name != self._name or self._busy:
+        if name != self._name or getattr(self._busy, "on", False):
             return None
         # The spec the rest of sys.meta_path gives; _busy keeps this finder out
         # should one of them import something on the way.
-        self._busy = True
+        self._busy.on = True
         try:
             spec = None
             for finder in list(sys.meta_path):
@@ -43,7 +46,7 @@ class _AfterImport:
                     if spec is not None:
                         break
         finally:
-            self._busy = False
+            self._busy.on = False
         loader = getattr(spec, "loader", None)
         exec_module = getattr(loader, "exec_module", None)
         if exec_module is None:  # namespace package or legacy loader: nothing to wrap

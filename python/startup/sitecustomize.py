@@ -19,6 +19,7 @@ A process that never imports torch pays for this module and one string
 comparison per imported module: no torch, no hcops import.
 """
 import os
+import _thread
 import sys
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
@@ -40,14 +41,16 @@ class _TorchHook:
     package, which a process that never imports torch must not import.)"""
 
     def __init__(self):
-        self._busy = False
+        # Per thread: another thread's find_spec("torch") (an availability
+        # check) while this one imports must not make this import skip the hook.
+        self._busy = _thread._local()
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch" or self._busy:
+        if name != "torch" or getattr(self._busy, "on", False):
             return None
         # The spec the rest of sys.meta_path gives; _busy keeps this finder out
         # should one of them import something on the way.
-        self._busy = True
+        self._busy.on = True
         try:
             spec = None
             for finder in list(sys.meta_path):
@@ -57,7 +60,7 @@ class _TorchHook:
                     if spec is not None:
                         break
         finally:
-            self._busy = False
+            self._busy.on = False
         loader = getattr(spec, "loader", None)
         exec_module = getattr(loader, "exec_module", None)
         if exec_module is None:  # namespace package or legacy loader: nothing to wrap
@@ -99,10 +102,44 @@ def _hooks():
     return {h.strip() for h in value.split(",") if h.strip()}
 
 
+def _share_threads():
+    """A torchrun worker under hcops-run takes its share of the threads.
+    torchrun gives each worker OMP_NUM_THREADS=1 only where it is unset, and
+    under hcops-run it is set, to all of the rank's cores: N workers would
+    each run that many. Where hcops-run set it (HCOPS_RUN_OMP_NUM_THREADS
+    equal to it: not the user's) and this is one of LOCAL_WORLD_SIZE > 1
+    workers of torchrun (TORCHELASTIC_RUN_ID), torch's pool gets
+    OMP_NUM_THREADS / LOCAL_WORLD_SIZE threads (at least 1); the workers are
+    not bound to CPUs, as under torchrun alone."""
+    env = os.environ
+    omp = env.get("OMP_NUM_THREADS")
+    if not omp or omp != env.get("HCOPS_RUN_OMP_NUM_THREADS") or not env.get("TORCHELASTIC_RUN_ID"):
+        return
+    try:
+        threads, workers = int(omp), int(env.get("LOCAL_WORLD_SIZE", "1"))
+    except ValueError:
+        return
+    if workers <= 1 or threads <= 1:
+        return
+    import torch
+    share = max(1, threads // workers)
+    torch.set_num_threads(share)
+    if env.get("HCOPS_VERBOSE", "0") not in ("", "0"):
+        try:
+            sys.stderr.write(f"hcops: torchrun worker {env.get('LOCAL_RANK', '?')} of {workers} under hcops-run: "
+                             f"{share} of hcops-run's {threads} threads\n")
+        except Exception:
+            pass
+
+
 def _load_ops():
     """import hcops.torch (and hcops.automem, for hcops-run --automem) inside
     torch's import (torch has run; the module lock is this thread's, so
     hcops.torch's own `import torch` gets it)."""
+    try:
+        _share_threads()
+    except Exception as e:  # torch must import whatever hcops does
+        _warn(f"torchrun's workers keep hcops-run's OMP_NUM_THREADS: {type(e).__name__}: {e}")
     hooks = _hooks()
     if "ops" in hooks:
         try:

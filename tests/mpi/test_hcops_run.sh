@@ -4,9 +4,10 @@
 # and on an SMT topology from HCOPS_TOPOLOGY_DIR (HWLOC_XMLFILE); and the
 # malloc tunables it gives the command (GLIBC_TUNABLES).
 run=${HCOPS_RUN:?HCOPS_RUN must name the hcops-run to test}
-unset PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE GLIBC_TUNABLES \
+unset PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_RUN_OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE GLIBC_TUNABLES \
   MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ \
-  MPI_LOCALRANKID MPI_LOCALNRANKS PMI_LOCAL_RANK PMI_LOCAL_SIZE SLURM_LOCALID SLURM_NTASKS_PER_NODE
+  MPI_LOCALRANKID MPI_LOCALNRANKS PMI_LOCAL_RANK PMI_LOCAL_SIZE SLURM_LOCALID SLURM_NTASKS_PER_NODE \
+  SLURM_STEP_ID SLURM_NODEID SLURM_STEP_TASKS_PER_NODE
 TMPDIR=$(mktemp -d)
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
@@ -41,6 +42,70 @@ if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && [ "${a%% (*}" = "${b%% (*}" ]; th
   echo "FAIL: both ranks got the same CPUs"
   failed=1
 fi
+
+echo "== Slurm: a batch script is one process; a step's ranks on this node"
+# The batch step has the job's --ntasks-per-node and SLURM_LOCALID=0 but no
+# SLURM_STEP_ID: no rank is waited for (that took 5 s and a warning).
+start=$(date +%s)
+out=$(SLURM_JOB_ID=77 SLURM_NTASKS_PER_NODE=2 SLURM_LOCALID=0 "$run" --dry-run --cpus "$all" true 2>&1)
+expect "$out" "rank 0/1: CPUs $all"
+case $out in *"did not all start"*) echo "FAIL: the batch script waited for ranks"; failed=1 ;; esac
+[ $(($(date +%s) - start)) -lt 4 ] || { echo "FAIL: the batch script's hcops-run took 4 s or more"; failed=1; }
+# In a step: this node's count from SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID
+# ("1,2(x2),3": node 0 has 1, nodes 1 and 2 have 2, node 3 has 3), not the
+# job's request; an unreadable list falls back to the request.
+step() {  # NODEID LIST LOCALID
+  SLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURM_NTASKS_PER_NODE=5 SLURM_NODEID=$1 SLURM_STEP_TASKS_PER_NODE=$2 \
+    SLURM_LOCALID=$3 "$run" --dry-run --cpus "$all" true 2>&1
+}
+expect "$(step 0 "1,2(x2),3" 0)" "rank 0/1: CPUs $all"
+step 2 "1,2(x2),3" 0 >"$TMPDIR/s0.out" &
+step 2 "1,2(x2),3" 1 >"$TMPDIR/s1.out"
+wait
+expect "$(cat "$TMPDIR/s0.out")" "rank 0/2: CPUs " "2 ranks share $all"
+expect "$(cat "$TMPDIR/s1.out")" "rank 1/2: CPUs " "2 ranks share $all"
+ls "$TMPDIR" | grep -q '^hcops-run\.' && { echo "FAIL: the step's meeting directory was left behind"; failed=1; }
+for list in "2(x" "x,1" "2(x0)"; do
+  SLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURM_NTASKS_PER_NODE=1 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=$list \
+    SLURM_LOCALID=0 "$run" --dry-run --cpus "$all" true >"$TMPDIR/bad.out" 2>&1
+  expect "$(cat "$TMPDIR/bad.out")" "rank 0/1: CPUs $all"
+done
+
+echo "== hcops-run under hcops-run: the inner one chooses again"
+# The outer's OMP_NUM_THREADS (all cores) is not the caller's: the inner
+# rank, bound to its share, sets its own; the caller's is kept through both.
+# HCOps' libraries are preloaded once, from the inner run, whatever the
+# outer preloaded (here a copy of another prefix); other libraries stay.
+nested=$("$run" env OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 "$run" --dry-run --cpus "$all" true)
+expect "$nested" "rank 1/2: " "OMP_NUM_THREADS=$(rank 1 2 --cpus "$all" | sed -n 's/.*OMP_NUM_THREADS=\([0-9]*\).*/\1/p');"
+expect "$(OMP_NUM_THREADS=7 "$run" "$run" --dry-run true)" "OMP_NUM_THREADS=7;"
+own=$("$run" --dry-run true | sed -n 's/.*LD_PRELOAD=\([^;]*\);.*/\1/p')
+got=$(LD_PRELOAD="/opt/other-prefix/lib/libhcops.so.0:$own" "$run" --dry-run true 2>/dev/null |
+  sed -n 's/.*LD_PRELOAD=\([^;]*\);.*/\1/p')
+echo "preloaded under an outer hcops-run: $got"
+[ "$got" = "$own" ] || { echo "FAIL: LD_PRELOAD '$got', expected '$own'"; failed=1; }
+got=$(LD_PRELOAD="/lib/libkeep.so" "$run" --dry-run true 2>/dev/null | sed -n 's/.*LD_PRELOAD=\([^;]*\);.*/\1/p')
+[ "$got" = "$own /lib/libkeep.so" ] || { echo "FAIL: the caller's LD_PRELOAD: '$got'"; failed=1; }
+
+echo "== a library path with a space: refused in one line, nothing run"
+# ld.so splits LD_PRELOAD at spaces: such a path would preload nothing and
+# print an error in every process. A copy of hcops-run whose build tree
+# has a space in its path (its libhcops.so a stand-in: never loaded).
+spaced="$TMPDIR/my build"
+mkdir -p "$spaced/shim/.libs" "$spaced/tools"
+: >"$spaced/shim/.libs/libhcops.so"
+ln -s "$(dirname "$(readlink -f "$run")")/hcops-cpus" "$spaced/tools/hcops-cpus"
+sed "s|^builddir=.*|builddir='$spaced'|" "$run" >"$TMPDIR/hcops-run-spaced"
+chmod +x "$TMPDIR/hcops-run-spaced"
+"$TMPDIR/hcops-run-spaced" --dry-run touch "$TMPDIR/ran" >"$TMPDIR/out" 2>"$TMPDIR/err"
+rc=$?
+cat "$TMPDIR/err"
+if [ $rc != 2 ] || [ -s "$TMPDIR/out" ] || [ -e "$TMPDIR/ran" ] || [ "$(wc -l <"$TMPDIR/err")" != 1 ] ||
+  ! grep -q "^hcops: hcops-run: cannot preload '$spaced/shim/.libs/libhcops.so': LD_PRELOAD cannot hold a path with a space" "$TMPDIR/err"; then
+  echo "FAIL: a library path with a space: exit $rc"
+  failed=1
+fi
+rm -rf "$spaced" "$TMPDIR/hcops-run-spaced"
 
 echo "== --cpus outside the list grammar: one error line, exit 2, nothing run"
 for bad in -1 3-1 0,0 0-2,1 1, ,1 0,,1 "0 " 1x last 0-last 4294967296 18446744073709551615 "1
