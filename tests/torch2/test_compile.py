@@ -96,6 +96,23 @@ print(json.dumps({"gelu_calls": ht.call_counts("gelu")[0] - before}))
 '''
 
 
+# Only CPU f32/bf16 GeLUs are kept as calls: a f64 one (as a CUDA graph's)
+# keeps inductor's decomposition and fused code. No cache: a graph compiled
+# with another choice must not answer.
+ELSEWHERE = r'''
+import json, torch, torch.nn.functional as F
+import hcops.torch as ht
+out = {}
+for name, dt in (("f64", torch.float64), ("f32", torch.float32)):
+    x = torch.randn(64, 64, dtype=dt)
+    before = sum(ht.call_counts("gelu"))
+    y = torch.compile(lambda t: F.gelu(t, approximate="tanh") + 1)(x)
+    out[name] = sum(ht.call_counts("gelu")) - before
+    out[name + "_ok"] = bool(torch.allclose(y, F.gelu(x, approximate="tanh") + 1))
+print(json.dumps(out))
+'''
+
+
 def steps(prefix, dtype, mode, env):
     t = time.monotonic()
     p = subprocess.run(prefix + [PYTHON, "-c", STEPS, dtype, mode], env=env, capture_output=True, text=True,
@@ -224,6 +241,13 @@ def main():
         out = next((json.loads(line) for line in reversed(p.stdout.splitlines()) if line.startswith("{")), None)
         check(out is not None and out["gelu_calls"] > 0,
               "hcops.torch imported after a first compile: a later compiled GeLU is HCOps'",
+              p.stderr[-1500:] or str(out))
+        p = subprocess.run([RUN, PYTHON, "-c", ELSEWHERE],
+                           env=dict(base, HCOPS_INDUCTOR_OPS="gelu", TORCHINDUCTOR_FORCE_DISABLE_CACHES="1"),
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
+        out = next((json.loads(line) for line in reversed(p.stdout.splitlines()) if line.startswith("{")), None)
+        check(out is not None and out["f64"] == 0 and out["f32"] == 1 and out["f64_ok"] and out["f32_ok"],
+              "HCOPS_INDUCTOR_OPS=gelu: a compiled f32 GeLU is one call, a f64 one inductor's code",
               p.stderr[-1500:] or str(out))
     finally:
         shutil.rmtree(cache, ignore_errors=True)

@@ -19,10 +19,15 @@ take (HCOPS_OPS). Applied when inductor is first imported (the first
 torch.compile), under HCOPS_VERBOSE with a line
 `hcops_verbose,info,inductor,calls=gelu+gelu_backward,reason=auto:avx2`.
 The compiled graphs then differ from stock's, so the choice is added to
-`torch.compiler.config.cache_key_tag` (`hcops-inductor-calls=gelu+gelu_backward`,
+`torch.compiler.config.cache_key_tag` (`hcops-inductor-calls=gelu+gelu_backward@cpu-f32-bf16`,
 after any tag of the user's set before then): inductor's caches keep the two
 apart. A process that compiled before `import hcops.torch` gets the change
 from then on (inductor's cached copy of its table is dropped).
+
+Only CPU tensors of f32 and bf16 (what HCOps' kernels take) are kept as
+calls: inductor's decomposition declines those and decomposes the rest, so
+a CUDA graph in the same process (a GPU node whose CPU has AVX2), or a CPU
+f64 GeLU, keeps inductor's own fused code.
 
 PyTorch 2.x only; `import hcops.torch` calls `install()`.
 """
@@ -64,23 +69,58 @@ def choice():
     return names, "HCOPS_INDUCTOR_OPS"
 
 
+# The inputs HCOps' kernels take (its GeLU: f32 and bf16 on the CPU); a
+# compiled graph keeps inductor's own code for the others.
+_CALL_DTYPES = (torch.float32, torch.bfloat16)
+
+
+def _cpu_only(decomp):
+    """decomp, declining (NotImplemented: the op stays in the graph, and the
+    fallback lowering calls it) where its first tensor is a CPU tensor of
+    _CALL_DTYPES: a CUDA graph, or a CPU f64 GeLU, is still decomposed and
+    fused by inductor. (gelu(self), gelu_backward(grad_output, self) and
+    their out= forms: the first argument says.)"""
+    def cpu_calls_else_decompose(*args, **kwargs):
+        first = args[0] if args else None
+        if isinstance(first, torch.Tensor) and first.device.type == "cpu" and first.dtype in _CALL_DTYPES:
+            return NotImplemented
+        return decomp(*args, **kwargs)
+    cpu_calls_else_decompose.hcops_original = decomp
+    return cpu_calls_else_decompose
+
+
 def _keep_as_call(name):
-    """Inductor's tables changed so that aten op `name` is a call: into its
-    lowerings as a fallback, out of its decomposition table and the copy of
-    it that select_decomp_table() caches (fast_random_decomps, made by the
-    first compile or by anything that asked for the table before this ran)."""
+    """Inductor's tables changed so that aten op `name` is a call for CPU
+    f32/bf16 inputs: into its lowerings as a fallback, and its
+    decomposition declining those inputs (_cpu_only), in its table and in
+    the copy select_decomp_table() caches (fast_random_decomps, made by the
+    first compile or by anything that asked for the table before this ran).
+    A 2.x whose make_fallback refuses an op that is still decomposed loses
+    the decomposition on every device."""
     # (From sys.modules: this runs inside lowering's import, before the
     # package has it as an attribute.)
     decomposition = importlib.import_module("torch._inductor.decomposition")
     lowering = importlib.import_module("torch._inductor.lowering")
     packet = getattr(torch.ops.aten, name)
 
-    def drop_decompositions():
-        for overload in packet.overloads():
-            decomposition.decompositions.pop(getattr(packet, overload), None)
+    def clear_cache():
         cached = getattr(decomposition, "fast_random_decomps", None)
         if hasattr(cached, "cache_clear"):
             cached.cache_clear()
+
+    def drop_decompositions():
+        for overload in packet.overloads():
+            decomposition.decompositions.pop(getattr(packet, overload), None)
+        clear_cache()
+
+    def decompose_elsewhere():
+        table = decomposition.decompositions
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            decomp = table.get(op)
+            if decomp is not None and not hasattr(decomp, "hcops_original"):
+                table[op] = _cpu_only(decomp)
+        clear_cache()
 
     # The lowering first: should it fail, the table still decomposes the op
     # and inductor's own code runs, as stock.
@@ -91,7 +131,8 @@ def _keep_as_call(name):
     except TypeError:  # a 2.x without the keyword refuses an op still in the table
         drop_decompositions()
         lowering.make_fallback(packet, warn=False)
-    drop_decompositions()
+        return
+    decompose_elsewhere()
 
 
 def _tag(ops):
@@ -103,7 +144,9 @@ def _tag(ops):
         return
     if not hasattr(config, "cache_key_tag"):
         return
-    tag = "hcops-inductor-calls=" + "+".join(ops)
+    # "@cpu-f32-bf16": the inputs kept as calls (graphs cached when every
+    # GeLU was one, before 2026-12-03, are not reused).
+    tag = "hcops-inductor-calls=" + "+".join(ops) + "@cpu-f32-bf16"
     if tag not in config.cache_key_tag.split(";"):
         config.cache_key_tag = f"{config.cache_key_tag};{tag}" if config.cache_key_tag else tag
 
