@@ -109,20 +109,22 @@ def _share_threads():
     each run that many. Where hcops-run set it (HCOPS_RUN_OMP_NUM_THREADS
     equal to it: not the user's) and this is one of LOCAL_WORLD_SIZE > 1
     workers of torchrun (TORCHELASTIC_RUN_ID), torch's pool gets
-    OMP_NUM_THREADS / LOCAL_WORLD_SIZE threads (at least 1); the workers are
-    not bound to CPUs, as under torchrun alone."""
+    OMP_NUM_THREADS / LOCAL_WORLD_SIZE threads, the remainder to the first
+    workers (at least 1 each); the workers are not bound to CPUs, as under
+    torchrun alone."""
     env = os.environ
     omp = env.get("OMP_NUM_THREADS")
     if not omp or omp != env.get("HCOPS_RUN_OMP_NUM_THREADS") or not env.get("TORCHELASTIC_RUN_ID"):
         return
     try:
         threads, workers = int(omp), int(env.get("LOCAL_WORLD_SIZE", "1"))
+        rank = int(env.get("LOCAL_RANK", "0"))
     except ValueError:
         return
     if workers <= 1 or threads <= 1:
         return
     import torch
-    share = max(1, threads // workers)
+    share = max(1, threads // workers + (0 <= rank < threads % workers))
     torch.set_num_threads(share)
     if env.get("HCOPS_VERBOSE", "0") not in ("", "0"):
         try:

@@ -158,7 +158,7 @@ bool c_fits(const at::Tensor &c) {
 // engine. A or B without a unit stride is copied contiguous.
 bool run(Product p) {
   if (p.c.numel() == 0) {  // nothing to compute (k = 0 with an empty result too)
-    report_taken(p.op, dtype_name(p.c.scalar_type()), shape_name(p.c.sizes()), 1, 0, "empty result, nothing computed");
+    report_taken(p.op, dtype_name(p.c.scalar_type()), shape_name(p.c.sizes()), 1, 0, "empty_result");
     return true;
   }
   Geometry g;

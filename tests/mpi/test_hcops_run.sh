@@ -4,7 +4,7 @@
 # and on an SMT topology from HCOPS_TOPOLOGY_DIR (HWLOC_XMLFILE); and the
 # malloc tunables it gives the command (GLIBC_TUNABLES).
 run=${HCOPS_RUN:?HCOPS_RUN must name the hcops-run to test}
-unset PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_RUN_OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE GLIBC_TUNABLES \
+unset LD_PRELOAD PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_RUN_OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE GLIBC_TUNABLES \
   MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ \
   MPI_LOCALRANKID MPI_LOCALNRANKS PMI_LOCAL_RANK PMI_LOCAL_SIZE SLURM_LOCALID SLURM_NTASKS_PER_NODE \
   SLURM_STEP_ID SLURM_NODEID SLURM_STEP_TASKS_PER_NODE
@@ -77,7 +77,9 @@ echo "== hcops-run under hcops-run: the inner one chooses again"
 # HCOps' libraries are preloaded once, from the inner run, whatever the
 # outer preloaded (here a copy of another prefix); other libraries stay.
 nested=$("$run" env OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 "$run" --dry-run --cpus "$all" true)
-expect "$nested" "rank 1/2: " "OMP_NUM_THREADS=$(rank 1 2 --cpus "$all" | sed -n 's/.*OMP_NUM_THREADS=\([0-9]*\).*/\1/p');"
+alone=$(OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 "$run" --dry-run --cpus "$all" true |
+  sed -n 's/.*OMP_NUM_THREADS=\([0-9]*\).*/\1/p')
+expect "$nested" "rank 1/2: " "OMP_NUM_THREADS=$alone;"
 expect "$(OMP_NUM_THREADS=7 "$run" "$run" --dry-run true)" "OMP_NUM_THREADS=7;"
 own=$("$run" --dry-run true | sed -n 's/.*LD_PRELOAD=\([^;]*\);.*/\1/p')
 got=$(LD_PRELOAD="/opt/other-prefix/lib/libhcops.so.0:$own" "$run" --dry-run true 2>/dev/null |
@@ -95,7 +97,8 @@ spaced="$TMPDIR/my build"
 mkdir -p "$spaced/shim/.libs" "$spaced/tools"
 : >"$spaced/shim/.libs/libhcops.so"
 ln -s "$(dirname "$(readlink -f "$run")")/hcops-cpus" "$spaced/tools/hcops-cpus"
-sed "s|^builddir=.*|builddir='$spaced'|" "$run" >"$TMPDIR/hcops-run-spaced"
+# (libdir: none, so that an installed copy is not found first)
+sed -e "s|^builddir=.*|builddir='$spaced'|" -e "s|^libdir=.*|libdir='$TMPDIR/no-libdir'|" "$run" >"$TMPDIR/hcops-run-spaced"
 chmod +x "$TMPDIR/hcops-run-spaced"
 "$TMPDIR/hcops-run-spaced" --dry-run touch "$TMPDIR/ran" >"$TMPDIR/out" 2>"$TMPDIR/err"
 rc=$?

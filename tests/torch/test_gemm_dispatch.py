@@ -44,7 +44,7 @@ def parent():
     # in the BLAS lines' format with api=aten.
     for needle in ("hcops_verbose,fallback,mm,f64,", "hcops_verbose,fallback,mm,f32,4x5,mixed_dtype",
                    "hcops_verbose,fallback,addmm,bf16,3x5,alpha_zero", "hcops_verbose,fallback,baddbmm,f32,2x3x5,alpha_zero",
-                   ",empty result, nothing computed",
+                   ",empty_result",
                    "hcops_verbose,fallback,mm,f32,4x5,out_shape", "hcops_verbose,fallback,addmm,f32,6x7,out_overlap",
                    "hcops_verbose,exec,aten::mm,", "hcops_verbose,exec,aten::addmm,", "hcops_verbose,exec,aten::bmm,",
                    "hcops_verbose,exec,aten::baddbmm,", "api=aten", "bias=epilogue"):
