@@ -16,6 +16,11 @@ times bf16 briefly (perf/dit/demo.py)."""
 import os
 import subprocess
 
+def _stock_env(env):
+    """env without HCOps in it: no HCOPS_* variable, no LD_PRELOAD."""
+    return {k: v for k, v in env.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
+
+
 PROBE = r"""
 import torch
 conv, lin = torch.nn.Conv2d(4, 8, 2, 2), torch.nn.Linear(8, 8)
@@ -30,7 +35,7 @@ def stock_bf16_error(python, timeout):
     """'' if python's stock PyTorch runs the probe, else its error's last
     line. A timeout is not a refusal (''): the caller's own runs say what
     happens."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
+    env = _stock_env(os.environ)
     try:
         p = subprocess.run([python, "-c", PROBE], env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -82,7 +87,7 @@ def stock_bf16_times(python, env, timeout, shape=SPEED_SHAPE, reps=2):
     torch.set_num_threads does not reach OpenBLAS's pool); HCOps and
     LD_PRELOAD are taken out of it. SpeedProbeError if it could not be
     timed."""
-    env = {k: v for k, v in env.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
+    env = _stock_env(env)
     threads = env.get("OMP_NUM_THREADS") or str(os.cpu_count())
     cmd = [python, "-c", SPEED_PROBE, threads, *map(str, shape), str(reps)]
     try:
