@@ -160,8 +160,8 @@ inline void fall_back(Op op, const at::Tensor &shape_of, const char *reason) {
 }
 
 // The reason a call cannot take the fast path before its operands are
-// looked at: the process-wide switch.
-inline const char *switch_reason() { return enabled.load(std::memory_order_relaxed) ? nullptr : "disabled"; }
+// looked at: the switch (this thread's override, else the process-wide one).
+inline const char *switch_reason() { return switched_on() ? nullptr : "disabled"; }
 
 // f32 data as float, bf16 as hcops::bf16 (layout-compatible with
 // c10::BFloat16).

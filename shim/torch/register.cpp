@@ -48,7 +48,14 @@ using WarningGuard = c10::Warning::WarningHandlerGuard;
 #endif
 
 void set_enabled(bool on) { enabled.store(on, std::memory_order_relaxed); }
-bool is_enabled() { return enabled.load(std::memory_order_relaxed); }
+// The state this thread's calls see: its override, else the process-wide switch.
+bool is_enabled() { return switched_on(); }
+// This thread's override: -1 none (the process-wide switch decides), 0 off, 1 on.
+int64_t thread_override() { return thread_enabled; }
+void set_thread_override(int64_t state) {
+  TORCH_CHECK(state >= -1 && state <= 1, "hcops::set_thread_enabled: ", state, " is not -1 (none), 0 or 1");
+  thread_enabled = int8_t(state);
+}
 std::vector<std::string> loaded_ops() { return registered_names(); }
 
 // [calls HCOps computed, calls left to PyTorch's kernel] of an aten
@@ -72,6 +79,8 @@ int64_t allocations_failed() { return fault::allocations_failed(); }
 void register_switches(torch::Library &m) {
   m.def("set_enabled(bool enabled) -> ()", &set_enabled);
   m.def("is_enabled() -> bool", &is_enabled);
+  m.def("thread_enabled() -> int", &thread_override);
+  m.def("set_thread_enabled(int state) -> ()", &set_thread_override);
   m.def("loaded_ops() -> str[]", &loaded_ops);
   m.def("call_counts(str op) -> int[]", &call_counts);
   m.def("ops_family() -> str", &ops_family);

@@ -10,6 +10,7 @@
 namespace hcops::torch_ops {
 
 std::atomic<bool> enabled{true};
+thread_local int8_t thread_enabled = kNoOverride;
 
 namespace {
 

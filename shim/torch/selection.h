@@ -1,6 +1,7 @@
 // Which operators this process replaces (HCOPS_OPS, read once at load time)
 // and whether replaced operators run HCOps' kernels right now (the
-// process-wide switch behind torch.ops.hcops.set_enabled).
+// process-wide switch behind torch.ops.hcops.set_enabled, and a thread's
+// own override of it behind hcops.torch.enabled(on) blocks).
 #pragma once
 
 #include <atomic>
@@ -38,5 +39,22 @@ uint32_t parse_selection(const char *value, std::string *error);
 // False while torch.ops.hcops.set_enabled(False) is in force: every
 // replaced operator then runs PyTorch's own kernel.
 extern std::atomic<bool> enabled;
+
+// The calling thread's override of that switch (torch.ops.hcops.
+// set_thread_enabled): kNoOverride, or 0 / 1. hcops.torch.enabled(on) sets
+// it for its block and puts the previous value back after, so blocks in two
+// threads that overlap in time leave each other's state alone (with the
+// process-wide switch saved and restored, the block that ended last put back
+// the other's state: HCOps could be left off for every thread). A dispatcher
+// call is decided on the thread that makes it, and PyTorch runs a CPU
+// backward on the thread that called backward().
+constexpr int8_t kNoOverride = -1;
+extern thread_local int8_t thread_enabled;
+
+// Whether replaced operators run HCOps' kernels on this thread now.
+inline bool switched_on() {
+  const int8_t own = thread_enabled;
+  return own == kNoOverride ? enabled.load(std::memory_order_relaxed) : own != 0;
+}
 
 }  // namespace hcops::torch_ops

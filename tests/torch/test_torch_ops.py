@@ -7,7 +7,9 @@ PyTorch's kernel does), f64, non-contiguous inputs and softmax over another dim
 fall back to PyTorch (bitwise equal, and the fallback counted); NaN and Inf.
 Run once per kernel family this CPU runs (HCOPS_ISA) under 1 and 2 threads
 (DiT's shapes under 2 threads on the family chosen by default),
-then HCOPS_OPS selection, a bad HCOPS_OPS, HCOPS_VERBOSE=1/2 lines, and no
+then the run-time switch (hcops.torch.enabled blocks per thread, overlapping
+on two threads; set_enabled process-wide), HCOPS_OPS selection, a bad
+HCOPS_OPS, HCOPS_VERBOSE=1/2 lines, and no
 "Overriding a previously registered kernel" text on any child's stderr.
 
 Accuracy bound: f32 |hcops - torch| <= 8 ulp of max(|torch|, floor) +
@@ -462,6 +464,96 @@ def child_probe():
     print(json.dumps({"loaded": ht.loaded_ops(), "gelu": ht.call_counts("gelu")}), flush=True)
 
 
+def child_switch():
+    """hcops.torch.enabled(on) blocks on two threads that overlap in time, the
+    process-wide set_enabled beside them, nesting, and backward() inside a
+    block: each thread's calls follow its own block, and the block that ends
+    last does not put back the other thread's state (as a saved and restored
+    process-wide switch did: HCOps then stayed off for everyone)."""
+    import threading
+    torch, ht = child_setup(1)
+    c = Checks()
+    x = torch.ones(4, 8)
+
+    def taken(op="gelu"):  # calls HCOps computed so far
+        return ht.call_counts(op)[0]
+
+    def runs_hcops():  # one f32 gelu: computed by HCOps?
+        before = taken()
+        torch.nn.functional.gelu(x)
+        return taken() == before + 1
+
+    step = [threading.Event() for _ in range(3)]
+    seen = {}
+
+    def off_thread():  # A: off block opens first, ends first
+        with ht.enabled(False):
+            step[0].set()
+            step[1].wait(60)
+            seen["A"] = (runs_hcops(), ht.is_enabled())
+        step[2].set()
+
+    def on_thread():  # B: on block opens inside A's, ends after it
+        step[0].wait(60)
+        with ht.enabled(True):
+            step[1].set()
+            step[2].wait(60)
+            seen["B"] = (runs_hcops(), ht.is_enabled())
+        seen["B after"] = (runs_hcops(), ht.is_enabled())
+
+    threads = [threading.Thread(target=off_thread), threading.Thread(target=on_thread)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    c.check(seen.get("A") == (False, False), "thread A inside enabled(False): PyTorch's kernel", seen)
+    c.check(seen.get("B") == (True, True), "thread B inside enabled(True), after A's block ended: HCOps", seen)
+    c.check(seen.get("B after") == (True, True), "thread B after its block: the process-wide state (on)", seen)
+    c.check(runs_hcops() and ht.is_enabled(), "main thread after both blocks: HCOps")
+
+    # The process-wide switch off: threads without a block follow it, a
+    # thread inside an enabled(True) block keeps its own state.
+    ht.set_enabled(False)
+    try:
+        c.check(not runs_hcops() and not ht.is_enabled(), "set_enabled(False): PyTorch's kernel on the main thread")
+        with ht.enabled(True):
+            c.check(runs_hcops(), "set_enabled(False), then enabled(True) on this thread: HCOps")
+            with ht.enabled(False):
+                c.check(not runs_hcops(), "nested enabled(False) inside enabled(True): PyTorch's kernel")
+            c.check(runs_hcops(), "after the nested block: the outer block's state (HCOps)")
+        c.check(not runs_hcops(), "after the blocks: the process-wide state (off)")
+        other = []
+        t = threading.Thread(target=lambda: other.append(runs_hcops()))
+        t.start()
+        t.join(60)
+        c.check(other == [False], "set_enabled(False): PyTorch's kernel on another thread", other)
+    finally:
+        ht.set_enabled(True)
+
+    # backward() runs on the calling thread: inside the block, gelu_backward is
+    # PyTorch's too. (A contiguous dY: sum()'s expanded one is PyTorch's anyway.)
+    xg = torch.randn(4, 8, requires_grad=True)
+
+    def forward_backward():
+        y = torch.nn.functional.gelu(xg)
+        y.backward(torch.ones_like(y))
+
+    before = (taken(), taken("gelu_backward"))
+    with ht.enabled(False):
+        forward_backward()
+    c.check((taken(), taken("gelu_backward")) == before, "enabled(False): forward and backward PyTorch's",
+            (before, taken(), taken("gelu_backward")))
+    forward_backward()
+    c.check((taken(), taken("gelu_backward")) == (before[0] + 1, before[1] + 1),
+            "after the block: forward and backward HCOps'", (before, taken(), taken("gelu_backward")))
+    try:
+        torch.ops.hcops.set_thread_enabled(2)
+        c.check(False, "set_thread_enabled(2) raises")
+    except RuntimeError as e:
+        c.check("is not -1 (none), 0 or 1" in str(e), "set_thread_enabled(2) raises, saying why", str(e)[:200])
+    print(json.dumps({"passed": c.passed, "failed": c.failed}), flush=True)
+
+
 # -------------------------------------------------------------------- parent
 def run_child(args, env_extra):
     env = dict(os.environ)
@@ -485,6 +577,8 @@ def main():
         return child_ops(int(sys.argv[2]), sys.argv[3:] == ["full"])
     if len(sys.argv) > 1 and sys.argv[1] == "--child-probe":
         return child_probe()
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-switch":
+        return child_switch()
     if not LIB or not os.path.isfile(LIB):
         print(f"SKIP: libhcops_torch.so not built (HCOPS_TORCH_LIB={LIB!r}): configured --without-torch?")
         return SKIP
@@ -556,6 +650,14 @@ def main():
           p.stderr[-400:])
     check(res is not None and expected <= set(res["loaded"]), "HCOPS_OPS=gelu,tanh: means all")
     no_override_text(p, "HCOPS_OPS=gelu,tanh")
+
+    # hcops.torch.enabled(on) is per thread; set_enabled process-wide.
+    p = run_child(["--child-switch"], {})
+    sys.stdout.write("".join(l + "\n" for l in p.stdout.splitlines() if l.startswith("FAIL")))
+    res = last_json(p.stdout)
+    check(p.returncode == 0 and res is not None and res["failed"] == 0,
+          "enabled(on) blocks per thread, set_enabled process-wide",
+          (f"{res['failed']} of {res['passed'] + res['failed']} checks failed" if res else p.stderr[-800:]))
 
     # HCOPS_VERBOSE=1: a line per call taken, one per fallback; =2 the summary.
     p = run_child(["--child-probe"], {"HCOPS_VERBOSE": "1"})

@@ -7,7 +7,7 @@ selects the operators (read when the library loads).
 
     import hcops.torch
     with hcops.torch.enabled(False):   # PyTorch's own kernels inside the block
-        ref = model(x)
+        ref = model(x)                  # (on this thread; set_enabled: every thread)
 
 The library is $HCOPS_TORCH_LIB, else the first built for the torch running
 (libhcops_torch.so: Debian's 1.13; libhcops_torch2.so: a 2.x wheel) in the
@@ -62,23 +62,28 @@ library = _load()  # the path loaded now, or None when it was already loaded
 
 
 def set_enabled(on):
-    """Process-wide: False makes every replaced operator run PyTorch's kernel."""
+    """Process-wide: False makes every replaced operator run PyTorch's kernel,
+    on every thread but one inside an enabled() block (which keeps its own)."""
     torch.ops.hcops.set_enabled(bool(on))
 
 
 def is_enabled():
+    """Whether replaced operators called from this thread run HCOps' kernels."""
     return bool(torch.ops.hcops.is_enabled())
 
 
 @contextlib.contextmanager
 def enabled(on=True):
-    """set_enabled(on) inside the block, the previous state after it."""
-    before = is_enabled()
-    set_enabled(on)
+    """HCOps' kernels on (or off) for the calling thread inside the block, and
+    the thread's previous state after it; other threads are not affected.
+    A dispatcher call is decided on the thread that makes it, and PyTorch runs
+    a CPU backward() on the calling thread, so both are covered."""
+    before = int(torch.ops.hcops.thread_enabled())
+    torch.ops.hcops.set_thread_enabled(1 if on else 0)
     try:
         yield
     finally:
-        set_enabled(before)
+        torch.ops.hcops.set_thread_enabled(before)
 
 
 def loaded_ops():
