@@ -1,7 +1,8 @@
 #!/bin/sh
 # hcops-run's split of CPUs between local ranks (--dry-run prints its choice):
 # whole cores, between the ranks given the same CPU set only, on this machine
-# and on an SMT topology from HCOPS_TOPOLOGY_DIR (HWLOC_XMLFILE); and the
+# and on an SMT topology from HCOPS_TOPOLOGY_DIR (HWLOC_XMLFILE), ranks of
+# one job on two hosts (UTS namespaces) sharing TMPDIR; and the
 # malloc tunables it gives the command (GLIBC_TUNABLES).
 run=${HCOPS_RUN:?HCOPS_RUN must name the hcops-run to test}
 unset LD_PRELOAD PMIX_NAMESPACE SLURM_JOB_ID OMP_NUM_THREADS HCOPS_RUN_OMP_NUM_THREADS HCOPS_MPI_EXCLUSIVE HWLOC_XMLFILE GLIBC_TUNABLES \
@@ -149,6 +150,30 @@ if [ -f "$xml" ]; then
   expect "$(cat "$TMPDIR/1.out")" "CPUs 2-5 (2 cores, bound here; 2 ranks share 0-5)" "OMP_NUM_THREADS=1,"
   expect "$(cat "$TMPDIR/2.out")" "CPUs 8-15 (4 cores; 1 ranks share 8-15)" "OMP_NUM_THREADS=3"
   ls "$TMPDIR" | grep -q '^hcops-run\.' && { echo "FAIL: the meeting directory was left behind"; failed=1; }
+  echo "== EPYC NPS4, one job on two hosts with a shared TMPDIR: each host's ranks meet their own"
+  # The meeting directory is named by the job and the host (uname -n; two
+  # hosts here by a UTS namespace each). Named by the job alone, host b's
+  # rank 1 (8-15) was counted among host a's sharers of 0-5, and either
+  # host's last rank could remove the directory under the other's ranks.
+  if unshare --uts true 2>/dev/null; then
+    on_host() {  # HOST LOCAL_RANK CPUS: hcops-run --mpi --dry-run as local rank R of 2 on HOST
+      unshare --uts sh -c 'echo "$1" >/proc/sys/kernel/hostname &&
+        OMPI_COMM_WORLD_LOCAL_RANK=$2 OMPI_COMM_WORLD_LOCAL_SIZE=2 exec "$4" --mpi --dry-run --cpus "$3" true' \
+        -- "$@" "$run"
+    }
+    on_host hcops-test-a 0 0-5 >"$TMPDIR/a0.out" &
+    on_host hcops-test-b 0 0-5 >"$TMPDIR/b0.out" &
+    on_host hcops-test-b 1 8-15 >"$TMPDIR/b1.out" &
+    on_host hcops-test-a 1 0-5 >"$TMPDIR/a1.out"
+    wait
+    expect "$(cat "$TMPDIR/a0.out")" "CPUs 0-1 (1 cores, bound here; 2 ranks share 0-5)"
+    expect "$(cat "$TMPDIR/a1.out")" "CPUs 2-5 (2 cores, bound here; 2 ranks share 0-5)"
+    expect "$(cat "$TMPDIR/b0.out")" "CPUs 0-5 (3 cores; 1 ranks share 0-5)"
+    expect "$(cat "$TMPDIR/b1.out")" "CPUs 8-15 (4 cores; 1 ranks share 8-15)"
+    ls "$TMPDIR" | grep -q '^hcops-run\.' && { echo "FAIL: a host's meeting directory was left behind"; failed=1; }
+  else
+    echo "SKIP (this case only): two hosts need a UTS namespace, and unshare --uts is not allowed here (CAP_SYS_ADMIN)"
+  fi
 else
   echo "FAIL: no $xml (the checkout's tests/topologies): topology cases not run"
   failed=1
