@@ -152,27 +152,33 @@ if [ -f "$xml" ]; then
   ls "$TMPDIR" | grep -q '^hcops-run\.' && { echo "FAIL: the meeting directory was left behind"; failed=1; }
   echo "== EPYC NPS4, one job on two hosts with a shared TMPDIR: each host's ranks meet their own"
   # The meeting directory is named by the job and the host (uname -n; two
-  # hosts here by a UTS namespace each). Named by the job alone, host b's
-  # rank 1 (8-15) was counted among host a's sharers of 0-5, and either
-  # host's last rank could remove the directory under the other's ranks.
-  if unshare --uts true 2>/dev/null; then
+  # hosts here by a UTS namespace each). Host b's rank 0 writes its file and
+  # waits; host a's two ranks meet and end; then b's rank 1 comes. Named by
+  # the job alone, a's ranks overwrote b0's file and removed the directory on
+  # leaving: b's ranks never met (a warning after 5 s, then each counted
+  # alone), where each host's pair must share its CPUs.
+  if unshare --uts sh -c 'echo hcops-probe >/proc/sys/kernel/hostname' 2>/dev/null; then
     on_host() {  # HOST LOCAL_RANK CPUS: hcops-run --mpi --dry-run as local rank R of 2 on HOST
       unshare --uts sh -c 'echo "$1" >/proc/sys/kernel/hostname &&
         OMPI_COMM_WORLD_LOCAL_RANK=$2 OMPI_COMM_WORLD_LOCAL_SIZE=2 exec "$4" --mpi --dry-run --cpus "$3" true' \
         -- "$@" "$run"
     }
-    on_host hcops-test-a 0 0-5 >"$TMPDIR/a0.out" &
-    on_host hcops-test-b 0 0-5 >"$TMPDIR/b0.out" &
-    on_host hcops-test-b 1 8-15 >"$TMPDIR/b1.out" &
-    on_host hcops-test-a 1 0-5 >"$TMPDIR/a1.out"
+    on_host hcops-test-b 0 8-15 >"$TMPDIR/b0.out" 2>"$TMPDIR/b0.err" &
+    tries=0
+    until ls "$TMPDIR"/hcops-run.*/0 >/dev/null 2>&1 || [ $tries -ge 200 ]; do sleep 0.05; tries=$((tries + 1)); done
+    on_host hcops-test-a 0 0-5 >"$TMPDIR/a0.out" 2>"$TMPDIR/a0.err" &
+    on_host hcops-test-a 1 0-5 >"$TMPDIR/a1.out" 2>"$TMPDIR/a1.err"
+    wait $!
+    on_host hcops-test-b 1 8-15 >"$TMPDIR/b1.out" 2>"$TMPDIR/b1.err"
     wait
     expect "$(cat "$TMPDIR/a0.out")" "CPUs 0-1 (1 cores, bound here; 2 ranks share 0-5)"
     expect "$(cat "$TMPDIR/a1.out")" "CPUs 2-5 (2 cores, bound here; 2 ranks share 0-5)"
-    expect "$(cat "$TMPDIR/b0.out")" "CPUs 0-5 (3 cores; 1 ranks share 0-5)"
-    expect "$(cat "$TMPDIR/b1.out")" "CPUs 8-15 (4 cores; 1 ranks share 8-15)"
+    expect "$(cat "$TMPDIR/b0.out")" "CPUs 8-11 (2 cores, bound here; 2 ranks share 8-15)"
+    expect "$(cat "$TMPDIR/b1.out")" "CPUs 12-15 (2 cores, bound here; 2 ranks share 8-15)"
+    if grep -h . "$TMPDIR"/[ab][01].err; then echo "FAIL: the ranks said something on stderr (above)"; failed=1; fi
     ls "$TMPDIR" | grep -q '^hcops-run\.' && { echo "FAIL: a host's meeting directory was left behind"; failed=1; }
   else
-    echo "SKIP (this case only): two hosts need a UTS namespace, and unshare --uts is not allowed here (CAP_SYS_ADMIN)"
+    echo "SKIP (this case only): two hosts need a UTS namespace whose host name can be set (unshare --uts: CAP_SYS_ADMIN)"
   fi
 else
   echo "FAIL: no $xml (the checkout's tests/topologies): topology cases not run"

@@ -45,10 +45,9 @@ want=$(printf 'worker 0: %s threads\nworker 1: %s threads' "$share" "$share")
 [ "$got" = "$want" ] || fail "hcops-run's $cores threads not shared: '$got', expected '$want'"
 said=$(grep -c "^hcops: torchrun worker [01] of 2 under hcops-run: $share of hcops-run's $cores threads$" "$tmp/err")
 [ "$said" = 2 ] || fail "the workers said their share $said times, not twice: $(grep '^hcops' "$tmp/err")"
-# A user's value other than the share (3: above a 2-core machine's share of
-# 1, so that keeping it is told apart from sharing; each torchrun here
-# imports torch three times).
-for n in 3; do
+# A user's value other than the share (one more), so that keeping it is told
+# apart from sharing (each torchrun here imports torch three times).
+for n in $((share + 1)); do
   got=$(torchrun OMP_NUM_THREADS=$n)
   want=$(torchrun --stock OMP_NUM_THREADS=$n)
   echo "OMP_NUM_THREADS=$n set by the user: $got; torchrun alone: $want" | tr '\n' ' '; echo

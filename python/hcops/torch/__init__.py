@@ -63,7 +63,8 @@ library = _load()  # the path loaded now, or None when it was already loaded
 
 def set_enabled(on):
     """Process-wide: False makes every replaced operator run PyTorch's kernel,
-    on every thread but one inside an enabled() block (which keeps its own)."""
+    on every thread except those inside an enabled() block (each keeps its
+    block's state)."""
     torch.ops.hcops.set_enabled(bool(on))
 
 
@@ -77,7 +78,11 @@ def enabled(on=True):
     """HCOps' kernels on (or off) for the calling thread inside the block, and
     the thread's previous state after it; other threads are not affected.
     A dispatcher call is decided on the thread that makes it, and PyTorch runs
-    a CPU backward() on the calling thread, so both are covered."""
+    a CPU backward() on the calling thread, so both are covered; work the
+    block hands to other threads (a thread pool of the caller's, TorchScript
+    fork tasks on PyTorch's inter-op pool) follows the process-wide switch.
+    Like torch.no_grad(), blocks on one thread must nest: two interleaved on
+    the same thread (generators, asyncio tasks) restore each other's state."""
     before = int(torch.ops.hcops.thread_enabled())
     torch.ops.hcops.set_thread_enabled(1 if on else 0)
     try:

@@ -20,7 +20,8 @@ The optimizer's state (step, exp_avg, exp_avg_sq, max_exp_avg_sq) is PyTorch's
 own, updated in place, so `state_dict()` moves between the two freely.
 `calls` counts the groups each path took. HCOPS_OPS selects `adam` and
 `adamw` (parsed by libhcops_torch.so); `install()` leaves out what it does
-not select; hcops.torch.set_enabled(False) sends every step to PyTorch.
+not select; hcops.torch.set_enabled(False) sends every step to PyTorch,
+hcops.torch.enabled(False) those of the calling thread inside its block.
 `import hcops.torch` calls `install()`.
 """
 import importlib
@@ -58,7 +59,8 @@ def _op():
 
 
 def _enabled_op():
-    """The op, unless torch.ops.hcops.set_enabled(False) is in force (then PyTorch's code runs)."""
+    """The op, unless HCOps is switched off for this thread (set_enabled(False),
+    or inside an enabled(False) block): then PyTorch's code runs."""
     op = _op()
     return op if op is not None and torch.ops.hcops.is_enabled() else None
 
