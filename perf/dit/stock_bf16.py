@@ -16,6 +16,7 @@ times bf16 briefly (perf/dit/demo.py)."""
 import os
 import subprocess
 
+
 def _stock_env(env):
     """env without HCOps in it: no HCOPS_* variable, no LD_PRELOAD."""
     return {k: v for k, v in env.items() if not k.startswith(("HCOPS_", "LD_PRELOAD"))}
