@@ -63,4 +63,9 @@ int first_allowed_row() {
   return first;
 }
 
+bool isa_asked_for(int i) {
+  const char *asked = env_raw("HCOPS_ISA");
+  return asked && i >= 0 && i < kCount && strcasecmp(asked, kRows[i].name) == 0 && first_allowed_row() == i;
+}
+
 }  // namespace hcops

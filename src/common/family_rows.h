@@ -26,5 +26,9 @@ bool row_runs_here(int i);
 // The index of the first row the engines may use: HCOPS_ISA's family, or 0.
 // An unknown name, or a family this CPU cannot run, warns once and gives 0.
 int first_allowed_row();
+// Whether HCOPS_ISA names row i and that row runs here: the user asked for
+// exactly this family, so a kernel's measured preference for a later row
+// (kernels/kernel.h's KernelRef::declines) does not apply.
+bool isa_asked_for(int i);
 
 }  // namespace hcops

@@ -40,7 +40,7 @@ std::string kernel_line(const char *name, const Topology &topo) {
       k.b_in_place ? (b_packing() == BPacking::always
                           ? "always packed (HCOPS_PACK_B=always)"
                           : "read in place where the family's kernels can (op(B) = B of bf16: AMX with k and n "
-                            "multiples of 32, avx512_bf16 with k even); else packed")
+                            "multiples of 32, avx512_bf16 and avx512 with k even); else packed")
       : !k.full_direct                  ? "always packed (no in-place kernel)"
       : b_packing() == BPacking::always ? "always packed (HCOPS_PACK_B=always)"
       : b_packing() == BPacking::never
@@ -52,9 +52,10 @@ std::string kernel_line(const char *name, const Topology &topo) {
   const char *shallow = !k.shallow        ? "packed as any other (no shallow kernel)"
                         : skinny_allowed() ? "C written from registers, nothing packed"
                                            : "packed as any other (HCOPS_SKINNY=never)";
-  return format("  %s: %s, microkernel %dx%d, blocking mc=%ld kc=%ld nc=%ld; B %s; n <= %ld: %s; k <= %ld: %s\n",
-                name, chosen.family->name, k.mr, k.nr, b.mc, b.kc, b.nc, packing, kSkinnyMaxN, skinny, kShallowMaxK,
-                shallow);
+  const std::string tile = k.tile_note ? format(" (%s)", k.tile_note) : "";
+  return format("  %s: %s, microkernel %dx%d%s, blocking mc=%ld kc=%ld nc=%ld; B %s; n <= %ld: %s; k <= %ld: %s\n",
+                name, chosen.family->name, k.mr, k.nr, tile.c_str(), b.mc, b.kc, b.nc, packing, kSkinnyMaxN, skinny,
+                kShallowMaxK, shallow);
 }
 
 std::string served(const KernelList &list) {
@@ -65,6 +66,7 @@ std::string served(const KernelList &list) {
     if (r.packed_a != r.a || r.packed_b != r.b)
       s += format("(packed %s:%s%s)", dtype_name(r.packed_a), dtype_name(r.packed_b), r.splits == 3 ? "x3" : "");
     if (r.needs) s += format("(with %s)", feature_names(r.needs).c_str());
+    if (r.declines) s += "(where measured faster)";
   }
   return s;
 }

@@ -145,6 +145,9 @@ struct GemmKernel {
   // product; fewer, and the A blocks are larger and each packed by fewer
   // units. 0: the driver's default.
   int units_per_thread = 0;
+  // What hcops-info says of the tile beside its size, where a family has
+  // more than one for these datatypes (null: nothing).
+  const char *tile_note = nullptr;
 };
 
 // The depth of a packed panel of kc logical k steps, in packed steps: kc
@@ -179,10 +182,23 @@ struct KernelRef {
   // an optional part of the family's extension (sme's f64 outer products,
   // FEAT_SME_F64F64). Without them the datatype goes to the next row.
   uint64_t needs = 0;
+  // Whether this CPU is better served by a later row although it runs this
+  // kernel: a reason to pass it over (said under HCOPS_VERBOSE), or null.
+  // For what no CPUID bit tells, such as an instruction slower than another
+  // route to the same result (avx512_bf16/dot_rate.h). Called once the
+  // family is known to run here; HCOPS_ISA naming the family skips it.
+  const char *(*declines)() = nullptr;
 
   template <typename Ty>
   static constexpr KernelRef of(const GemmKernel<Ty> &k) {
     return {Ty::a, Ty::b, Ty::c, Ty::acc, Ty::packed_a, Ty::packed_b, Ty::splits, &k};
+  }
+  // The same with `declines` set.
+  template <typename Ty>
+  static constexpr KernelRef unless(const GemmKernel<Ty> &k, const char *(*declines)()) {
+    KernelRef r = of(k);
+    r.declines = declines;
+    return r;
   }
   template <typename Ty>
   static constexpr KernelRef built(const void *(*make)(), uint64_t needs = 0) {

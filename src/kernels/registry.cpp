@@ -63,7 +63,17 @@ const ChosenKernel<Ty> &chosen_kernel() {
       for (int j = 0; j < list.count; ++j) {
         const KernelRef &r = list.refs[j];
         if (!r.template serves<Ty>() || !family_runs_here(families[i])) continue;
-        if (features_usable(r.needs)) return ChosenKernel<Ty>{&families[i], r.template get<Ty>()};
+        if (features_usable(r.needs)) {
+          // A kernel this CPU runs, but slower than a later row's: passed
+          // over with its reason, unless HCOPS_ISA asked for this family.
+          const char *why = r.declines && !isa_asked_for(i) ? r.declines() : nullptr;
+          if (!why) return ChosenKernel<Ty>{&families[i], r.template get<Ty>()};
+          const std::string key = std::string("kernel declines ") + families[i].name + " " + dtype_name(r.a) +
+                                  ":" + dtype_name(r.b) + ":" + dtype_name(r.c);
+          note_once(key.c_str(), "kernel family %s: its %s:%s:%s kernel passed over: %s (HCOPS_ISA=%s keeps it)",
+                    families[i].name, dtype_name(r.a), dtype_name(r.b), dtype_name(r.c), why, families[i].name);
+          continue;
+        }
         // The family runs, this kernel's optional part of its extension
         // does not: said once under HCOPS_VERBOSE, the next row serves.
         const uint64_t missing = r.needs & ~cpu_features().mask();

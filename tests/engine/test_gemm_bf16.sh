@@ -20,4 +20,40 @@ for isa in $families; do
     HCOPS_ISA=$isa HCOPS_NUM_THREADS=$threads ./test_gemm_bf16 "$isa" || status=1
   done
 done
+# Which avx512_bf16 tile serves: vdpbf16ps, unless the family measured it
+# slower than widening onto the FMAs (HCOPS_VERBOSE says so, and hcops-info
+# names the widened tile); HCOPS_ISA=avx512_bf16 keeps vdpbf16ps.
+if runs_here avx512_bf16; then
+  forced=$(HCOPS_ISA=avx512_bf16 ../tools/hcops-info | grep "^  bf16->f32: ")
+  case "$forced" in
+    *"avx512_bf16, microkernel 32x12,"*) echo "== HCOPS_ISA=avx512_bf16 keeps vdpbf16ps" ;;
+    *) echo "FAIL: HCOPS_ISA=avx512_bf16 did not keep the vdpbf16ps tile: $forced"; status=1 ;;
+  esac
+  chosen=$(env -u HCOPS_ISA ../tools/hcops-info | grep "^  bf16->f32: ")
+  why=$(env -u HCOPS_ISA HCOPS_VERBOSE=1 ../tools/hcops-info 2>&1 | grep "avx512_bf16: its bf16:bf16:f32 kernel passed over")
+  case "$chosen" in
+    *" avx512_bf16, "*)
+      if [ -n "$why" ]; then
+        case "$chosen" in
+          *"(bf16 widened onto the f32 FMAs)"*) echo "== unforced: widened tile, as measured: ${why#*passed over: }" ;;
+          *) echo "FAIL: vdpbf16ps passed over ($why) but hcops-info says: $chosen"; status=1 ;;
+        esac
+      else
+        case "$chosen" in
+          *widened*) echo "FAIL: the widened tile serves without a reason in HCOPS_VERBOSE: $chosen"; status=1 ;;
+          *) echo "== unforced: vdpbf16ps (not measured slower here)" ;;
+        esac
+      fi ;;
+    *) echo "== unforced: bf16 served by another family (${chosen#*: }): the tile choice is not this CPU's" ;;
+  esac
+fi
+
+# And as chosen without HCOPS_ISA: a family may list more than one kernel
+# for the same datatypes and pick among them by what it measures
+# (avx512_bf16 widens bf16 onto the FMAs where vdpbf16ps is the slower
+# way), and only the unforced choice reaches the second.
+for threads in 1 2; do
+  echo "== HCOPS_ISA unset HCOPS_NUM_THREADS=$threads"
+  env -u HCOPS_ISA HCOPS_NUM_THREADS=$threads ./test_gemm_bf16 || status=1
+done
 exit $status

@@ -84,11 +84,17 @@ struct F32 {
   static void store_bf16(uint16_t *p, V v) { _mm256_storeu_si256((__m256i *)p, to_bf16(v)); }
   static void store_bf16(uint16_t *p, V v, Mask m) { _mm256_mask_storeu_epi16(p, m, to_bf16(v)); }
   // Non-temporal stores of whole 64-byte lines (p 64-byte aligned), and the
-  // fence that orders them before anything stored after it. (The bf16 line,
-  // stream_bf16, is avx512_bf16/vec.h's: only those families write a bf16
-  // C with the shallow kernel.)
+  // fence that orders them before anything stored after it. (avx512_bf16/
+  // vec.h's stream_bf16 rounds with vcvtneps2bf16.)
   static void stream(float *p, V v) { _mm512_stream_ps(p, v); }
   static void stream_fence() { _mm_sfence(); }
+  // 32 bf16 (lo's 16, then hi's) as one non-temporal line, for the avx512
+  // family's widened bf16 products (bf16_tile.h) on CPUs without
+  // vcvtneps2bf16 or whose vdpbf16ps is slower than widening.
+  static void stream_bf16(uint16_t *p, V lo, V hi) {
+    _mm512_stream_si512(reinterpret_cast<__m512i *>(p),
+                        _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16(lo)), to_bf16(hi), 1));
+  }
 };
 
 struct F64 {

@@ -37,7 +37,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/avx512/bf16_tile.h"
 #include "kernels/avx512_bf16/convert.h"
+#include "kernels/avx512_bf16/dot_rate.h"
 #include "kernels/avx512_bf16/pair_pack.h"
 #include "kernels/avx512_bf16/shallow_bf16.h"
 #include "kernels/avx512_bf16/skinny_bf16.h"
@@ -321,8 +323,27 @@ constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16 = thin_paths(pair_kernel<Bf16Bf16Ge
 constexpr GemmKernel<SgemmBf16> sgemm_bf16 = pair_kernel<SgemmBf16>();
 constexpr GemmKernel<SgemmBf16x3> sgemm_bf16x3 = pair_kernel<SgemmBf16x3>();
 
+// Where vdpbf16ps is the slower way (dot_rate.h), bf16 inputs take the
+// avx512 family's tile widened onto the FMAs (avx512/bf16_tile.h, this
+// family's copy) with this family's skinny and shallow kernels, which stay
+// faster on adaLN's products (memory-bound: 0.23-0.34 ms against 0.33-0.48
+// for the widened skinny kernel on the Intel guest dot_rate.h names).
+// HCOPS_ISA=avx512_bf16 keeps vdpbf16ps throughout; HCOPS_ISA=avx512 takes
+// the widened tile with its own thin kernels. The f32-as-bf16 modes stay on
+// vdpbf16ps: they are asked for.
+constexpr GemmKernel<Bf16Gemm> bf16_f32_wide = thin_paths(avx512::wide_gemm_kernel<Bf16Gemm>());
+constexpr GemmKernel<Bf16Bf16Gemm> bf16_bf16_wide = thin_paths(avx512::wide_gemm_kernel<Bf16Bf16Gemm>());
+constexpr KernelRef kRefs[] = {
+    KernelRef::unless(bf16_f32, &vdpbf16ps_slower_than_fma),
+    KernelRef::unless(bf16_bf16, &vdpbf16ps_slower_than_fma),
+    KernelRef::of(bf16_f32_wide),
+    KernelRef::of(bf16_bf16_wide),
+    KernelRef::of(sgemm_bf16),
+    KernelRef::of(sgemm_bf16x3),
+};
+
 }  // namespace
 
-extern constexpr KernelList kernels = kernel_list<bf16_f32, bf16_bf16, sgemm_bf16, sgemm_bf16x3>();
+extern constexpr KernelList kernels = kernel_list(kRefs);
 
 }  // namespace hcops::kernels::avx512_bf16
