@@ -476,6 +476,34 @@ def machine_cache():
             os.environ["XDG_CACHE_HOME"] = saved
 
 
+def bf16_peak_route():
+    """A bf16 product's peak is the faster of the CPU's bf16 instructions
+    and its f32 FMAs: HCOps widens bf16 onto the FMAs where vdpbf16ps does
+    fewer flops (an Intel Xeon without AMX), so reading bf16 against the
+    slower vdpbf16ps would put products above 100 %."""
+    sys.path.insert(0, os.path.join(SRC, "python"))
+    from hcops.prof import machine
+    saved = os.environ.get("XDG_CACHE_HOME")
+    try:
+        for name, dot, want in (("slow-dot", 100.0, 200.0), ("fast-dot", 400.0, 400.0)):
+            fake = os.path.join(TMP, f"peak-{name}")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho '{\"avx512\": {\"f32\": {\"2\": 200.0}}, "
+                        f"\"avx512_bf16\": {{\"bf16\": {{\"2\": {dot}}}}}}}'\n")
+            os.chmod(fake, 0o755)
+            os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, f"cache-{name}")
+            m = machine.Machine(lambda _: fake, ticks=lambda: None)
+            got = m.peak("bf16", 2)
+            said = any("f32 FMA peak" in s for s in m.sources)
+            check(got == want and said == (dot < 200.0),
+                  f"bf16 peak with vdpbf16ps at {dot} and FMAs at 200: {got} (sources {sorted(m.sources)})")
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
+
+
 def machine_busy():
     """A peak or bandwidth measured while other processes took the CPUs is
     not cached: measured again (up to MEASURE_ATTEMPTS times), the best of
@@ -583,6 +611,7 @@ def machine_busy():
 
 with tempfile.TemporaryDirectory(prefix="hcops-prof-test.") as TMP:
     machine_cache()
+    bf16_peak_route()
     machine_busy()
     hand_logs()
     step_logs()

@@ -294,6 +294,15 @@ class Machine:
             value = peaks.get(f"avx2_f32:{threads}") or self.peak("f32", threads)
             if value is not None:
                 self.sources.add("no bf16 units: bf16 read against the AVX2 f32 FMA peak")
+        elif value is not None and precision == "bf16":
+            # A CPU whose vdpbf16ps does fewer flops than its FMAs (an Intel
+            # Xeon without AMX: 83 against 170 GFLOPS a core): HCOps widens
+            # bf16 onto the FMAs there (kernels/avx512_bf16/dot_rate.h), so
+            # the faster of the two is a bf16 product's limit.
+            f32 = self.peak("f32", threads)
+            if f32 is not None and f32 > value:
+                value = f32
+                self.sources.add("bf16 read against the f32 FMA peak: above the bf16 instructions' on this CPU")
         return value
 
     def bandwidth(self, threads):

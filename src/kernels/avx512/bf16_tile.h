@@ -6,9 +6,10 @@
 // - CPUs whose vdpbf16ps does fewer flops than their FMAs: on a 2-core Intel
 //   Xeon guest (family 6 model 207, AVX512_BF16 without AMX) hcops-peak
 //   measured 83 GFLOPS a core with vdpbf16ps and 170 with vfmadd231ps, and
-//   the wheel's oneDNN ran bf16 products at half its MKL's f32 speed. The
-//   avx512_bf16 family's bf16 kernels then step aside (their `declines`,
-//   avx512_bf16/dot_rate.h) and these serve.
+//   the wheel's oneDNN ran bf16 products at half its MKL's f32 speed. There
+//   the avx512_bf16 family's vdpbf16ps kernels step aside (their
+//   `declines`, avx512_bf16/dot_rate.h) for this tile, compiled into that
+//   family too, beside its own skinny and shallow kernels.
 //
 // A bf16 is the high half of its f32, so widening is exact: the packed pair
 // word (kernels/pack_pairs.h: the even k step in the low half, the odd one
@@ -23,8 +24,8 @@
 // ops per 48 FMAs. Each product is exact in f32 and added with one rounding;
 // step 2q before 2q + 1, as the avx2 family's widened tile.
 //
-// Only the avx512 family's family.cpp includes this file (its AVX-512
-// F/DQ/BW/VL flags, no AVX512_BF16).
+// Included by the avx512 family's family.cpp (AVX-512 F/DQ/BW/VL, nothing
+// here needs more) and by the avx512_bf16 family's, each its own copy.
 #pragma once
 
 #include <immintrin.h>

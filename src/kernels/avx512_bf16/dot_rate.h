@@ -1,7 +1,8 @@
 // Whether this CPU's vdpbf16ps is the slower way to a bf16 product: the
-// `declines` of the avx512_bf16 family's bf16-input kernels (kernel.h's
-// KernelRef), which then pass bf16 products to the avx512 family's tile,
-// widened onto the FMA pipes (avx512/bf16_tile.h).
+// `declines` of the avx512_bf16 family's vdpbf16ps kernels for bf16 inputs
+// (kernel.h's KernelRef), which then give way to the family's next kernels
+// for those datatypes: the tile widened onto the FMA pipes
+// (avx512/bf16_tile.h) with the family's own skinny and shallow kernels.
 //
 // No CPUID bit says how fast an instruction is, and the CPUs with
 // AVX512_BF16 differ by a factor of four: on AMD Zen 4 and Zen 5 one
