@@ -32,7 +32,7 @@ rc=$?
 cat "$tmp/out.txt"
 [ $rc = 0 ] || fail "demo.py --quick exited $rc"
 grep -q "^== Summary: DiT-tiny/2" "$tmp/out.txt" || fail "no summary"
-grep -q "^demo: HCOps ran; losses agree$" "$tmp/out.txt" || fail "no passing verdict line"
+grep -q "^demo: HCOps ran; HCOps' losses agree$" "$tmp/out.txt" || fail "no passing verdict line"
 grep -q "DISAGREE\|NO HCOps GEMM RAN" "$tmp/out.txt" && fail "a disagreement or an HCOps variant without HCOps GEMMs"
 variants="stock eager|hcops-run"
 [ -z "$t2" ] || variants="stock eager|torch.compile|hcops-run|hcops-run + compile"
@@ -89,6 +89,34 @@ assert all(float(r["time_s"]) > 0 and math.isfinite(float(r["loss"])) for r in r
 assert {r["model"] for r in rows} == {"tiny"}, rows
 print(f"CSV: {len(rows)} steps of {len(got)} configurations")
 PY
+# The verdict's rules on made-up losses (no run): stock torch.compile going
+# NaN is PyTorch's own and does not fail the demo; hcops-run + compile
+# NaN at the same steps is judged against it and agrees; NaN where
+# torch.compile's losses are finite, or any HCOps eager variant's NaN, fails.
+PYTHONPATH="$src/dit" "/usr/bin/python3" - <<'PY' || fail "the verdict's rules on made-up losses"
+import math, sys
+sys.argv = ["demo"]
+import demo
+nan = math.nan
+def judged(compiled, hcops_compiled, hcops=(1.0, 0.9)):
+    rnd = {demo.STOCK: (1.0, 0.9), demo.COMPILED: compiled, "hcops-run": hcops, "hcops-run + compile": hcops_compiled}
+    route = demo.Route(label="torch 2.x (made up)", python="", attention="sdpa", amps=["bf16"],
+                       variants=[demo.Variant(n, n.startswith("hcops-run"), n.endswith("compile")) for n in rnd])
+    route.results = {"bf16": [{n: {"losses": list(l), "step_times": [1.0, 1.0], "median_s": 1.0} for n, l in rnd.items()}]}
+    import argparse, contextlib, io
+    with contextlib.redirect_stdout(io.StringIO()):  # the table: not this check's subject
+        return demo.summary(argparse.Namespace(), [route], {}, 1e9)
+cases = [((1.0, 0.9), (1.0, 0.9), (1.0, 0.9), (True, [])),
+         ((1.0, nan), (1.0, nan), (1.0, 0.9), (True, ["torch 2.x (made up) bf16 torch.compile"])),
+         ((1.0, 0.9), (1.0, nan), (1.0, 0.9), (False, [])),
+         ((1.0, nan), (nan, nan), (1.0, 0.9), (False, ["torch 2.x (made up) bf16 torch.compile"])),
+         ((1.0, 0.9), (1.0, 0.9), (1.0, nan), (False, []))]
+for compiled, hcops_compiled, hcops, want in cases:
+    got = judged(compiled, hcops_compiled, hcops)
+    assert got == want, (compiled, hcops_compiled, hcops, got, want)
+print("verdict rules: 5 made-up cases as expected")
+PY
+
 if "/usr/bin/python3" -c 'import matplotlib' 2>/dev/null; then
   [ -s "$tmp/demo.png" ] || fail "no PNG"
   # The same chart again from the CSV alone.
