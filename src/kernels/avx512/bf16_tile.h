@@ -186,14 +186,18 @@ __attribute__((always_inline)) inline void wide_tile(long kcp, float alpha, cons
 }
 
 // The deepest k block a bf16 C takes in one block (GemmKernel::
-// narrow_c_max_kc): its widened B panel, 96 KiB, then streams from L2
-// beside A, both prefetched. Deeper, C goes through the f32 copy.
-constexpr long kWideDeepest = 2048;
+// narrow_c_max_kc): its widened B panel, 48 KiB, fits WideScratch's stack
+// part, so wide_macro never allocates (a throwing allocation inside the
+// driver's team would end the process; an f32 C's blocks are at most 512
+// deep). Deeper, C goes through the driver's f32 copy, as on the avx2
+// family (its 1024).
+constexpr long kWideDeepest = 1024;
 
-// A scratch panel for the widened B: on the stack up to 1024 packed steps
-// (48 KiB, which an f32 C's k blocks of at most 512 fit), on the heap beyond.
+// A scratch panel for the widened B: on the stack up to kWideDeepest packed
+// steps, on the heap beyond (only for full() and edge(), whose caller may
+// pass any depth; the driver calls wide_macro).
 struct WideScratch {
-  static constexpr long kOnStack = 1024;
+  static constexpr long kOnStack = kWideDeepest;
   alignas(64) float stack[kOnStack * kPairNr];
   std::unique_ptr<float[]> heap;
   float *get(long kcp) {
