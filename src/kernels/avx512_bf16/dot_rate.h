@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/fp_env.h"
+
 namespace hcops::kernels::avx512_bf16 {
 namespace {
 
@@ -39,7 +41,10 @@ inline double probe_now() {
 }
 
 // Seconds for kProbeIters x kProbeChains vdpbf16ps (`dot`) or twice as
-// many vfmadd231ps. The operands keep the sums small and normal.
+// many vfmadd231ps. The operands keep the sums small and normal; the FMAs'
+// are inexact, which raises the precision flag in the calling thread: the
+// caller's environment is restored after the probe (the probe is our
+// bookkeeping, not the caller's arithmetic: abi/test_fp_env checks it).
 __attribute__((noinline)) inline double probe_time(bool dot) {
   __m512 acc[kProbeChains];
   for (auto &a : acc) a = _mm512_setzero_ps();
@@ -70,6 +75,7 @@ __attribute__((noinline)) inline double probe_time(bool dot) {
 inline const char *vdpbf16ps_slower_than_fma() {
   static char reason[160];
   static const bool slower = [] {
+    const KeepFpEnv keep;
     double dot = 1e9, fma = 1e9;
     for (int r = 0; r < 5; ++r) {
       dot = std::min(dot, probe_time(true));
