@@ -36,9 +36,12 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <utility>
 
 #include "common/dtype.h"
+#include "common/fault.h"
+#include "common/log.h"
 #include "kernels/avx512/vec.h"
 #include "kernels/avx512_bf16/pair_pack.h"
 #include "kernels/kernel.h"
@@ -186,18 +189,19 @@ __attribute__((always_inline)) inline void wide_tile(long kcp, float alpha, cons
 }
 
 // The deepest k block a bf16 C takes in one block (GemmKernel::
-// narrow_c_max_kc): its widened B panel, 48 KiB, fits WideScratch's stack
-// part, so wide_macro never allocates (a throwing allocation inside the
-// driver's team would end the process; an f32 C's blocks are at most 512
-// deep). Deeper, C goes through the driver's f32 copy, as on the avx2
-// family (its 1024).
-constexpr long kWideDeepest = 1024;
+// narrow_c_max_kc): its widened B panel, 96 KiB, then streams from L2
+// beside A, both prefetched (wide_macro's deep_panel). Deeper, C goes
+// through the driver's f32 copy. At 1024 (the stack panel's depth) the
+// input gradients with k = 1152-1536 took 1.3-1.5x longer than the forward
+// products of the same flops, through that copy; at 2048 they do not.
+constexpr long kWideDeepest = 2048;
 
-// A scratch panel for the widened B: on the stack up to kWideDeepest packed
-// steps, on the heap beyond (only for full() and edge(), whose caller may
-// pass any depth; the driver calls wide_macro).
+// A scratch panel for the widened B: on the stack up to 1024 packed steps
+// (48 KiB: an f32 C's blocks are at most 512 deep); deeper panels are
+// wide_macro's deep_panel, or the heap in full() and edge(), whose caller
+// may pass any depth (the driver calls wide_macro).
 struct WideScratch {
-  static constexpr long kOnStack = kWideDeepest;
+  static constexpr long kOnStack = 1024;
   alignas(64) float stack[kOnStack * kPairNr];
   std::unique_ptr<float[]> heap;
   float *get(long kcp) {
@@ -247,40 +251,82 @@ struct WideKernel {
   }
 };
 
+// A widened panel deeper than WideScratch's stack part (a bf16 C block of
+// up to narrow_c_max_kc steps): kept per thread and grown as needed, never
+// with a throwing allocation (this runs in the driver's team); null when
+// the memory is refused.
+inline float *deep_panel(long kcp) {
+  thread_local std::unique_ptr<float[]> buf;
+  thread_local long depth = 0;
+  if (kcp > depth) {
+    buf.reset();
+    depth = 0;
+    float *p = fault::allocation_fails() ? nullptr : new (std::nothrow) float[kcp * kPairNr];
+    if (!p) return nullptr;
+    buf.reset(p);
+    depth = kcp;
+  }
+  return buf.get();
+}
+
 // The jr/ir loops with each B micro-panel widened once, from the packed
 // panel or from op(B) in place, before the mc / 32 tiles that use it. The
 // epilogue is fused (kernel.h's fuses_epilogue), as the avx512_bf16
 // family's: nn.Linear's bias (Epilogue::row_bias) in the tile's registers;
 // any other epilogue gets the tile in an f32 scratch, alpha acc + beta C as
-// the kernel computes it, then rounded into C.
+// the kernel computes it, then rounded into C. Without memory for a deep
+// panel, each tile is summed into the f32 scratch in chunks of k that the
+// stack panel holds, each chunk of B widened again per tile: slower, the
+// same result up to f32 rounding between chunks (said under HCOPS_VERBOSE).
 template <typename Ty>
 void wide_macro(const GemmKernel<Ty> &, const MacroBlock<Ty> &blk) {
   using C = typename Ty::c_type;
+  constexpr long kChunk = WideScratch::kOnStack;
   const long kcp = blk.kc;
   WideScratch w;
-  float *wide = w.get(kcp);
+  float *wide = kcp <= kChunk ? w.stack : deep_panel(kcp);
+  const bool chunked = wide == nullptr;
+  if (chunked) {
+    wide = w.stack;
+    note_once("wide_macro chunked", "gemm: no memory for a %ld-step widened bf16 panel: k in chunks of %ld, "
+              "B widened per tile (slower)", kcp, kChunk);
+  }
   const bool direct = blk.b_packed == nullptr;
   const float *row_bias = blk.epilogue ? blk.epilogue.row_bias : nullptr;
   alignas(64) float scratch[kPairMr * kPairNr];
+  // Steps [k0, k0 + depth) of micro-panel jr into `wide`.
+  const auto widen = [&](long jr, int ncols, long k0, long depth) {
+    if (direct) widen_in_place(blk.b + jr * blk.csb + k0, blk.csb, ncols, depth, wide);
+    else widen_packed(blk.b_packed + jr * kcp + k0 * kPairNr, depth, wide);
+  };
   for (long jr = blk.j0; jr < blk.j1; jr += kPairNr) {
     const int ncols = int(std::min<long>(kPairNr, blk.j1 - jr));
-    if (direct) widen_in_place(blk.b + jr * blk.csb, blk.csb, ncols, kcp, wide);
-    else widen_packed(blk.b_packed + jr * kcp, kcp, wide);
+    if (!chunked) widen(jr, ncols, 0, kcp);
     for (long ir = 0; ir < blk.mc; ir += kPairMr) {
       const int nrows = int(std::min<long>(kPairMr, blk.mc - ir));
       const bf16 *a = blk.a + ir * kcp;
       C *c = blk.c + ir + jr * blk.ldc;
-      if (!blk.epilogue || row_bias) {
+      if (!chunked && (!blk.epilogue || row_bias)) {
         WideKernel<C>::any(kcp, blk.alpha, a, wide, blk.beta, c, blk.ldc, nrows, ncols,
                            row_bias ? row_bias + blk.i_origin + ir : nullptr);
         continue;
       }
-      WideKernel<float>::any(kcp, blk.alpha, a, wide, 0.0f, scratch, kPairMr, nrows, ncols);
+      if (!chunked) {
+        WideKernel<float>::any(kcp, blk.alpha, a, wide, 0.0f, scratch, kPairMr, nrows, ncols);
+      } else {
+        for (long k0 = 0; k0 < kcp; k0 += kChunk) {  // alpha A1 B1 + alpha A2 B2 + ...
+          const long depth = std::min(kChunk, kcp - k0);
+          widen(jr, ncols, k0, depth);
+          WideKernel<float>::any(depth, blk.alpha, a + k0 * kPairMr, wide, k0 ? 1.0f : 0.0f, scratch, kPairMr,
+                                 nrows, ncols);
+        }
+      }
       if (blk.beta != 0.0f)  // + beta C, the fma the kernel makes (beta = 0 never reads C)
         for (int j = 0; j < ncols; ++j)
           for (int i = 0; i < nrows; ++i)
             scratch[i + j * kPairMr] = std::fma(blk.beta, float(c[i + j * blk.ldc]), scratch[i + j * kPairMr]);
-      blk.epilogue.apply(blk.epilogue.ctx, scratch, kPairMr, blk.i_origin + ir, nrows, blk.j_origin + jr, ncols);
+      if (blk.epilogue)
+        blk.epilogue.apply(blk.epilogue.ctx, scratch, kPairMr, blk.i_origin + ir, nrows, blk.j_origin + jr, ncols);
       for (int j = 0; j < ncols; ++j)
         for (int i = 0; i < nrows; ++i) c[i + j * blk.ldc] = C(scratch[i + j * kPairMr]);
     }
