@@ -22,8 +22,9 @@ Blocking blocking_with_kc(const Topology &topo, const GemmKernel<Ty> &k, long kc
   constexpr long sa = sizeof(typename Ty::packed_a_type), sb = sizeof(typename Ty::packed_b_type);
   Blocking b;
   b.kc = kc;
-  b.mc = std::clamp<long>(topo.l2 / 2 / (b.kc * sa * Ty::splits) / k.mr * k.mr, k.mr, 4096);
-  b.nc = std::clamp<long>(topo.l3 / 2 / (b.kc * sb * Ty::splits) / k.nr * k.nr, 16L * k.nr, 8192 / k.nr * k.nr);
+  b.mc = std::clamp<long>(topo.l2 / 2 / (b.kc * sa * k.panel_scale * Ty::splits) / k.mr * k.mr, k.mr, 4096);
+  b.nc = std::clamp<long>(topo.l3 / 2 / (b.kc * sb * k.panel_scale * Ty::splits) / k.nr * k.nr, 16L * k.nr,
+                          8192 / k.nr * k.nr);
   return b;
 }
 
@@ -31,7 +32,8 @@ template <typename Ty>
 Blocking blocking_for(const Topology &topo, const GemmKernel<Ty> &k) {
   constexpr long sb = sizeof(typename Ty::packed_b_type);
   // kc counts logical k steps; a panel holds `splits` packed steps for each.
-  return blocking_with_kc(topo, k, std::clamp<long>(topo.l1d * 3 / 4 / (k.nr * sb * Ty::splits) / 16 * 16, 64, 512));
+  return blocking_with_kc(
+      topo, k, std::clamp<long>(topo.l1d * 3 / 4 / (k.nr * sb * k.panel_scale * Ty::splits) / 16 * 16, 64, 512));
 }
 
 // The deepest k a C narrower than the accumulation (bf16) takes in one block.

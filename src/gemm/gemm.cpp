@@ -176,7 +176,7 @@ struct Job {
   RegionTimer *timer;  // the cores the team runs on (common/contention.h); null when serial
   // op(A) packed whole (packed_a_cache.h), null when each unit packs its
   // block: k block b's panels start at a_cached + a_offsets[b], row i's at
-  // (i / mr) * mr * its packed depth past that.
+  // (i / mr) * mr * panel_elements past that.
   const typename Ty::packed_a_type *a_cached = nullptr;
   const long *a_offsets = nullptr;
 };
@@ -217,7 +217,8 @@ void run_part(const Job<Ty> &job, size_t pi, int t, PackedARows &held) {
       if (phase > 0) prog.done.wait_at_least(static_cast<int32_t>(units * phase));  // the panel is free
       long jb0, jb1;
       tile_range(nc, w.pack_tasks, static_cast<int>(r), nr, jb0, jb1);
-      if (jb1 > jb0) job.kern.pack_b(bp + jb0 * kcp, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
+      if (jb1 > jb0)
+        job.kern.pack_b(bp + jb0 * kcp * job.kern.panel_scale, g.b, g.ldb, g.tb, pc, kc, jc + jb0, jb1 - jb0);
       prog.packed.add(1);
       continue;
     }
@@ -247,7 +248,8 @@ void run_part(const Job<Ty> &job, size_t pi, int t, PackedARows &held) {
       const bool fused = last_k && g.epilogue && job.kern.fuses_epilogue;
       if (fused) blk.epilogue = g.epilogue;
       if (job.a_cached) {
-        blk.a = job.a_cached + job.a_offsets[phase % w.nk] + (ic / job.kern.mr) * job.kern.mr * kcp;
+        blk.a = job.a_cached + job.a_offsets[phase % w.nk] +
+                (ic / job.kern.mr) * job.kern.mr * panel_elements(job.kern, kc);
       } else if (held.part != pi || held.phase != phase || held.row_block != ib) {
         job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, blk.mc, pc, kc);
         held = {pi, phase, ib};
@@ -310,7 +312,7 @@ long whole_a_layout(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, long kc, 
   long total = 0;
   for (long b = 0; b < nk; ++b) {
     offsets[b] = total;
-    total += mp * packed_depth(kern, std::min(kc, g.k - b * kc));
+    total += mp * panel_elements(kern, std::min(kc, g.k - b * kc));
   }
   return total;
 }
@@ -330,7 +332,7 @@ void pack_whole_a(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Block
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic)
   for (long t = 0; t < tasks; ++t) {
     const long b = t / chunks, i0 = (t % chunks) * rows, pc = b * kc, kcb = std::min(kc, g.k - pc);
-    kern.pack_a(dst + offsets[b] + i0 * packed_depth(kern, kcb), g.a, g.lda, g.ta, i0, std::min(rows, g.m - i0), pc,
+    kern.pack_a(dst + offsets[b] + i0 * panel_elements(kern, kcb), g.a, g.lda, g.ta, i0, std::min(rows, g.m - i0), pc,
                 kcb);
   }
 }
@@ -399,10 +401,12 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
     const PartBlocks pb = work.back().pb;
     ws->progress[i].reset();
     const long kcp = packed_depth(kern, pb.kc);
-    bool ok = direct_b ||
-              ws->b_panels[i]->ensure(sizeof(typename Ty::packed_b_type) * kcp * (pb.nc + kern.nr), part.mem_node);
+    bool ok =
+        direct_b || ws->b_panels[i]->ensure(
+                        sizeof(typename Ty::packed_b_type) * kcp * kern.panel_scale * (pb.nc + kern.nr), part.mem_node);
     for (int t = part.first_thread; t < part.first_thread + part.threads; ++t)
-      ok = ok && ws->a_blocks[t]->ensure(sizeof(typename Ty::packed_a_type) * kcp * (blk.mc + kern.mr), part.mem_node);
+      ok = ok && ws->a_blocks[t]->ensure(
+                     sizeof(typename Ty::packed_a_type) * kcp * kern.panel_scale * (blk.mc + kern.mr), part.mem_node);
     if (!ok) {
       warn_once("oom", "no memory for GEMM packing buffers; computing without packing (slow)");
       unpacked_gemm(g);
@@ -627,7 +631,11 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
     constexpr long kWideBytes = 64L << 20;
     const long nb = std::clamp<long>(kWideBytes / long(sizeof(Acc<Ty>) * g.m), 1, g.n);
     std::unique_ptr<Acc<Ty>[]> tmp(fault::allocation_fails() ? nullptr : new (std::nothrow) Acc<Ty>[g.m * nb]);
-    if (!tmp) return false;
+    if (!tmp) {  // C rounded after each k block instead (apply_epilogue): less exact, said
+      note_once("wide c refused", "gemm: no memory for an f32 copy of a bf16 C (%ld x %ld): C rounded after "
+                "each k block", g.m, nb);
+      return false;
+    }
     const bool read_c = g.beta != Acc<Ty>(0);  // beta = 0 never reads C
     const int threads = max_threads();
     for (long j0 = 0; j0 < g.n; j0 += nb) {

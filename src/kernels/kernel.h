@@ -148,6 +148,12 @@ struct GemmKernel {
   // What hcops-info says of the tile beside its size, where a family has
   // more than one for these datatypes (null: nothing).
   const char *tile_note = nullptr;
+  // A packed panel's size in packed type elements per row (A) or column
+  // (B) and packed step: 2 for a family whose packers widen bf16 to f32 in
+  // the panels (its tile then reads both with no integer work:
+  // avx512/bf16_tile.h), so that the driver sizes and steps through A
+  // blocks and B panels at twice the bytes.
+  int panel_scale = 1;
 };
 
 // The depth of a packed panel of kc logical k steps, in packed steps: kc
@@ -163,6 +169,12 @@ constexpr long packed_steps(long kc, int splits, int k_align) {
 template <typename Ty>
 constexpr long packed_depth(const GemmKernel<Ty> &k, long kc) {
   return packed_steps(kc, Ty::splits, k.k_align);
+}
+// The elements a packed panel takes per row (A) or column (B), in its
+// packed type: packed_depth, times panel_scale.
+template <typename Ty>
+constexpr long panel_elements(const GemmKernel<Ty> &k, long kc) {
+  return packed_depth(k, kc) * k.panel_scale;
 }
 
 // A family's GEMM kernels, type-erased for the table: one entry per

@@ -9,7 +9,8 @@
 // compared (it starts as garbage, so a slot left unwritten shows), and each
 // operand ends against an inaccessible page, so a read past it crashes.
 // A family this CPU cannot run is skipped, and said so; the test is
-// skipped where neither runs.
+// skipped where neither runs. Also the avx512 family's widened panels
+// (f32, bf16_tile.h) against op(A) and op(B) themselves.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -141,6 +142,99 @@ void check_type(const char *family, const char *name, int mr, int nr) {
   std::printf("%s %s: 160 blocks packed as pack_pairs.h packs them\n", family, name);
 }
 
+// The widened tile's A panels (avx512/bf16_tile.h's pack_a_wide, panel_scale
+// 2): f32, 32 values a step, each op(A) value widened exactly (a bf16 is the
+// high half of its f32: NaN payloads, denormals and signed zeros kept), k
+// rounded up to even steps and rows up to whole panels with zeros. Compared
+// bit for bit over the whole buffer, which starts as garbage, with a guard
+// past it.
+template <typename Ty>
+void check_wide_a(const hcops::GemmKernel<Ty> &k, Trans t) {
+  const long len = 1 + rng() % (3 * 32 + 5), kc = 1 + rng() % 75;
+  const long off = rng() % 5, p0 = rng() % 4;
+  const bool len_contiguous = t == Trans::N;
+  const long rows = len_contiguous ? off + len : p0 + kc, cols = len_contiguous ? p0 + kc : off + len;
+  const long ld = rows + rng() % 7;
+  FencedArray<bf16> x(ld * (cols - 1) + rows);
+  for (long i = 0; i < ld * (cols - 1) + rows; ++i) fill(x.data[i]);
+  const auto at = [&](long i, long p) { return t == Trans::N ? x.data[i + p * ld] : x.data[p + i * ld]; };
+
+  const long panels = (len + 31) / 32, depth = hcops::packed_steps(kc, 1, k.k_align);
+  const size_t n = static_cast<size_t>(panels * 32 * depth);  // f32 values
+  std::vector<uint32_t> want(n);
+  for (long pi = 0; pi < panels; ++pi)
+    for (long p = 0; p < depth; ++p)
+      for (long r = 0; r < 32; ++r) {
+        const long i = pi * 32 + r;
+        want[size_t((pi * depth + p) * 32 + r)] = i < len && p < kc ? uint32_t(at(off + i, p0 + p).bits) << 16 : 0u;
+      }
+  std::vector<uint32_t> got(n + 32, 0xbeefbeefu);
+  uint32_t *g = got.data() + (64 - reinterpret_cast<uintptr_t>(got.data()) % 64) / 4 % 16;  // 64-byte aligned
+  k.pack_a(reinterpret_cast<bf16 *>(g), x.data, ld, t, off, len, p0, kc);
+  for (size_t i = 0; i < n; ++i)
+    if (g[i] != want[i])
+      fail_msg("widened A %c: %ld x %ld block at (%ld, %ld), ld %ld: slot %zu is %08x, want %08x", static_cast<char>(t),
+               len, kc, off, p0, ld, i, g[i], want[i]);
+  assert_int_equal(g[n], 0xbeefbeefu);  // nothing written past the panels
+}
+
+// The widened tile's B panels (pack_b_wide): f32, 12 values a step, zero
+// past the block's columns and its last (odd) step. Wider and deeper than
+// the packer's own chunks (8 panels, 128 steps) so that their seams are
+// crossed.
+template <typename Ty>
+void check_wide_b(const hcops::GemmKernel<Ty> &k, Trans t) {
+  const long len = 1 + rng() % 230, kc = 1 + rng() % 300;
+  const long off = rng() % 5, p0 = rng() % 4;
+  const bool len_contiguous = t == Trans::T;
+  const long rows = len_contiguous ? off + len : p0 + kc, cols = len_contiguous ? p0 + kc : off + len;
+  const long ld = rows + rng() % 7;
+  FencedArray<bf16> x(ld * (cols - 1) + rows);
+  for (long i = 0; i < ld * (cols - 1) + rows; ++i) fill(x.data[i]);
+  const auto at = [&](long p, long j) { return t == Trans::N ? x.data[p + j * ld] : x.data[j + p * ld]; };
+
+  const long panels = (len + 11) / 12, depth = hcops::packed_steps(kc, 1, k.k_align);
+  const size_t n = static_cast<size_t>(panels * 12 * depth);
+  std::vector<uint32_t> want(n);
+  for (long pj = 0; pj < panels; ++pj)
+    for (long p = 0; p < depth; ++p)
+      for (long c = 0; c < 12; ++c) {
+        const long j = pj * 12 + c;
+        want[size_t((pj * depth + p) * 12 + c)] = j < len && p < kc ? uint32_t(at(p0 + p, off + j).bits) << 16 : 0u;
+      }
+  std::vector<uint32_t> got(n + 32, 0xbeefbeefu);
+  uint32_t *g = got.data() + (64 - reinterpret_cast<uintptr_t>(got.data()) % 64) / 4 % 16;
+  k.pack_b(reinterpret_cast<bf16 *>(g), x.data, ld, t, p0, kc, off, len);
+  for (size_t i = 0; i < n; ++i)
+    if (g[i] != want[i])
+      fail_msg("widened B %c: %ld x %ld block at (%ld, %ld), ld %ld: slot %zu is %08x, want %08x", static_cast<char>(t),
+               kc, len, p0, off, ld, i, g[i], want[i]);
+  assert_int_equal(g[n], 0xbeefbeefu);
+}
+
+template <typename Ty>
+void check_wide_type(const char *family, const char *name) {
+  if (!runs_here(family)) {
+    std::printf("SKIP: %s %s widened: this CPU does not run the family\n", family, name);
+    return;
+  }
+  const hcops::GemmKernel<Ty> *k = family_kernel<Ty>(family);
+  if (!k) fail_msg("%s does not serve %s", family, name);
+  assert_int_equal(k->panel_scale, 2);
+  assert_int_equal(k->mr, 32);
+  for (int rep = 0; rep < 40; ++rep)
+    for (Trans t : {Trans::N, Trans::T}) {
+      check_wide_a<Ty>(*k, t);
+      check_wide_b<Ty>(*k, t);
+    }
+  std::printf("%s %s: 80 A and 80 B blocks packed widened to f32\n", family, name);
+}
+
+void test_widened_panels(void **) {
+  check_wide_type<hcops::Bf16Gemm>("avx512", "bf16 -> f32");
+  check_wide_type<hcops::Bf16Bf16Gemm>("avx512", "bf16 -> bf16");
+}
+
 void test_bf16_in(void **) {
   check_type<hcops::Bf16Gemm>("avx512_bf16", "bf16 -> f32", 32, 12);
   check_type<hcops::Bf16Gemm>("avx2", "bf16 -> f32", 16, 6);
@@ -160,10 +254,8 @@ int main() {
     return 77;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bf16_in),
-      cmocka_unit_test(test_bf16_in_bf16_out),
-      cmocka_unit_test(test_f32_rounded),
-      cmocka_unit_test(test_f32_split),
+      cmocka_unit_test(test_bf16_in),   cmocka_unit_test(test_bf16_in_bf16_out), cmocka_unit_test(test_f32_rounded),
+      cmocka_unit_test(test_f32_split), cmocka_unit_test(test_widened_panels),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
