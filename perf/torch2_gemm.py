@@ -49,18 +49,24 @@ DTYPES = ("f32", "bf16")
 KINDS = ("fwd", "dgrad", "wgrad", "adaln", "attn")
 
 
-def llc_bytes():
-    """The largest cache's size (sysfs), 32 MiB when it cannot be read."""
+def llc_bytes(base="/sys/devices/system/cpu/cpu0/cache"):
+    """The largest cache's size (sysfs cpu0/cache/index*/size), 32 MiB when
+    none can be read. Each entry on its own: the folder also holds files
+    (uevent), and one unreadable entry must not end the search (it did: a
+    260 MiB L3 read as 32 MiB, and a flush of 64 MiB left operands in it)."""
     best = 0
-    base = "/sys/devices/system/cpu/cpu0/cache"
     try:
-        for idx in os.listdir(base):
+        entries = [e for e in os.listdir(base) if e.startswith("index")]
+    except OSError:
+        entries = []
+    for idx in entries:
+        try:
             with open(os.path.join(base, idx, "size")) as f:
                 text = f.read().strip()
-            mult = {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1)
+            mult = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
             best = max(best, int(text.rstrip("KM")) * mult)
-    except (OSError, ValueError):
-        pass
+        except (OSError, ValueError):
+            continue
     return best or 32 << 20
 
 
