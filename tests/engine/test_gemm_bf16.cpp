@@ -56,6 +56,7 @@ extern "C" {
 #include "gemm/team.h"
 #include "gemm/gemm.h"
 #include "gemm/pack_policy.h"
+#include "gemm/workspace.h"
 #include "kernels/registry.h"
 #include "combo.h"
 
@@ -626,19 +627,34 @@ void test_bf16x3_beats_bf16(void **) {
   }
 }
 
+// Makes the next product take a workspace made for it (the pool hands out
+// the one returned last), so that it must allocate its packing buffers: the
+// pool's others were grown by earlier products.
+void next_workspace_fresh() {
+  std::vector<hcops::Workspace *> held;
+  const long made = hcops::workspaces_created();
+  while (hcops::workspaces_created() == made) held.push_back(hcops::acquire_workspace());
+  hcops::Workspace *fresh = held.back();
+  held.pop_back();
+  for (hcops::Workspace *w : held) hcops::release_workspace(w);
+  hcops::release_workspace(fresh);
+}
+
 // The widened tile (avx512/bf16_tile.h) takes a bf16 C block of up to 2048
 // steps in one k block, its f32 B panels 96 KiB deep, and deeper products
-// through the driver's f32 copy of C: k = 2048 and 2050 (odd, so padded),
-// B packed from either layout, partial tiles both ways, every result
-// right. k = 2048 also with the n-th allocation of the product refused,
-// n = 0, 1, 2 (the packing buffers: refused, the product runs unpacked).
-// (A refused f32 copy of C rounds C after each k block, which this test's
-// bound for a bf16 C does not allow.)
+// through the driver's f32 copy of C: k = 2047 (odd: the last pair padded),
+// 2048 and 2051 (an odd step past the block, through the f32 copy), B
+// packed from either layout, partial tiles both ways, every result right.
+// The one-block depths also with the n-th allocation of a fresh workspace
+// refused, n = 0, 1, 2 (the packing buffers: refused, the product runs
+// unpacked), which must have been refused. (A refused f32 copy of C rounds
+// C after each k block, which this test's bound for a bf16 C does not
+// allow.)
 template <typename Ty>
 void test_deep_k(void **) {
   const hcops::GemmKernel<Ty> *kern = hcops::chosen_kernel<Ty>().kernel;
   if (!kern || !kern->tile_note || !std::is_same_v<typename Ty::c_type, hcops::bf16>) return;
-  for (long k : {2048L, 2050L})
+  for (long k : {2047L, 2048L, 2051L})
     for (long n = -1; n < (k <= 2048 ? 3 : 0); ++n)
       for (int t = 0; t < 2; ++t) {
         Case c;
@@ -649,11 +665,17 @@ void test_deep_k(void **) {
         c.alpha = t == 1 ? -1.0f : 1.0f;
         c.beta = t == 1 ? 0.5f : 0.0f;
         c.seed = static_cast<unsigned>(91 + 2 * n + t + k);
+        const long refused = hcops::fault::allocations_failed();
+        if (n >= 0) next_workspace_fresh();
         hcops::fault::fail_allocation_after(n);
         const Result r = run_case<Ty>(c);
         hcops::fault::fail_allocation_after(-1);
         if (!r.error.empty())
           fail_msg("%s: k %ld: %s (allocation %ld refused)", Combo<Ty>::name, k, r.error.c_str(), n);
+        // A product of this size packs both operands: at least two allocations.
+        if (n >= 0 && n < 2 && hcops::fault::allocations_failed() == refused)
+          fail_msg("%s: k %ld, %c: allocation %ld of a fresh workspace was never made", Combo<Ty>::name, k,
+                   static_cast<char>(c.tb), n);
       }
 }
 

@@ -210,7 +210,9 @@ void test_through_gemm(void **) {
   through_gemm<Sgemm>("f32", 1024, 128, 72, Trans::T);  // attention's scores: K, S x E
   through_gemm<Sgemm>("f32", 72, 128, 1024, Trans::N);  // O = P V: V
   through_gemm<Bf16Gemm>("bf16 -> f32", 1024, 128, 72, Trans::T);
-  through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 1024, Trans::N);  // deeper than a k block
+  through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 1024, Trans::N);  // deeper than a k block of vdpbf16ps
+  through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 2100, Trans::N);  // and of the widened tile (2048)
+  through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 2100, Trans::T);
   through_gemm<Bf16Bf16Gemm>("bf16 -> bf16", 72, 128, 64, Trans::N);
   // Large enough for the whole team (under a synthetic topology of several
   // NUMA domains, test_held_a.sh: in one part per domain).

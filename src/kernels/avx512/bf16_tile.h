@@ -146,7 +146,7 @@ inline void widen_packed(const bf16 *__restrict b, long kcp, float *__restrict w
 // twice its packed depth (panel_scale). The avx512_bf16 family's packer
 // (its transposes of 16 x 16 pair words for op(B) = B, eight panels a pass
 // over the rows for B^T) writes up to eight panels of up to 128 steps
-// into a buffer on the stack (48 KiB), widened from there while in L1.
+// into a buffer on the stack (24 KiB), widened from there while in L1.
 inline void pack_b_wide(bf16 *__restrict panels, const bf16 *__restrict b, long ldb, Trans tb, long p0, long kc,
                         long j0, long nc) {
   constexpr long kCols = 8 * kPairNr, kSteps = 128;
