@@ -1,26 +1,35 @@
 #!/usr/bin/env python3
 """DiT training steps on a PyTorch 2.x wheel with HCOps' dispatcher layer on
 and off in one process, step by step: stock eager, HCOps eager, and with
---compile the torch.compile'd model stock and with HCOps (its GEMMs,
-attention and fused AdamW inside the compiled graphs' ATen calls).
+--compile the torch.compile'd model stock and with HCOps (HCOps' GEMMs and
+attention inside the compiled graphs' ATen calls; its fused AdamW in the
+optimizer step, which runs eagerly).
 
 Why one process: on a shared or virtual machine the speed of a process
 moves by more than the gains measured (on the 2-core Intel guest of
 doc/perf/torch2.md, 10-30 % between processes minutes apart), so
 perf/dit/torch2_step.py's process-per-configuration rounds need many of
-them to separate 5 %. Here every variant takes one step in turn (the order
-rotates each round) on the same model, optimizer and OpenMP team, and the
-ratios are medians over rounds of step time against HCOps' step in the same
-round. What this cannot show: what `hcops-run` adds beyond
+them to separate 5 %. Here each variant trains its own copy of one model
+(same initial weights, its own AdamW, the same batches and label dropout
+step by step), all in one process and OpenMP team; every round each
+variant takes one step, in the orders of a balanced Latin square (each
+variant follows every other equally often, so what a step leaves behind
+in the caches and the allocator is not charged to one variant), and the
+ratios are medians over rounds of step time against HCOps' step in the
+same round (eager against eager, compiled against compiled). HCOps'
+losses are compared with stock's. Per variant, the calls HCOps computed
+are counted: none in a stock step, some in an HCOps one, or the run
+measured nothing. A graph compiled during the timed rounds (a recompile)
+is said. What this cannot show: what `hcops-run` adds beyond
 `import hcops.torch` (the BLAS preload, the allocator's settings, the
 start-up hook); perf/dit/torch2_step.py and `make demo` measure that.
 
-The variants train one model in turn, so their losses are not comparable
-with each other; the losses of HCOps against stock are checked by
-tests/torch2 (test_dit_train, test_compile). The compiled graphs are
-compiled once, with HCOps loaded: where HCOPS_INDUCTOR_OPS keeps GeLU as an
-ATen call (the avx2 family), the stock compiled variant runs PyTorch's GeLU
-there, not inductor's fused code; elsewhere the graphs are stock's.
+The compiled graphs are compiled with HCOps loaded: where
+HCOPS_INDUCTOR_OPS keeps GeLU as an ATen call (the avx2 family), the stock
+compiled variant runs PyTorch's GeLU there, not inductor's fused code;
+elsewhere the graphs are stock's. With --compile max-autotune, inductor
+may choose its own GEMM templates, which call no ATen kernel (so neither
+HCOps nor MKL) in either compiled variant.
 
   build/torch2-venv/bin/python perf/dit/torch2_step_ab.py [--model S] [--batch 8] [--threads 2]
       [--amp none bf16] [--compile default] [--rounds 6] [--warmup 2] [--csv F.csv] [--png F.png]
@@ -63,14 +72,42 @@ def peak(dtype, threads):
         return None
 
 
+# Orders of the variants, one per round, cycling: a balanced Latin square
+# (Williams design) for an even count, each variant right after every other
+# once per cycle; for an odd count its rows and their reverses.
+def round_orders(names):
+    n = len(names)
+    seq = [0]
+    for j in range(1, n):
+        seq.append((j + 1) // 2 if j % 2 else n - j // 2)
+    rows = [[names[(x + r) % n] for x in seq] for r in range(n)]
+    return rows if n % 2 == 0 else rows + [row[::-1] for row in rows]
+
+
+# What HCOps counts as computed, per step (a stock step must count none).
+def computed(ht, optim):
+    return sum(ht.call_counts(op)[0] for op in COUNTED_OPS) + sum(
+        v for k, v in optim.calls.items() if k.endswith(":fused"))
+
+
+def graphs_compiled(torch):
+    try:
+        from torch._dynamo.utils import counters  # noqa: PLC0415
+    except ImportError:
+        return 0
+    return counters["stats"]["unique_graphs"]
+
+
 def measure(args, amp, torch, ht, dit):
-    """{variant: [step seconds per round]}, {variant: [loss per round]}. Each
-    variant trains its own copy of one model (same initial weights, its own
-    AdamW) on the same batches, so that eager HCOps' losses follow stock
-    eager's and compiled HCOps' the compiled stock's, and a variant whose
-    loss goes NaN (stock torch.compile under bf16 autocast does on DiT)
-    cannot poison the others."""
+    """{variant: [step seconds per round]}, {variant: [loss per round]},
+    {variant: calls HCOps computed in its timed steps}, graphs compiled
+    during the timed rounds. Each variant trains its own copy of one model
+    (same initial weights, its own AdamW) on the same batches, so that eager
+    HCOps' losses follow stock eager's and compiled HCOps' the compiled
+    stock's, and a variant whose loss goes NaN (stock torch.compile under
+    bf16 autocast does on DiT) cannot poison the others."""
     import copy  # noqa: PLC0415
+    from hcops.torch import optim  # noqa: PLC0415
     torch.manual_seed(args.seed)
     base = dit.DiT(*CONFIGS[args.model], variant="dit")
     names = ["stock", "hcops"] + (["compile", "hcops+compile"] if args.compile != "none" else [])
@@ -80,34 +117,43 @@ def measure(args, amp, torch, ht, dit):
         model.train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
         net = torch.compile(model, mode=args.compile) if "compile" in name else model
-        state[name] = (net, opt, torch.Generator().manual_seed(args.seed))
+        state[name] = [net, opt, torch.Generator().manual_seed(args.seed), 0]
     abar = dit.alphas_cumprod()
 
     def step(name):
-        net, opt, gen = state[name]
+        st = state[name]
+        net, opt, gen, i = st
+        st[3] += 1
         ht.set_enabled("hcops" in name)
         data = dit.make_batch(gen, args.batch)
+        # The label dropout draws from the global generator: the same numbers
+        # at step i of every variant.
+        torch.manual_seed(args.seed * 1000003 + i)
+        before = computed(ht, optim)
         start = time.perf_counter()
         loss = dit.train_step(net, opt, abar, data, amp)
-        return time.perf_counter() - start, loss
+        return time.perf_counter() - start, loss, computed(ht, optim) - before
 
     for w in range(args.warmup):  # the first compiles the graphs
         for name in names:
-            t, _ = step(name)
+            t, _, _ = step(name)
             print(f"  {amp}: warm-up {w + 1}/{args.warmup} {name}: {t:.3f} s", flush=True)
+    graphs = graphs_compiled(torch)
     times = {n: [] for n in names}
     losses = {n: [] for n in names}
+    calls = {n: 0 for n in names}
+    orders = round_orders(names)
     for r in range(args.rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
         line = []
-        for name in order:
-            t, loss = step(name)
+        for name in orders[r % len(orders)]:
+            t, loss, c = step(name)
             times[name].append(t)
             losses[name].append(loss)
+            calls[name] += c
             line.append(f"{name} {t:.3f}")
         print(f"  {amp}: round {r + 1}/{args.rounds}: " + ", ".join(line) + " s", flush=True)
     ht.set_enabled(True)
-    return times, losses
+    return times, losses, calls, graphs_compiled(torch) - graphs
 
 
 def loss_gap(losses, a, b):
@@ -123,8 +169,8 @@ def paired(times, a, b):
     return statistics.median(rs), min(rs), max(rs)
 
 
-# The operators whose calls HCOps computed are said at the end (a run in
-# which HCOps computed none measured nothing of it).
+# The operators whose calls HCOps computed are counted per variant and said
+# at the end (a run in which HCOps computed none measured nothing of it).
 COUNTED_OPS = ("mm", "addmm", "_scaled_dot_product_flash_attention_for_cpu", "native_layer_norm")
 
 # The comparisons the issue's targets name: (faster, slower).
@@ -202,12 +248,16 @@ def main():
     cpu = cpu_label()
     print(f"DiT-{args.model}/2 batch {args.batch}, {args.threads} threads, torch {torch.__version__}, {cpu}; "
           f"{args.rounds} rounds after {args.warmup} warm-up steps, one process")
-    rows, table, pairs_of, gaps = [], [], {}, []
+    rows, table, pairs_of, gaps, said = [], [], {}, [], []
     flop = step_flops(args.model, args.batch)
     for amp in args.amp:
         dtype = "bf16" if amp == "bf16" else "f32"
-        times, losses = measure(args, amp, torch, ht, dit)
+        times, losses, calls, recompiled = measure(args, amp, torch, ht, dit)
         pairs_of[dtype] = times
+        said.append(f"{dtype}: HCOps computed per variant: " + ", ".join(f"{n} {c}" for n, c in calls.items()))
+        if recompiled:
+            said.append(f"{dtype}: {recompiled} graph(s) compiled during the timed rounds (a recompile: those "
+                        "steps' times include it)")
         ratios = {n: [t / h for t, h in zip(ts, times["hcops+compile" if "compile" in n else "hcops"])]
                   for n, ts in times.items()}
         for a, b in (("hcops", "stock"), ("hcops+compile", "compile")):
@@ -238,7 +288,7 @@ def main():
             if a in times and b in times:
                 r, lo, hi = paired(times, b, a)
                 print(f"{dtype}: {a} {r:.2f}x {b} (rounds {lo:.2f}-{hi:.2f})")
-    for g in gaps:
+    for g in gaps + said:
         print(g)
     counted = {op: ht.call_counts(op)[0] for op in COUNTED_OPS}
     print("HCOps computed: " + ", ".join(f"{op} {n}" for op, n in counted.items()))
