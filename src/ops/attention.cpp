@@ -76,20 +76,31 @@ void rm_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   gemm(g);
 }
 
-// Whether bf16 slices multiply bf16 operands: where the family that serves
-// the bf16 GEMMs has bf16 instructions (AMX, AVX512_BF16). Elsewhere the
-// slice is widened to f32 for the f32 kernels (AVX2, AVX-512 without BF16);
-// HCOPS_ISA chooses as for every GEMM. On AVX2 the avx2 family's bf16
-// kernels (FMA on widened pairs) are no faster than that: DiT-S/2's slices
-// through them, P and dS rounded, took the same time within the guest's
-// noise on Zen 3 (forward 7.5-10.9 ms against 7.5-12.9, backward 16.8-28.6
-// against 15.9-16.9), and widening keeps every product in f32.
+// Whether bf16 slices multiply bf16 operands: where the kernels that serve
+// the bf16 GEMMs compute on bf16 instructions (AMX, AVX512_BF16). Elsewhere
+// the slice is widened to f32 once and runs on the f32 kernels: on AVX2 and
+// AVX-512 without BF16, and where the avx512_bf16 family passes over
+// vdpbf16ps for its tile widened onto the FMAs (kernels/avx512_bf16/
+// dot_rate.h; the widened kernels' panels are f32, panel_scale 2), which
+// would widen every product's operands again, P and dS included. On the
+// Intel Xeon guest without AMX (vdpbf16ps at half the FMAs' rate), DiT-S/2's
+// slices (8x6x256x64, 2 threads, perf/torch2_attention.py) took 5.0-5.1 ms
+// forward and 11.0-11.1 backward through the widened GEMMs, 4.5 and 9.5
+// widened once. On AVX2 the avx2 family's bf16 kernels (FMA on widened
+// pairs) are no faster than widening once: DiT-S/2's slices through them,
+// P and dS rounded, took the same time within the guest's noise on Zen 3
+// (forward 7.5-10.9 ms against 7.5-12.9, backward 16.8-28.6 against
+// 15.9-16.9), and widening keeps every product in f32. HCOPS_ISA chooses
+// as for every GEMM (avx512_bf16 keeps vdpbf16ps whatever its rate).
 bool native_bf16_products() {
   static const bool native = [] {
     constexpr uint64_t bf16_isa = kAvx512Bf16 | kAmxBf16;
     const ChosenKernel<Bf16Gemm> &in = chosen_kernel<Bf16Gemm>();
     const ChosenKernel<Bf16Bf16Gemm> &out = chosen_kernel<Bf16Bf16Gemm>();
-    return in.kernel && out.kernel && (in.family->needs & bf16_isa) && (out.family->needs & bf16_isa);
+    const auto bf16_instructions = [&](const auto &c) {
+      return c.kernel && (c.family->needs & bf16_isa) && c.kernel->panel_scale == 1;
+    };
+    return bf16_instructions(in) && bf16_instructions(out);
   }();
   return native;
 }

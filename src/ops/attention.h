@@ -71,7 +71,7 @@ struct AttentionGradSlice {
 };
 
 // Whether bf16 slices run bf16 products (else they are widened to f32):
-// decided once, from the family that serves the bf16 GEMMs.
+// decided once, from the kernels that serve the bf16 GEMMs (attention.cpp).
 bool attention_bf16_products();
 // How bf16 slices of S keys run, for the verbose line: "amx_tiles" (fused on
 // the AMX tiles, ops/attention_tiles.h), "bf16" (bf16 products on the
