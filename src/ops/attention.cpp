@@ -1,6 +1,7 @@
 // Attention of one slice (ops/attention.h): query blocks against all keys,
-// the products on the GEMM engine (bf16 slices on its bf16 kernels: AMX or
-// AVX512_BF16 where the CPU has them), the softmax on the operators' kernels.
+// the products on the GEMM engine (bf16 slices on its bf16 kernels where
+// those compute on AMX or AVX512_BF16 instructions, else widened to f32
+// once), the softmax on the operators' kernels.
 #include "ops/attention.h"
 
 #include "config.h"  // HCOPS_HAVE_AMX
@@ -64,14 +65,18 @@ struct SharedOperand {
 
 // Row-major C (m x n, ldc) = alpha op(A) op(B) + beta C, on the column-major
 // engine as C^T = op(B)^T op(A)^T; op(X) = X^T where tx. f32 in the
-// HCOPS_FP32_MATH mode in effect, as every f32 GEMM of HCOps. With `shared`,
-// B is a slice's K or V, packed once for its query blocks.
+// HCOPS_FP32_MATH mode in effect (mode engine), as every f32 GEMM of HCOps,
+// but for a bf16 slice widened to f32 (mode strict): the mode is asked for
+// f32 work, and a bf16 slice is widened because bf16 instructions are not
+// the faster way here (environment.md: not the bf16 routines). With
+// `shared`, B is a slice's K or V, packed once for its query blocks.
 template <typename Ty>
-void rm_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const typename Ty::a_type *a,
+void rm_gemm(F32Mode mode, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const typename Ty::a_type *a,
              int64_t lda, const typename Ty::b_type *b, int64_t ldb, float beta, typename Ty::c_type *c, int64_t ldc,
              SharedOperand *shared = nullptr) {
   GemmArgs<Ty> g{tb ? Trans::T : Trans::N, ta ? Trans::T : Trans::N, n, m, k, alpha, b, ldb, a, lda, beta, c,
                  ldc};
+  g.f32_mode = mode;
   if (shared) g.a_held = shared->for_product(g);
   gemm(g);
 }
@@ -192,9 +197,9 @@ inline int64_t block_ld(int64_t S) { return (S + 31) / 32 * 32 + 32; }
 // Scores of query rows [i0, i0 + qb) into s (qb x S, rows ld apart), times
 // sc.product, with the causal mask applied.
 template <typename T>
-void scores(const T *q, int64_t ldq, const T *k, int64_t ldk, int64_t i0, int64_t qb, int64_t S, int64_t E,
-            ScoreScale sc, bool causal, float *s, int64_t ld, SharedOperand &k_shared) {
-  rm_gemm<typename SliceTypes<T>::In>(false, true, qb, S, E, sc.product, q + i0 * ldq, ldq, k, ldk, 0.0f, s, ld,
+void scores(F32Mode mode, const T *q, int64_t ldq, const T *k, int64_t ldk, int64_t i0, int64_t qb, int64_t S,
+            int64_t E, ScoreScale sc, bool causal, float *s, int64_t ld, SharedOperand &k_shared) {
+  rm_gemm<typename SliceTypes<T>::In>(mode, false, true, qb, S, E, sc.product, q + i0 * ldq, ldq, k, ldk, 0.0f, s, ld,
                                       &k_shared);
   if (causal)
     for (int64_t r = 0; r < qb; ++r)
@@ -217,7 +222,8 @@ bf16 *probabilities(Buffers &buf, float *s, int64_t qb, int64_t S, int64_t ld, S
 }
 
 template <typename T>
-void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
+void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal,
+             F32Mode mode = F32Mode::engine) {
   using Out = typename SliceTypes<T>::Out;
   Buffers &buf = buffers();
   const int64_t qb_max = query_block(L, S, sizeof(float) + (std::is_same_v<T, bf16> ? sizeof(bf16) : 0));
@@ -227,9 +233,9 @@ void forward(const AttentionSlice<T> &a, int64_t L, int64_t S, int64_t E, float 
   SharedOperand k_shared{buf.k_scores, L > qb_max}, v_shared{buf.v_held, L > qb_max};
   for (int64_t i0 = 0; i0 < L; i0 += qb_max) {
     const int64_t qb = std::min(qb_max, L - i0);
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s, ld, k_shared);
+    scores(mode, a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, s, ld, k_shared);
     const T *pt = probabilities(buf, s, qb, S, ld, sc, a.lse + i0 * a.ld_lse, a.ld_lse, T());
-    rm_gemm<Out>(false, false, qb, E, S, 1.0f, pt, ld, a.v, a.ld_v, 0.0f, a.out + i0 * a.ld_out, a.ld_out,
+    rm_gemm<Out>(mode, false, false, qb, E, S, 1.0f, pt, ld, a.v, a.ld_v, 0.0f, a.out + i0 * a.ld_out, a.ld_out,
                  &v_shared);  // O = P V
   }
 }
@@ -275,7 +281,8 @@ void store_rows(const float *x, int64_t rows, int64_t E, bf16 *y, int64_t ld) {
 }
 
 template <typename T>
-void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal) {
+void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, float scale, bool causal,
+              F32Mode mode = F32Mode::engine) {
   using In = typename SliceTypes<T>::In;
   using Out = typename SliceTypes<T>::Out;
   constexpr bool kBf16 = std::is_same_v<T, bf16>;
@@ -292,18 +299,19 @@ void backward(const AttentionGradSlice<T> &a, int64_t L, int64_t S, int64_t E, f
     const int64_t qb = std::min(qb_max, L - i0);
     const float beta = i0 == 0 ? 0.0f : 1.0f;
     const T *dout = a.dout + i0 * a.ld_dout, *q = a.q + i0 * a.ld_q;
-    scores(a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, p, ld, k_shared);
+    scores(mode, a.q, a.ld_q, a.k, a.ld_k, i0, qb, S, E, sc, causal, p, ld, k_shared);
     softmax_from_lse(p, sc.softmax, a.lse + i0 * a.ld_lse, a.ld_lse, p, p16, sums, qb, S, ld);  // P, from the logsumexp
     const T *pt = nullptr;
     if constexpr (kBf16) pt = p16;
     else pt = p;
-    rm_gemm<In>(true, false, S, E, qb, 1.0f, pt, ld, dout, a.ld_dout, beta, dv, E);        // dV += P^T dO
-    rm_gemm<In>(false, true, qb, S, E, 1.0f, dout, a.ld_dout, a.v, a.ld_v, 0.0f, dp, ld, &v_shared);  // dP = dO V^T
+    rm_gemm<In>(mode, true, false, S, E, qb, 1.0f, pt, ld, dout, a.ld_dout, beta, dv, E);  // dV += P^T dO
+    rm_gemm<In>(mode, false, true, qb, S, E, 1.0f, dout, a.ld_dout, a.v, a.ld_v, 0.0f, dp, ld,
+                &v_shared);  // dP = dO V^T
     row_sums_of_dp_p(a, i0, qb, S, ld, E, dp, p, sums, d);
     const T *dst = score_grads(buf, dp, p, d, qb, S, ld, T());                              // dS
-    rm_gemm<Out>(false, false, qb, E, S, scale, dst, ld, a.k, a.ld_k, 0.0f, a.dq + i0 * a.ld_dq, a.ld_dq,
-                 &k_dq);  // dQ = scale dS K
-    rm_gemm<In>(true, false, S, E, qb, scale, dst, ld, q, a.ld_q, beta, dk, E);  // dK += scale dS^T Q
+    rm_gemm<Out>(mode, false, false, qb, E, S, scale, dst, ld, a.k, a.ld_k, 0.0f, a.dq + i0 * a.ld_dq, a.ld_dq,
+                 &k_dq);                                                               // dQ = scale dS K
+    rm_gemm<In>(mode, true, false, S, E, qb, scale, dst, ld, q, a.ld_q, beta, dk, E);  // dK += scale dS^T Q
   }
   if (L == 0) {  // no queries: the loop wrote no block, and the gradients are zero
     std::fill(dk, dk + S * E, 0.0f);
@@ -325,7 +333,7 @@ void forward_widened(const AttentionSlice<bf16> &a, int64_t L, int64_t S, int64_
   float *out = sized(buf.wo, L * E);
   const AttentionSlice<float> w{widened(a.q, a.ld_q, L, E, buf.wq), widened(a.k, a.ld_k, S, E, buf.wk),
                                 widened(a.v, a.ld_v, S, E, buf.wv), E, E, E, out, E, a.lse, a.ld_lse};
-  forward(w, L, S, E, scale, causal);
+  forward(w, L, S, E, scale, causal, F32Mode::strict);
   store_rows(out, L, E, a.out, a.ld_out);
 }
 
@@ -339,7 +347,7 @@ void backward_widened(const AttentionGradSlice<bf16> &a, int64_t L, int64_t S, i
                                     widened(a.dout, a.ld_dout, L, E, buf.wdo),
                                     E, E, E, E, a.lse, a.ld_lse, dq, dk, dv, E, E, E,
                                     widened(a.out, a.ld_out, L, E, buf.wout), E};
-  backward(w, L, S, E, scale, causal);
+  backward(w, L, S, E, scale, causal, F32Mode::strict);
   store_rows(dq, L, E, a.dq, a.ld_dq);
   store_rows(dk, S, E, a.dk, a.ld_dk);
   store_rows(dv, S, E, a.dv, a.ld_dv);

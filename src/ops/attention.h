@@ -18,13 +18,16 @@
 // stores, with no pass of their own.
 //
 // Data is read in place (rows of any stride, unit stride within a row).
-// Where the CPU has bf16 GEMM instructions (the engine's amx or avx512_bf16
-// family serves bf16), bf16 slices multiply bf16 operands with f32 sums: the
+// Where the engine's bf16 GEMMs compute on bf16 instructions (the amx
+// family, or the avx512_bf16 family where its vdpbf16ps kernels are the
+// faster way: kernels/avx512_bf16/dot_rate.h), bf16 slices multiply bf16
+// operands with f32 sums: the
 // scores, their softmax and its backward are f32; P and dS are rounded to
 // bf16 before the products that take them (O = P V, dV, dQ, dK), as
 // PyTorch's own CPU kernel does, and dK, dV are summed over the query blocks
-// in f32 and rounded once. Elsewhere a bf16 slice is widened to f32, every
-// product and sum is f32, and the results are rounded once. Either way a
+// in f32 and rounded once. Elsewhere a bf16 slice is widened to f32 once,
+// every product and sum is f32 (strict, whatever HCOPS_FP32_MATH allows f32
+// work), and the results are rounded once. Either way a
 // bf16 result is within a few bf16 ulps of the f32 computation
 // (tests/torch2/test_sdpa.py: 2^-6 of the largest value against stock).
 // Where the amx family serves the bf16 GEMMs, bf16 slices of S keys, S a

@@ -8,7 +8,8 @@ logsumexp and the gradients of q, k and v. f32: within 2e-6 of stock relative
 to the tensor's largest value (both sum in f32 in different orders); bf16:
 within 2^-6 relative (with bf16 GEMM instructions both round the
 probabilities and their gradients to bf16 for their products and sum in f32,
-in different orders and blocks; without, HCOps widens the slice to f32).
+in different orders and blocks; without them, or where the bf16 GEMMs'
+kernels widen bf16 onto the f32 FMAs, HCOps widens the slice to f32 once).
 test_sdpa.sh runs it as the CPU chooses (with AMX: slices of whole tiles of
 keys fused on the tiles, the others on the engine's bf16 GEMMs), on the
 AVX512_BF16 family's GEMMs where the CPU has AMX, and forced to a family
@@ -209,9 +210,46 @@ def child():
     return check.summary()
 
 
+def bits(path):
+    """HCOps' bf16 attention, forward and backward, on a few shapes with fixed
+    operands, saved to path: test_sdpa.sh compares the bits under
+    HCOPS_FP32_MATH=strict and bf16, which must not differ (the mode is for
+    f32 work, and a bf16 slice widened to f32 is not: ops/attention.cpp's
+    rm_gemm)."""
+    import torch
+    import hcops.torch as ht
+
+    torch.manual_seed(1)
+    out = []
+    for B, H, L, S, E in ((8, 6, 256, 256, 64), (1, 2, 100, 3000, 24), (2, 3, 37, 64, 72)):
+        q, k, v = (torch.randn(B, H, n, E).to(torch.bfloat16).requires_grad_() for n in (L, S, S))
+        g = torch.randn(B, H, L, E).to(torch.bfloat16)
+        with ht.enabled(True):
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+            o.backward(g)
+        out += [o.detach(), lse.detach(), q.grad, k.grad, v.grad]
+    torch.save(out, path)
+    return 0
+
+
+def same_bits(a_path, b_path):
+    import torch
+
+    a, b = torch.load(a_path), torch.load(b_path)
+    same = len(a) == len(b) and all(torch.equal(x.view(torch.int16) if x.dtype == torch.bfloat16 else x,
+                                                y.view(torch.int16) if y.dtype == torch.bfloat16 else y)
+                                    for x, y in zip(a, b))
+    print(f"{'PASS' if same else 'FAIL'}: bf16 attention has the same bits under HCOPS_FP32_MATH=bf16 as strict")
+    return 0 if same else 1
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         return child()
+    if len(sys.argv) > 2 and sys.argv[1] == "--bits":
+        return bits(sys.argv[2])
+    if len(sys.argv) > 3 and sys.argv[1] == "--same-bits":
+        return same_bits(sys.argv[2], sys.argv[3])
     env = dict(os.environ, HCOPS_VERBOSE="1")
     p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, timeout=time_limits.limit(1200))
     sys.stdout.write(p.stdout)
@@ -223,8 +261,8 @@ def main():
         found = needle in p.stderr
         print(f"{'PASS' if found else 'FAIL'}: verbose has {needle!r}")
         ok = ok and found
-    # bf16 slices: bf16 products where a family with bf16 GEMM instructions
-    # serves them, else widened to f32 (test_sdpa.sh says which to expect);
+    # bf16 slices: bf16 products where the bf16 GEMMs' kernels compute on
+    # bf16 instructions, else widened to f32 (test_sdpa.sh says which to expect);
     # with SDPA_TILES=1 (the amx family serves them), slices of whole tiles
     # of keys (S a multiple of 32) fused on the AMX tiles.
     want = os.environ.get("SDPA_PRODUCTS")
