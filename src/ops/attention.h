@@ -20,8 +20,8 @@
 // Data is read in place (rows of any stride, unit stride within a row).
 // Where the engine's bf16 GEMMs compute on bf16 instructions (the amx
 // family, or the avx512_bf16 family where its vdpbf16ps kernels are the
-// faster way: kernels/avx512_bf16/dot_rate.h), bf16 slices multiply bf16
-// operands with f32 sums: the
+// faster way: kernels/avx512_bf16/dot_rate.h; on AArch64 the sme and
+// sve_bf16 families), bf16 slices multiply bf16 operands with f32 sums: the
 // scores, their softmax and its backward are f32; P and dS are rounded to
 // bf16 before the products that take them (O = P V, dV, dQ, dK), as
 // PyTorch's own CPU kernel does, and dK, dV are summed over the query blocks

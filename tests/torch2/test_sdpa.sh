@@ -2,10 +2,13 @@
 # PyTorch 2.x's CPU flash attention on HCOps (tests/torch2/test_sdpa.py).
 . "${srcdir:-../../tests}/torch2/torch2_env.sh"
 # As the CPU chooses (bf16 products where the kernels that serve the bf16
-# GEMMs compute on bf16 instructions), and forced to a family without them,
-# where bf16 slices are widened to f32.
+# GEMMs compute on bf16 instructions: amx, avx512_bf16; on AArch64 sme and
+# sve_bf16), and forced to a family without them, where bf16 slices are
+# widened to f32.
 . "${srcdir:-../../tests}/families.sh"
-if runs_here amx || runs_here avx512_bf16; then native=bf16; else native=f32; fi
+bf16_families="amx avx512_bf16 sme sve_bf16"
+native=f32
+for isa in $bf16_families; do runs_here $isa && native=bf16; done
 # Where the avx512_bf16 family passes over vdpbf16ps for its tile widened
 # onto the FMAs (it measures vdpbf16ps the slower, once per process:
 # kernels/avx512_bf16/dot_rate.h), slices are widened once instead:
@@ -15,7 +18,7 @@ if runs_here amx || runs_here avx512_bf16; then native=bf16; else native=f32; fi
 # The first family this CPU runs that has no bf16 GEMM instructions.
 widening=
 for isa in $families; do
-  case $isa in amx | avx512_bf16) continue ;; esac
+  case " $bf16_families " in *" $isa "*) continue ;; esac
   widening=$isa
   break
 done
@@ -26,10 +29,13 @@ if runs_here amx; then tiles=1; fi
 status=0
 echo "== as the CPU chooses: bf16 products $native$([ $tiles = 1 ] && echo ', fused on the AMX tiles where S is a multiple of 32')"
 SDPA_TILES=$tiles SDPA_PRODUCTS=$native "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
-if runs_here avx512_bf16; then
-  echo "== HCOPS_ISA=avx512_bf16: bf16 products on the engine's GEMMs"
-  HCOPS_ISA=avx512_bf16 SDPA_PRODUCTS=bf16 "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
-fi
+# The families of bf16 instructions below the first (amx, sme), forced:
+# their bf16 products on the engine's GEMMs.
+for isa in avx512_bf16 sve_bf16; do
+  runs_here $isa || continue
+  echo "== HCOPS_ISA=$isa: bf16 products on the engine's GEMMs"
+  HCOPS_ISA=$isa SDPA_PRODUCTS=bf16 "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
+done
 echo "== HCOPS_ISA=$widening: bf16 slices widened to f32"
 HCOPS_ISA=$widening SDPA_PRODUCTS=f32 "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
 # HCOPS_FP32_MATH is a permission for f32 work: bf16 attention, widened to
