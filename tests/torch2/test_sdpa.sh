@@ -29,8 +29,9 @@ if runs_here amx; then tiles=1; fi
 status=0
 echo "== as the CPU chooses: bf16 products $native$([ $tiles = 1 ] && echo ', fused on the AMX tiles where S is a multiple of 32')"
 SDPA_TILES=$tiles SDPA_PRODUCTS=$native "$PYTHON" "${srcdir:-../../tests}/torch2/test_sdpa.py" || status=1
-# The families of bf16 instructions below the first (amx, sme), forced:
-# their bf16 products on the engine's GEMMs.
+# avx512_bf16 and sve_bf16 forced where they run (below amx and sme, or the
+# CPU's first family themselves: forced, avx512_bf16 keeps vdpbf16ps
+# whatever its measured rate): bf16 products on the engine's GEMMs.
 for isa in avx512_bf16 sve_bf16; do
   runs_here $isa || continue
   echo "== HCOPS_ISA=$isa: bf16 products on the engine's GEMMs"
