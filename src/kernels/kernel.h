@@ -154,6 +154,11 @@ struct GemmKernel {
   // avx512/bf16_tile.h), so that the driver sizes and steps through A
   // blocks and B panels at twice the bytes.
   int panel_scale = 1;
+  // Whether the tile multiplies bf16 operands on bf16 instructions (AMX's
+  // tdpbf16ps, vdpbf16ps, SVE's BFDOT, SME's BFMOPA) rather than widening
+  // them to f32 or emulating the pairs: attention (ops/attention.cpp) gives
+  // bf16 slices bf16 products only where the bf16 GEMMs' kernels say so.
+  bool bf16_instructions = false;
 };
 
 // The depth of a packed panel of kc logical k steps, in packed steps: kc

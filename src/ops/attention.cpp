@@ -82,14 +82,15 @@ void rm_gemm(F32Mode mode, bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
 }
 
 // Whether bf16 slices multiply bf16 operands: where the kernels that serve
-// the bf16 GEMMs compute on bf16 instructions (AMX, AVX512_BF16; on
-// AArch64 SVE's BFDOT, the sve_bf16 family, and SME's BFMOPA, each twice
-// the multiply-adds of its f32 instruction: doc/aarch64.md's loop rates,
-// 64 against 32 flops a cycle on Neoverse V1 and V2). Elsewhere
+// the bf16 GEMMs compute on bf16 instructions (GemmKernel::bf16_instructions:
+// AMX, AVX512_BF16; on AArch64 SVE's BFDOT, the sve_bf16 family, and SME's
+// BFMOPA, each twice the multiply-adds of its f32 instruction:
+// doc/aarch64.md's loop rates, 64 against 32 flops a cycle on Neoverse V1
+// and V2). Elsewhere
 // the slice is widened to f32 once and runs on the f32 kernels: on AVX2 and
 // AVX-512 without BF16, and where the avx512_bf16 family passes over
 // vdpbf16ps for its tile widened onto the FMAs (kernels/avx512_bf16/
-// dot_rate.h; the widened kernels' panels are f32, panel_scale 2), which
+// dot_rate.h), which
 // would widen every product's operands again, P and dS included. On the
 // Intel Xeon guest without AMX (vdpbf16ps at half the FMAs' rate), DiT-S/2's
 // slices (8x6x256x64, 2 threads, perf/torch2_attention.py) took 5.0-5.1 ms
@@ -102,12 +103,9 @@ void rm_gemm(F32Mode mode, bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
 // as for every GEMM (avx512_bf16 keeps vdpbf16ps whatever its rate).
 bool native_bf16_products() {
   static const bool native = [] {
-    constexpr uint64_t bf16_isa = kAvx512Bf16 | kAmxBf16 | kSveBf16 | kSmeB16F32;
     const ChosenKernel<Bf16Gemm> &in = chosen_kernel<Bf16Gemm>();
     const ChosenKernel<Bf16Bf16Gemm> &out = chosen_kernel<Bf16Bf16Gemm>();
-    const auto bf16_instructions = [&](const auto &c) {
-      return c.kernel && (c.family->needs & bf16_isa) && c.kernel->panel_scale == 1;
-    };
+    const auto bf16_instructions = [](const auto &c) { return c.kernel && c.kernel->bf16_instructions; };
     return bf16_instructions(in) && bf16_instructions(out);
   }();
   return native;

@@ -596,6 +596,7 @@ constexpr GemmKernel<Ty> tile_kernel() {
       // (perf/torch2_gemm.py, 2 threads, caches flushed): 16.4 ms against
       // 17.3 summed over the shapes, the wheel's oneDNN 21.3 and 21.2.
       .units_per_thread = 2,
+      .bf16_instructions = true,
   };
 }
 

@@ -302,6 +302,7 @@ constexpr GemmKernel<Ty> pair_kernel() {
       .pack_b = &pack_b<typename Ty::b_type, Ty::splits>,
       .macro = &fused_macro_kernel<Ty>,
       .fuses_epilogue = true,
+      .bf16_instructions = true,  // vdpbf16ps
   };
   if constexpr (std::is_same_v<typename Ty::b_type, bf16> && Ty::splits == 1) {
     k.full_direct = &Kernel<C>::full_direct;

@@ -17,7 +17,11 @@ namespace {
 
 template <typename Ty>
 const void *make() {
-  static const GemmKernel<Ty> k = tile_kernel<HwTiles, Ty>();
+  static const GemmKernel<Ty> k = [] {
+    GemmKernel<Ty> t = tile_kernel<HwTiles, Ty>();
+    t.bf16_instructions = std::is_same_v<typename Ty::packed_a_type, bf16>;  // BFMOPA
+    return t;
+  }();
   return &k;
 }
 

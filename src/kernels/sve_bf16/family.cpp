@@ -72,6 +72,7 @@ const void *make() {
       .pack_a = &pack_a_vl<Ty>,
       .pack_b = &pack_b_pairs<typename Ty::b_type, kLaneTileNr, Ty::splits>,
       .macro = &macro_kernel<Ty>,
+      .bf16_instructions = true,  // BFDOT
   };
   return &k;
 }
