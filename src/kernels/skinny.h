@@ -81,6 +81,19 @@ using skinny_panels::kChunkSteps;
 // into L1: they are lda apart, a stride the hardware prefetchers follow
 // poorly. Near a chunk's end these are the next chunk's same rows.
 constexpr long kPrefetchSteps = 16;
+// On AVX2 the first pass over a block's chunk prefetches, for each step,
+// that column of the walk's next chunk call (skinny_panels::for_each_panel:
+// the panel's next block, or the next chunk's first) instead: a whole
+// block's chunk ahead (f32 and f64 alike 6 KiB, 64 columns of 96 bytes),
+// where 16 steps of the same block left each chunk's first 16 columns
+// unfetched (the next block's were not fetched at all). Later passes read
+// the block's chunk from L1 and fetch nothing ahead. Zen 3, 1 thread, DiT-
+// S/2's adaLN input gradient as BLAS sees it (NN 2304 x 8 x 384, A in L3,
+// hcops-replay): f64 15.5-16.6 -> 17.4-18.9 GFLOPS, f32 48-51 -> 53-56
+// (OpenBLAS 19.7-21.7 and 46-51). AVX-512's block chunk is 12 KiB (f32) and
+// its families were not measured with it: they keep 16 steps ahead.
+template <typename W>
+constexpr bool kPrefetchNextBlock = W::registers < 32;
 // How far ahead (in rows of op(A)) the ta = T loop prefetches: a row of
 // DiT's k = 384 is only 24 lines, too short a stream for the prefetchers to
 // be ahead of (TN 2304x8x384 from memory, 1 thread: 15-22 GFLOPS without,
@@ -134,10 +147,11 @@ struct PanelSums {
 };
 
 // kc steps of k for one block of C's rows [0, rows) (rows <= 3 lanes) and NB
-// columns, added to the block's sums (column j at sums + j * 3 lanes).
+// columns, added to the block's sums (column j at sums + j * 3 lanes); each
+// step prefetches its column's rows `ahead` elements on.
 template <typename W, typename T, typename E, int NB, bool kFull>
 __attribute__((always_inline)) inline void n_chunk(long kc, const E *__restrict a, long lda, const E *__restrict b,
-                                                   long csb, T *__restrict sums, int rows) {
+                                                   long csb, T *__restrict sums, int rows, long ahead) {
   constexpr int L = W::lanes;
   const typename W::Mask m0 = W::mask(std::clamp(rows, 0, L)), m1 = W::mask(std::clamp(rows - L, 0, L)),
                          m2 = W::mask(std::clamp(rows - 2 * L, 0, L));
@@ -150,11 +164,11 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const E *__restrict 
   }
   for (long p = 0; p < kc; ++p, a += lda, ++b) {
     if constexpr (sizeof(E) == sizeof(T)) {
-      _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + L), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char *>(a + kPrefetchSteps * lda + 2 * L), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(a + ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(a + ahead + L), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(a + ahead + 2 * L), _MM_HINT_T0);
     } else {
-      prefetch_span(a + kPrefetchSteps * lda, 3 * L * long(sizeof(E)));
+      prefetch_span(a + ahead, 3 * L * long(sizeof(E)));
     }
     const auto a0 = kFull ? load_v<W>(a) : load_v<W>(a, m0);
     const auto a1 = kFull ? load_v<W>(a + L) : load_v<W>(a + L, m1);
@@ -175,12 +189,14 @@ __attribute__((always_inline)) inline void n_chunk(long kc, const E *__restrict 
   }
 }
 
-// All n columns of one chunk for one block.
+// All n columns of one chunk for one block; next: where the walk's next
+// chunk call starts (nullptr after the last).
 template <typename W, typename T, typename E, bool kFull>
-void n_chunk_columns(long kc, long n, const E *a, long lda, const E *b, long csb, T *sums, int rows) {
+void n_chunk_columns(long kc, long n, const E *a, long lda, const E *b, long csb, T *sums, int rows, const E *next) {
   constexpr long RB = 3 * W::lanes;
   skinny_panels::column_passes<kNPassColumns<W>>(n, [&](auto nb, long j) {
-    n_chunk<W, T, E, decltype(nb)::value, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows);
+    const long ahead = !kPrefetchNextBlock<W> ? kPrefetchSteps * lda : j == 0 && next ? next - a : 0;
+    n_chunk<W, T, E, decltype(nb)::value, kFull>(kc, a, lda, b + j * csb, csb, sums + j * RB, rows, ahead);
   });
 }
 
@@ -263,10 +279,12 @@ void n_rows(long m, long n, long k, T alpha, const E *a, long lda, const E *b, l
   Sums sums;
   skinny_panels::for_each_panel(
       m, k, RB, Sums::panel_rows(n), [&](long blocks) { std::fill(sums.v, sums.v + blocks * n * RB, T(0)); },
-      [&](long rb, long i, long rows, long p0, long kc) {
+      [&](long rb, long i, long rows, long p0, long kc, long next_i, long next_p0) {
         const E *ab = a + i + p0 * lda;
-        if (rows == RB) n_chunk_columns<W, T, E, true>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), RB);
-        else n_chunk_columns<W, T, E, false>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), static_cast<int>(rows));
+        const E *next = next_i >= 0 ? a + next_i + next_p0 * lda : nullptr;
+        if (rows == RB) n_chunk_columns<W, T, E, true>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), RB, next);
+        else
+          n_chunk_columns<W, T, E, false>(kc, n, ab, lda, b + p0, csb, sums.block(rb, n), static_cast<int>(rows), next);
       },
       [&](long rb, long i, long rows) {
         n_store<W, T, C>(n, sums.block(rb, n), alpha, beta, c + i, ldc, static_cast<int>(rows));

@@ -30,9 +30,11 @@ inline long panel_rows(long n, long block, long bytes_per_column) {
 
 // Rows [0, m) of C in panels of `panel` rows (a multiple of `block`), k
 // in chunks: for each panel, clear(blocks); then for each chunk [p0, p0 +
-// kc) and each of the panel's blocks, chunk(rb, i, rows, p0, kc) (block rb
-// of the panel, C's rows [i, i + rows), rows <= block); then store(rb, i,
-// rows) for each block.
+// kc) and each of the panel's blocks, chunk(rb, i, rows, p0, kc, next_i,
+// next_p0) (block rb of the panel, C's rows [i, i + rows), rows <= block;
+// next_i and next_p0 the row and step at which the walk's next chunk call
+// starts, -1 for the last: what a kernel may fetch ahead); then store(rb,
+// i, rows) for each block.
 template <class Clear, class Chunk, class Store>
 void for_each_panel(long m, long k, long block, long panel, const Clear &clear, const Chunk &chunk,
                     const Store &store) {
@@ -42,7 +44,20 @@ void for_each_panel(long m, long k, long block, long panel, const Clear &clear, 
     clear(blocks);
     for (long p0 = 0; p0 < k; p0 += kChunkSteps) {
       const long kc = std::min(kChunkSteps, k - p0);
-      for (long rb = 0; rb < blocks; ++rb) chunk(rb, i0 + rb * block, block_rows(rb), p0, kc);
+      for (long rb = 0; rb < blocks; ++rb) {
+        // Next: the panel's next block; after its last, the next chunk's
+        // first; after the last chunk, the next panel's first; or none.
+        long next_i = i0 + (rb + 1) * block, next_p0 = p0;
+        if (rb + 1 == blocks) {
+          next_i = i0;
+          next_p0 = p0 + kc;
+        }
+        if (next_p0 >= k) {
+          next_i = i0 + panel < m ? i0 + panel : -1;
+          next_p0 = next_i < 0 ? -1 : 0;
+        }
+        chunk(rb, i0 + rb * block, block_rows(rb), p0, kc, next_i, next_p0);
+      }
     }
     for (long rb = 0; rb < blocks; ++rb) store(rb, i0 + rb * block, block_rows(rb));
   }

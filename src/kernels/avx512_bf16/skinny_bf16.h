@@ -287,7 +287,7 @@ void n_rows(long m, long n, long k, float alpha, const bf16 *a, long lda, const 
             _mm512_store_ps(sums.block(rb, n)[j][1], _mm512_setzero_ps());
           }
       },
-      [&](long rb, long i, long rows, long p0, long kc) {
+      [&](long rb, long i, long rows, long p0, long kc, long, long) {
         n_chunk_columns(kc, n, a + i + p0 * lda, lda, b + p0, csb, sums.block(rb, n), rows_mask(rows));
       },
       [&](long rb, long i, long rows) { n_store(n, sums.block(rb, n), alpha, beta, c + i, ldc, rows_mask(rows)); });
