@@ -25,6 +25,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -79,15 +80,17 @@ using vec_io::store_v;
 using skinny_panels::kChunkSteps;
 // How far ahead (in k steps) the ta = N loop prefetches op(A)'s columns
 // into L1: they are lda apart, a stride the hardware prefetchers follow
-// poorly. Near a chunk's end these are the next chunk's same rows.
+// poorly. Near a chunk's end these are the next chunk's same rows, a
+// whole panel's walk later. AVX-512; AVX2 below.
 constexpr long kPrefetchSteps = 16;
 // On AVX2 the first pass over a block's chunk prefetches, for each step,
 // that column of the walk's next chunk call (skinny_panels::for_each_panel:
 // the panel's next block, or the next chunk's first) instead: a whole
-// block's chunk ahead (f32 and f64 alike 6 KiB, 64 columns of 96 bytes),
-// where 16 steps of the same block left each chunk's first 16 columns
-// unfetched (the next block's were not fetched at all). Later passes read
-// the block's chunk from L1 and fetch nothing ahead. Zen 3, 1 thread, DiT-
+// block's chunk ahead (f32 and f64 alike 6 KiB, 64 columns of 96 bytes;
+// bf16 3 KiB), where 16 steps of the same block fetched each chunk's first
+// 16 columns a whole panel's walk earlier, long evicted by then. Later
+// passes read the block's chunk from L1 (their prefetches are of the lines
+// they load). Zen 3, 1 thread, DiT-
 // S/2's adaLN input gradient as BLAS sees it (NN 2304 x 8 x 384, A in L3,
 // hcops-replay): f64 15.5-16.6 -> 17.4-18.9 GFLOPS, f32 48-51 -> 53-56
 // (OpenBLAS 19.7-21.7 and 46-51). AVX-512's block chunk is 12 KiB (f32) and
@@ -265,8 +268,11 @@ __attribute__((always_inline)) inline void t_block(long k, T alpha, const E *__r
 #pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) {
       C &cij = c[r + j * ldc];
+      // One fused step, written out: left to -ffp-contract, GCC fused
+      // s + beta C either way round by the element's place in the block,
+      // so the same element rounded differently in blocks of other widths.
       const T s = alpha * W::reduce_add(acc[r][j]);
-      cij = narrow<C>(beta == T(0) ? s : s + beta * widen<T>(cij));
+      cij = narrow<C>(beta == T(0) ? s : std::fma(beta, widen<T>(cij), s));
     }
 }
 
@@ -300,7 +306,8 @@ void n_rows(long m, long n, long k, T alpha, const E *a, long lda, const E *b, l
 // XL/2's adaLN forward at batch 2 as BLAS sees it (TN 6912 x 2 x 1152) f32
 // 16.0-20.1 -> 21.0-28.1 GFLOPS, f64 6.2-7.8 -> 9.8-11.6 (BLIS 16.4-23.0
 // and 6.8-8.1); TN 2304 x 3 x 384 f32 23-35 -> 40-62, f64 11-14 -> 18-24.
-// Each sum takes the same steps either way: the same bits.
+// Each sum takes the same steps either way, and C's update is one explicit
+// fused step (t_block): the same bits whatever the block's width.
 template <typename W, typename T, typename E, typename C, int R>
 void t_rows_of(long k, long n, T alpha, const E *a, long lda, const E *b, long csb, T beta, C *c, long ldc) {
   constexpr int NB = kTBlockColumns;
