@@ -168,27 +168,27 @@ static void skinny_shapes(void **s) {
  * left to -ffp-contract, which fused it either way round by the element's
  * place in its block: kernels/skinny.h, t_block.) */
 #define COLUMN_ALONE(T, GEMM)                                                                           \
-  static int column_alone_##T(int m, int n, int k) {                                                 \
-    const int lda = k, ldb = k, ldc = m + 3, one = 1;                                                  \
-    T *a = malloc(sizeof(T) * lda * m), *b = malloc(sizeof(T) * ldb * n);                             \
+  static int column_alone_##T(int m, int n, int k) {                                                    \
+    const int lda = k, ldb = k, ldc = m + 3, one = 1;                                                   \
+    T *a = malloc(sizeof(T) * lda * m), *b = malloc(sizeof(T) * ldb * n);                               \
     T *c0 = malloc(sizeof(T) * ldc * n), *c = malloc(sizeof(T) * ldc * n), *cj = malloc(sizeof(T) * m); \
-    for (int i = 0; i < lda * m; ++i) a[i] = (T)bt_rand_unit();                                        \
-    for (int i = 0; i < ldb * n; ++i) b[i] = (T)bt_rand_unit();                                        \
-    for (int i = 0; i < ldc * n; ++i) c0[i] = c[i] = (T)bt_rand_unit();                                \
-    const T alpha = (T)bt_rand_unit(), beta = (T)0.3;                                                  \
-    GEMM("T", "N", &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);                              \
-    int bad = 0;                                                                                       \
-    for (int j = 0; j < n; ++j) {                                                                      \
-      for (int i = 0; i < m; ++i) cj[i] = c0[i + j * ldc];                                             \
-      GEMM("T", "N", &m, &one, &k, &alpha, a, &lda, b + j * ldb, &ldb, &beta, cj, &m);                 \
-      for (int i = 0; i < m; ++i) bad += memcmp(&cj[i], &c[i + j * ldc], sizeof(T)) != 0;              \
-    }                                                                                                  \
-    free(a);                                                                                           \
-    free(b);                                                                                           \
-    free(c0);                                                                                          \
-    free(c);                                                                                           \
-    free(cj);                                                                                          \
-    return bad;                                                                                        \
+    for (int i = 0; i < lda * m; ++i) a[i] = (T)bt_rand_unit();                                         \
+    for (int i = 0; i < ldb * n; ++i) b[i] = (T)bt_rand_unit();                                         \
+    for (int i = 0; i < ldc * n; ++i) c0[i] = c[i] = (T)bt_rand_unit();                                 \
+    const T alpha = (T)bt_rand_unit(), beta = (T)0.3;                                                   \
+    GEMM("T", "N", &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);                               \
+    int bad = 0;                                                                                        \
+    for (int j = 0; j < n; ++j) {                                                                       \
+      for (int i = 0; i < m; ++i) cj[i] = c0[i + j * ldc];                                              \
+      GEMM("T", "N", &m, &one, &k, &alpha, a, &lda, b + j * ldb, &ldb, &beta, cj, &m);                  \
+      for (int i = 0; i < m; ++i) bad += memcmp(&cj[i], &c[i + j * ldc], sizeof(T)) != 0;               \
+    }                                                                                                   \
+    free(a);                                                                                            \
+    free(b);                                                                                            \
+    free(c0);                                                                                           \
+    free(c);                                                                                            \
+    free(cj);                                                                                           \
+    return bad;                                                                                         \
   }
 COLUMN_ALONE(float, sgemm_)
 COLUMN_ALONE(double, dgemm_)
@@ -203,8 +203,8 @@ static void skinny_column_alone(void **s) {
         const int bad_s = column_alone_float(ms[im], ns[in], ks[ik]);
         const int bad_d = column_alone_double(ms[im], ns[in], ks[ik]);
         if (bad_s || bad_d)
-          printf("# TN %dx%dx%d: %d f32 and %d f64 elements differ from their column alone\n", ms[im], ns[in],
-                 ks[ik], bad_s, bad_d);
+          printf("# TN %dx%dx%d: %d f32 and %d f64 elements differ from their column alone\n", ms[im], ns[in], ks[ik],
+                 bad_s, bad_d);
         failures += bad_s + bad_d;
       }
   assert_int_equal(failures, 0);
