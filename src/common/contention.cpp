@@ -33,6 +33,9 @@ std::atomic<long> g_preempt_seen{-1};
 std::atomic<int64_t> g_preempt_at{0};
 
 std::atomic<long> g_cores_milli{-1};
+// Until when regions expected to be short read their threads' CPU times
+// too (RegionTimer).
+std::atomic<int64_t> g_measure_all_until{0};
 std::atomic<int64_t> g_last_full_ns{0};
 std::atomic<int> g_last_team{0};
 
@@ -112,19 +115,29 @@ const char *contention_note(int wanted, char *buf, unsigned long size) {
   return buf;
 }
 
-RegionTimer::RegionTimer(int team, int wanted) : team_(team), wanted_(wanted), wall0_(now_ns()) {}
+RegionTimer::RegionTimer(int team, int wanted, bool expect_short) : team_(team), wanted_(wanted), wall0_(now_ns()) {
+  measuring_ = !expect_short || wall0_ < g_measure_all_until.load(std::memory_order_relaxed);
+}
 
 void RegionTimer::finish() {
   const int64_t end = now_ns(), wall = end - wall0_;
   // A short region (mostly fork and join) says nothing of the cores, nor
   // does it count as a try of the full team.
   if (team_ < 2 || wall < kMeasuredRegionNs || !enabled()) return;
+  // Expected short, and it was not: measure them all for kProbeNs (the
+  // process's first region, which starts the runtime's threads, is often
+  // one), and for as long after as the measured ones lose cores.
+  if (!measuring_) {
+    g_measure_all_until.store(end + kProbeNs, std::memory_order_relaxed);
+    return;
+  }
   long cores = static_cast<long>(
       std::min<int64_t>(cpu_ns_.load(std::memory_order_relaxed) * 1000 / wall, int64_t(team_) * 1000));
   // Unless other tasks are taking the process's cores, the team had them,
   // whatever the count (contention.h).
   if (!cores_taken(end)) cores = std::max(cores, full_team_milli(team_));
   const bool got_its_cores = cores >= full_team_milli(team_);
+  if (!got_its_cores) g_measure_all_until.store(end + kStaleNs, std::memory_order_relaxed);
   // A reduced team that got its cores says nothing of the full team's; one
   // that did not says there are fewer still.
   if (team_ < wanted_ && got_its_cores) return;

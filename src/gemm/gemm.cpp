@@ -298,6 +298,12 @@ bool read_b_in_place(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Bl
 
 enum class Outcome { done, unpacked, short_team };
 
+// Products of fewer flops a thread than this end well within the 2 ms a
+// region must last for its cores to be counted (common/contention.h) on
+// every family (8 GFLOPS a thread and more): their regions do not read the
+// threads' CPU times.
+constexpr long kShortRegionFlopsPerThread = 16'000'000;
+
 // op(A) packed whole (the packed-A cache's entries, a caller's held
 // panels): its k blocks are kc deep, and k block b's panels of all rows
 // start at element offsets[b]; returns the elements of all of them.
@@ -434,7 +440,8 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
     run_thread(Job<Ty>{g, plan, kern, blk, *ws, work, direct_b, nullptr, a_cached, a_cached_offsets}, 0);
     return Outcome::done;
   }
-  RegionTimer timer(plan.threads, allowed_threads());
+  const __int128 flops = __int128(2) * g.m * g.n * std::max(g.k, 1L);
+  RegionTimer timer(plan.threads, allowed_threads(), flops < __int128(kShortRegionFlopsPerThread) * plan.threads);
   const Job<Ty> job{g, plan, kern, blk, *ws, work, direct_b, &timer, a_cached, a_cached_offsets};
   bool short_team = false;
 #pragma omp parallel num_threads(plan.threads)
