@@ -28,6 +28,9 @@ static std::vector<long> split(long len, const std::vector<int> &weights, long a
 // thread on every call: integers only, so that it raises no floating-point
 // flag (FE_INEXACT) in the caller's environment. With gm * gn = threads, the
 // perimeter M/gm + N/gn is (M*gn + N*gm) / threads: the numerator decides.
+// A tie goes to the larger gm: threads on different rows each pack only
+// their rows of A and share the part's B panel, where threads on different
+// columns would each pack all of A.
 static void choose_grid(DomainPart &p, int mr, int nr) {
   const long mt_max = ceil_div(p.m1 - p.m0, mr), nt_max = ceil_div(p.n1 - p.n0, nr);
   bool found = false;
@@ -37,7 +40,7 @@ static void choose_grid(DomainPart &p, int mr, int nr) {
     const int gn = p.threads / gm;
     if (gm > mt_max || gn > nt_max) continue;
     const __int128 cost = __int128(p.m1 - p.m0) * gn + __int128(p.n1 - p.n0) * gm;
-    if (!found || cost < best) {
+    if (!found || cost <= best) {
       found = true;
       best = cost;
       p.grid_m = gm;
