@@ -34,8 +34,14 @@ std::atomic<int64_t> g_preempt_at{0};
 
 std::atomic<long> g_cores_milli{-1};
 // Until when regions expected to be short read their threads' CPU times
-// too (RegionTimer).
+// too (RegionTimer). Only ever moved later: of two threads' regions ending
+// together, the one that asks for longer wins.
 std::atomic<int64_t> g_measure_all_until{0};
+void measure_all_until(int64_t t) {
+  int64_t seen = g_measure_all_until.load(std::memory_order_relaxed);
+  while (seen < t && !g_measure_all_until.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+  }
+}
 std::atomic<int64_t> g_last_full_ns{0};
 std::atomic<int> g_last_team{0};
 
@@ -128,7 +134,7 @@ void RegionTimer::finish() {
   // process's first region, which starts the runtime's threads, is often
   // one), and for as long after as the measured ones lose cores.
   if (!measuring_) {
-    g_measure_all_until.store(end + kProbeNs, std::memory_order_relaxed);
+    measure_all_until(end + kProbeNs);
     return;
   }
   long cores = static_cast<long>(
@@ -137,7 +143,7 @@ void RegionTimer::finish() {
   // whatever the count (contention.h).
   if (!cores_taken(end)) cores = std::max(cores, full_team_milli(team_));
   const bool got_its_cores = cores >= full_team_milli(team_);
-  if (!got_its_cores) g_measure_all_until.store(end + kStaleNs, std::memory_order_relaxed);
+  if (!got_its_cores) measure_all_until(end + kStaleNs);
   // A reduced team that got its cores says nothing of the full team's; one
   // that did not says there are fewer still.
   if (team_ < wanted_ && got_its_cores) return;

@@ -298,12 +298,6 @@ bool read_b_in_place(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const Bl
 
 enum class Outcome { done, unpacked, short_team };
 
-// Products of fewer flops a thread than this end well within the 2 ms a
-// region must last for its cores to be counted (common/contention.h) on
-// every family (8 GFLOPS a thread and more): their regions do not read the
-// threads' CPU times.
-constexpr long kShortRegionFlopsPerThread = 16'000'000;
-
 // op(A) packed whole (the packed-A cache's entries, a caller's held
 // panels): its k blocks are kc deep, and k block b's panels of all rows
 // start at element offsets[b]; returns the elements of all of them.

@@ -47,6 +47,14 @@ struct GemmArgs {
   const HeldPackedA *a_held = nullptr;
 };
 
+// Products of fewer flops a thread than this last under the 2 ms a region
+// must last for its cores to be counted (common/contention.h) at 8 GFLOPS
+// a thread; the SIMD families run 30-200 (3 times the work in the
+// HCOPS_FP32_MATH bf16x3 mode: still under). Their regions do not read the
+// threads' CPU times (a region that runs long all the same makes the next
+// ones read them).
+constexpr long kShortRegionFlopsPerThread = 16'000'000;
+
 // What gemm() did, for the ABI layer's verbose line.
 struct GemmReport {
   const char *family = "none";    // kernel family (kernels/families.def); "none": C only scaled

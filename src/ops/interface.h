@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "common/api.h"
+#include "common/contention.h"
 #include "gemm/gemm.h"
 #include "gemm/matmul_geometry.h"
 #include "ops/adam.h"
@@ -37,6 +38,7 @@ constexpr uint64_t interface_tag(const char *version) {
   h = mix_type<GemmArgs<Sgemm>>(h);
   h = mix_type<GemmArgs<Bf16Bf16Gemm>>(h);
   h = mix_type<GemmReport>(h);
+  h = mix_type<RegionTimer>(h);  // share_dynamically, inline in the layers
   h = mix_type<Epilogue<float>>(h);
   h = mix_type<Matrix>(h);
   h = mix_type<Geometry>(h);

@@ -21,6 +21,7 @@ extern "C" {
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,16 +94,16 @@ void test_team_fits_the_cores(void **) {
 
 // Products so small that their regions skip the threads' CPU times
 // (RegionTimer's expect_short) still see the lost cores: such a region
-// that runs long makes the next ones measure. 350^3 is 86 Mflop, less
-// than a product must have to be timed on 6 threads (gemm.cpp's
-// kShortRegionFlopsPerThread), and about a millisecond on 2 cores; with 3
-// threads per core its regions wait for threads that are not running, and
-// many last the 2 ms a region needs to be counted.
+// that runs long makes the next ones measure. The products are just under
+// what the team must have to be timed (kShortRegionFlopsPerThread a thread:
+// 345^3 on 6 threads, about a millisecond on 2 cores); with 3 threads per
+// core their regions wait for threads that are not running, and many last
+// the 2 ms a region needs to be counted.
 void test_short_regions_see_contention(void **) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   const int asked = hcops::allowed_threads();
   if (asked <= cores) skip();
-  const long n = 350;
+  const long n = static_cast<long>(0.95 * std::cbrt(hcops::kShortRegionFlopsPerThread * 0.5 * asked));
   std::vector<double> a(n * n, 0.5), b(n * n, 0.25), c(n * n);
   const auto t0 = std::chrono::steady_clock::now();
   int calls = 0;
