@@ -136,16 +136,6 @@ struct SimdKernel {
 // The GemmKernel of a traits family for datatypes Ty (A, B, C all W's
 // element type): a 2-vector x NR tile, B packed or read in place, the
 // default macro-kernel, and the family's pack_a.
-//
-// A second thread pays once it has about 5 us of FMAs, the cost of starting
-// and joining it (with the team's timer off for short regions,
-// common/contention.h): so many flops a thread per vector lane. Measured
-// on AVX2 (2-core Zen 3 guest, sgemm and dgemm against 1 thread and the
-// old 2 Mflop for every family, alternated): 96^3 and 64 x 64 x 256 in f32
-// 1.3x and 1.6x at 500 kflop a thread, 80^3 and 96^3 in f64 1.5x and 1.6x
-// at 250 k; 64^3 gained nothing from a second thread at 250 kflop in f32
-// (TN and NT lost 17 %). Wider vectors do proportionally more a cycle.
-constexpr long kFlopsPerThreadPerLane = 62'500;
 
 namespace {
 template <typename Ty, typename W, int NR>
@@ -163,7 +153,6 @@ constexpr GemmKernel<Ty> simd_gemm_kernel(PackA<Ty> pack_a) {
       .pack_a = pack_a,
       .pack_b = &pack_b<T, NR>,
       .macro = &macro_kernel<Ty>,
-      .min_flops_per_thread = kFlopsPerThreadPerLane * W::lanes,
   };
 }
 }  // namespace
