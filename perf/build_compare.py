@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Replays the recorded DiT sgemm_ traces through two builds of libhcops.so,
 A (e.g. before a change) and B (after), to show that the change did not slow
-the GEMMs: f32 (sgemm_) and bf16 operands (sbgemm_), on 1 and 2 threads.
+the GEMMs: f32 (sgemm_), f64 (dgemm_) and bf16 operands (sbgemm_), on 1
+and 2 threads.
 
 Every (build, precision, trace, threads) runs in its own process through
 build/tools/hcops-replay; the two builds alternate within each round (A-B,
@@ -10,7 +11,7 @@ per-round ratio time B / time A (< 1: B faster). A change that leaves the
 code paths alone should read 0.98-1.02 on a quiet machine.
 
   $PYTHON perf/build_compare.py A.so B.so [TRACE...] [--rounds 5] [--threads 1,2]
-                                [--precisions f32,bf16] [--repeats 2] [--csv F]
+                                [--precisions f32,f64,bf16] [--repeats 2] [--csv F]
 
 A.so, B.so: two libhcops.so (e.g. a worktree's build/shim/.libs/libhcops.so).
 TRACE: default the four DiT traces of perf/workloads ($HCOPS_WORKLOADS).
@@ -26,7 +27,7 @@ from benchlib.child import child_env, json_result, run
 from benchlib.report import cpu_model, load_average, write_csv
 from benchlib.rounds import alternated
 
-FLAG = {"f32": "s", "bf16": "b"}  # hcops-replay's --precision
+FLAG = {"f32": "s", "f64": "d", "bf16": "b"}  # hcops-replay's --precision (f64: dgemm_)
 
 
 def seconds(replay, lib, trace, threads, precision, repeats):

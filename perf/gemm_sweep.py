@@ -11,7 +11,8 @@ Reports the median GFLOPS over rounds, the % of the peak measured by
 hcops-peak on as many threads (FMA; bf16: the dot-product or AMX peak), and hcops' speedup over the fastest peer as the
 median of the per-round ratios hcops GFLOPS / peer GFLOPS.
 
-  $PYTHON perf/gemm_sweep.py [--quick | --full] [--only NAME] [--rounds 3] [--precisions f32,f64|bf16]
+  $PYTHON perf/gemm_sweep.py [--quick | --full | --squares N,N,..] [--only NAME] [--rounds 3]
+                             [--precisions f32,f64|bf16]
                              [--csv F] [--png F]
 
 Defaults: perf-results/gemm-sweep.csv and .png under the current directory.
@@ -51,8 +52,11 @@ PROCESS_FLOP = 5e8  # passes per process, at least 2 after the warm-up
 
 
 def cases(args):
-    shapes = QUICK if args.quick else \
-        [(f"sq{s}", s, s, s) for s in SQUARES + ([4096] if args.full else [])] + DIT
+    if args.squares:
+        shapes = [(f"sq{s}", s, s, s) for s in args.squares]
+    else:
+        shapes = QUICK if args.quick else \
+            [(f"sq{s}", s, s, s) for s in SQUARES + ([4096] if args.full else [])] + DIT
     return [(f"{name} {t}", t, m, n, k) for name, m, n, k in shapes for t in TRANS
             if not args.only or args.only in name]
 
@@ -164,6 +168,8 @@ def main():
     size.add_argument("--full", action="store_true", help="add 4096^3 (seconds per library and run)")
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--only", help="only the shapes whose name contains this (e.g. adaLN, attn, S/2)")
+    size.add_argument("--squares", type=lambda v: [int(x) for x in v.split(",")],
+                      help="only squares of these sizes (e.g. 48,64,80,96,128: where a second thread starts to pay)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--precisions", default="f32,f64")
     blas_peers.add_options(ap)
