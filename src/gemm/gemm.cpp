@@ -138,6 +138,15 @@ struct PartWork {
 // planner's 2 column chunks). A family may ask for another number
 // (GemmKernel::units_per_thread).
 constexpr long kUnitsPerThread = 4;
+// Below this many flops a thread, one unit each: a few microseconds of
+// work, where each unit's claim and wait cost more than a late thread, and
+// where units split by columns pack the same rows of A in both threads
+// (2-core Zen 3 guest, sgemm on 2 threads against 4 units a thread, two
+// runs of 7-11 alternated rounds: 96^3 NN 1.05-1.08x, TN 1.14-1.31x, NT
+// 0.98x; 128^3 1.01-1.06x; 64 x 64 x 256 1.07-1.21x; 256 x 64 x 64
+// 1.0-1.14x. 160^3 and 192^3 NN, 4 and 7 Mflop a thread, lost 4 % at one
+// unit a thread: hence not above 2.5 Mflop.)
+constexpr long kOneUnitFlopsPerThread = 2'500'000;
 
 static long ceil_div(long a, long b) { return (a + b - 1) / b; }
 
@@ -150,7 +159,9 @@ PartWork part_work(const GemmArgs<Ty> &g, const DomainPart &part, const Blocking
   w.phases = ceil_div(part.n1 - part.n0, w.pb.nc) * w.nk;
   const long rows = part.m1 - part.m0, cols = std::min(w.pb.nc, part.n1 - part.n0);
   const long row_tiles = ceil_div(rows, kern.mr), col_tiles = ceil_div(cols, kern.nr);
-  const long per_thread = kern.units_per_thread > 0 ? kern.units_per_thread : kUnitsPerThread;
+  const bool small =
+      __int128(2) * rows * (part.n1 - part.n0) * std::max(g.k, 1L) < __int128(kOneUnitFlopsPerThread) * part.threads;
+  const long per_thread = small ? 1 : kern.units_per_thread > 0 ? kern.units_per_thread : kUnitsPerThread;
   const long want = part.threads > 1 ? part.threads * per_thread : 1;
   // Rows first (a unit packs its own A block: splitting the columns packs
   // the same rows again), in the planner's column chunks; columns further
