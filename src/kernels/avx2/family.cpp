@@ -32,24 +32,26 @@ constexpr GemmKernel<Ty> with_skinny(GemmKernel<Ty> k) {
   return k;
 }
 
-// A second thread pays once it has about 5 us of FMAs, what starting and
-// joining it costs (the team's timer being off for short regions,
-// common/contention.h): 62.5 kflop a thread per vector lane, 500 k in f32,
-// 250 k in f64 (the engine's default is 2 Mflop). Measured on a 2-core
-// Zen 3 guest, alternated against the default: 96^3 and 64 x 64 x 256 in
-// f32 1.3x and 1.6x at 500 kflop, 80^3 and 96^3 in f64 1.5x and 1.6x at
-// 250 k; 64^3 in f32 gained nothing from a second thread at 250 kflop
-// (TN and NT lost 17 %).
-constexpr long kFlopsPerThreadPerLane = 62'500;
-template <typename Ty, typename W>
+// A second thread pays once it has about 5 us of f32 FMAs, what starting
+// and joining it costs (the team's timer being off for short regions,
+// common/contention.h): 500 kflop a thread (the engine's default is 2
+// Mflop). Measured on a 2-core Zen 3 guest, alternated against the
+// default: 96^3 and 64 x 64 x 256 in f32 1.3x and 1.6x; 64^3 in f32 gained
+// nothing from a second thread at 250 kflop (TN and NT lost 17 %). f64
+// keeps the same flops (10 us): 64^3 dgemm on two threads at 250 kflop was
+// 1.2-1.55x one thread in some runs and 0.7-0.8x in others, minutes apart
+// (the cause, on the guest's side or its host's, not found); 80^3 and 96^3
+// were 1.1-1.8x in every run.
+constexpr long kMinFlopsPerThread = 500'000;
+template <typename Ty>
 constexpr GemmKernel<Ty> with_thread_grain(GemmKernel<Ty> k) {
-  k.min_flops_per_thread = kFlopsPerThreadPerLane * W::lanes;
+  k.min_flops_per_thread = kMinFlopsPerThread;
   return k;
 }
 
-constexpr GemmKernel<Sgemm> sgemm = with_thread_grain<Sgemm, F32>(shallow::with_shallow<Sgemm, F32>(
+constexpr GemmKernel<Sgemm> sgemm = with_thread_grain<Sgemm>(shallow::with_shallow<Sgemm, F32>(
     with_skinny<Sgemm, F32>(simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>))));
-constexpr GemmKernel<Dgemm> dgemm = with_thread_grain<Dgemm, F64>(
+constexpr GemmKernel<Dgemm> dgemm = with_thread_grain<Dgemm>(
     with_skinny<Dgemm, F64>(simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>)));
 // No f32-as-bf16 modes (HCOPS_FP32_MATH): without bf16 instructions they
 // would do the f32 kernel's FMAs plus the widening, slower and less exact.
