@@ -41,7 +41,8 @@ constexpr GemmKernel<Ty> with_skinny(GemmKernel<Ty> k) {
 // keeps the same flops (10 us): 64^3 dgemm on two threads at 250 kflop was
 // 1.2-1.55x one thread in some runs and 0.7-0.8x in others, minutes apart
 // (the cause, on the guest's side or its host's, not found); 80^3 and 96^3
-// were 1.1-1.8x in every run.
+// were 1.1-1.8x in every run. The bf16 kernels, not measured, keep the
+// default.
 constexpr long kMinFlopsPerThread = 500'000;
 template <typename Ty>
 constexpr GemmKernel<Ty> with_thread_grain(GemmKernel<Ty> k) {
