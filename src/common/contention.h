@@ -71,12 +71,11 @@ long full_team_milli(int team);
 // two a thread, 1-2 us a region on a KVM guest, a fifth of a 64^3 sgemm's
 // time on 2 threads (2-core Zen 3 guest: 70 against 104 GFLOPS without
 // them). A region its caller expects to end well within the 2 ms a region
-// must last to be counted (contention.cpp's kMeasuredRegionNs; `expect_short`)
-// skips them. If such
-// a region runs that long all the same (its threads waited for cores that
-// other work took), every region is measured for the next 0.5 s, and on
-// for as long as they lose cores, so that a process of short regions still
-// sees the contention: one region late.
+// must last to be counted (contention.cpp's kMeasuredRegionNs) skips them
+// (`expect_short`). If such a region runs that long all the same (its
+// threads waited for cores that other work took), every region is measured
+// for the next 0.5 s, and on for as long as they lose cores, so that a
+// process of short regions still sees the contention: one region late.
 class HCOPS_API RegionTimer {
  public:
   RegionTimer(int team, int wanted, bool expect_short = false);

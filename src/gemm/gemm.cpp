@@ -159,8 +159,7 @@ PartWork part_work(const GemmArgs<Ty> &g, const DomainPart &part, const Blocking
   w.phases = ceil_div(part.n1 - part.n0, w.pb.nc) * w.nk;
   const long rows = part.m1 - part.m0, cols = std::min(w.pb.nc, part.n1 - part.n0);
   const long row_tiles = ceil_div(rows, kern.mr), col_tiles = ceil_div(cols, kern.nr);
-  const bool small =
-      __int128(2) * rows * (part.n1 - part.n0) * std::max(g.k, 1L) < __int128(kOneUnitFlopsPerThread) * part.threads;
+  const bool small = product_flops(rows, part.n1 - part.n0, g.k) < __int128(kOneUnitFlopsPerThread) * part.threads;
   const long per_thread = small ? 1 : kern.units_per_thread > 0 ? kern.units_per_thread : kUnitsPerThread;
   const long want = part.threads > 1 ? part.threads * per_thread : 1;
   // Rows first (a unit packs its own A block: splitting the columns packs
@@ -445,8 +444,8 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
     run_thread(Job<Ty>{g, plan, kern, blk, *ws, work, direct_b, nullptr, a_cached, a_cached_offsets}, 0);
     return Outcome::done;
   }
-  const __int128 flops = __int128(2) * g.m * g.n * std::max(g.k, 1L);
-  RegionTimer timer(plan.threads, allowed_threads(), flops < __int128(kShortRegionFlopsPerThread) * plan.threads);
+  RegionTimer timer(plan.threads, allowed_threads(),
+                    product_flops(g.m, g.n, g.k) < __int128(kShortRegionFlopsPerThread) * plan.threads);
   const Job<Ty> job{g, plan, kern, blk, *ws, work, direct_b, &timer, a_cached, a_cached_offsets};
   bool short_team = false;
 #pragma omp parallel num_threads(plan.threads)

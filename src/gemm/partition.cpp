@@ -56,7 +56,7 @@ static void choose_grid(DomainPart &p, int mr, int nr) {
 PartitionPlan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim) {
   PartitionPlan plan;
   const long tiles = ceil_div(m, lim.mr) * ceil_div(n, lim.nr);
-  const __int128 flops = __int128(2) * m * n * std::max(k, 1L);  // exact for m, n, k < 2^42
+  const __int128 flops = product_flops(m, n, k);
   const __int128 threads_worth = flops / std::max(lim.min_flops_per_thread, 1L);
   long useful = threads_worth < tiles ? static_cast<long>(threads_worth) : tiles;
   int t = static_cast<int>(std::clamp<long>(useful, 1, std::max(threads, 1)));

@@ -6,6 +6,7 @@
 // streaming its own.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ inline void tile_range(long len, int parts, int idx, long align, long &begin, lo
   begin = u0 * align < len ? u0 * align : len;
   end = u1 * align < len ? u1 * align : len;
 }
+
+// The flops of an m x n x k product, as the planner and the driver weigh
+// it: 2 m n k in integers (no floating-point flag raised in the caller's
+// environment; exact for m, n, k < 2^42), k = 0 counted as 1 (C is still
+// scaled).
+inline __int128 product_flops(long m, long n, long k) { return __int128(2) * m * n * std::max(k, 1L); }
 
 // threads: the most the caller allows (>= 1). The plan may use fewer.
 PartitionPlan plan_gemm(const Topology &topo, long m, long n, long k, int threads, const PlanLimits &lim);
