@@ -210,10 +210,11 @@ void n_store(long n, const T *sums, T alpha, T beta, C *c, long ldc, int rows) {
   const typename W::Mask m[3] = {W::mask(std::clamp(rows, 0, L)), W::mask(std::clamp(rows - L, 0, L)),
                                  W::mask(std::clamp(rows - 2 * L, 0, L))};
   const auto va = W::set1(alpha), vb = W::set1(beta);
+  const int vectors = (rows + L - 1) / L;  // a block's vectors past its rows hold nothing to store
   for (long j = 0; j < n; ++j) {
     C *cj = c + j * ldc;
 #pragma GCC unroll 3
-    for (int v = 0; v < 3; ++v) {
+    for (int v = 0; v < vectors; ++v) {
       auto r = W::mul(va, W::load(sums + (j * 3 + v) * L));
       if (rows >= 3 * L) {
         if (beta != T(0)) r = W::fmadd(vb, load_v<W>(cj + v * L), r);  // beta = 0 never reads C

@@ -68,7 +68,8 @@ inline void pack_along_k(word *__restrict dst, const uint16_t *base, long ld, lo
       } else {
         static_assert(W < 8, "a panel narrower than 8 words, or a multiple of 8");
         for (int j = 0; j < 7; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + (q + j) * W), r[j]);
-        _mm256_maskstore_epi32(reinterpret_cast<int *>(dst + (q + 7) * W), lane_mask32(W), r[7]);
+        // F32's partial store: vmaskmov to memory is slow on AMD (vec.h); a move keeps the bits.
+        F32::storeu(reinterpret_cast<float *>(dst + (q + 7) * W), _mm256_castsi256_ps(r[7]), lane_mask32(W));
       }
     }
   }

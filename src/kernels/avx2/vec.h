@@ -10,7 +10,9 @@
 
 namespace hcops::kernels::avx2 {
 
-// Lanes [0, rows) all ones: the mask vmaskmov wants.
+// Lanes [0, rows) all ones: the mask vmaskmov wants. Every Mask of this
+// family is one of these (a prefix of the lanes), as the generic family's
+// Mask is a count.
 inline __m256i lane_mask32(int rows) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -29,7 +31,31 @@ struct F32 {
   static V loadu(const float *p) { return _mm256_loadu_ps(p); }
   static V loadu(const float *p, Mask m) { return _mm256_maskload_ps(p, m); }
   static void storeu(float *p, V v) { _mm256_storeu_ps(p, v); }
-  static void storeu(float *p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
+  // Lanes [0, n) of v to p, for m = lane_mask32(n): whole 4, 2 and 1-lane
+  // stores. vmaskmovps to memory costs AMD's Zen 1-3 about 13 cycles a
+  // store (Zen 3: 3.8-4.4 ns against 0.32 for a plain store, measured in a
+  // loop), and every partial block of a tile, a skinny product or an
+  // operator's row ends in such stores. Another mask (none is made here)
+  // still goes to vmaskmovps.
+  static void storeu(float *p, V v, Mask m) {
+    int bits = _mm256_movemask_ps(_mm256_castsi256_ps(m));
+    if (bits & (bits + 1)) return _mm256_maskstore_ps(p, m, v);  // not a prefix
+    if (bits == 0xff) return _mm256_storeu_ps(p, v);
+    __m128 part = _mm256_castps256_ps128(v);
+    if (bits & 0x08) {
+      _mm_storeu_ps(p, part);
+      part = _mm256_extractf128_ps(v, 1);
+      p += 4;
+      bits >>= 4;
+    }
+    if (bits & 0x02) {
+      _mm_storel_pi(reinterpret_cast<__m64 *>(p), part);
+      part = _mm_movehl_ps(part, part);
+      p += 2;
+      bits >>= 2;
+    }
+    if (bits & 0x01) _mm_store_ss(p, part);
+  }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V fma(V a, V b, V c) { return fmadd(a, b, c); }  // rounded once, as generic's fma
@@ -124,7 +150,20 @@ struct F64 {
   static V loadu(const double *p) { return _mm256_loadu_pd(p); }
   static V loadu(const double *p, Mask m) { return _mm256_maskload_pd(p, m); }
   static void storeu(double *p, V v) { _mm256_storeu_pd(p, v); }
-  static void storeu(double *p, V v, Mask m) { _mm256_maskstore_pd(p, m, v); }
+  // As F32's: whole 2 and 1-lane stores for m = lane_mask64(n).
+  static void storeu(double *p, V v, Mask m) {
+    int bits = _mm256_movemask_pd(_mm256_castsi256_pd(m));
+    if (bits & (bits + 1)) return _mm256_maskstore_pd(p, m, v);  // not a prefix
+    if (bits == 0xf) return _mm256_storeu_pd(p, v);
+    __m128d part = _mm256_castpd256_pd128(v);
+    if (bits & 0x2) {
+      _mm_storeu_pd(p, part);
+      part = _mm256_extractf128_pd(v, 1);
+      p += 2;
+      bits >>= 2;
+    }
+    if (bits & 0x1) _mm_store_sd(p, part);
+  }
   static V set1(double x) { return _mm256_set1_pd(x); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
