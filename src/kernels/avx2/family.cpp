@@ -1,6 +1,9 @@
 // AVX2+FMA microkernels: 16x6 (f32) and 8x6 (f64): 12 ymm accumulators, two A
 // vectors and one broadcast, within the 16 registers (simd_tile.h). Partial
-// rows use vmaskmov, which is slow on some AMD parts but runs on edge tiles only.
+// rows are read with vmaskmov and written with whole 4, 2 and 1-lane stores
+// (vec.h: vmaskmov to memory is slow on AMD's Zen 1-3). op(A)^T is packed
+// through 8 x 8 (f32) and 4 x 4 (f64) transposes in registers
+// (transpose_pack.h).
 // bf16 A and B (f32 or bf16 C) on the same tile, widened exactly: bf16_tile.h.
 // Skinny products (n <= 16) stream A in place and shallow ones (k <= 16)
 // write C from registers, as on AVX-512 (skinny.h, shallow.h), with blocks
@@ -10,6 +13,7 @@
 #include <type_traits>
 
 #include "kernels/avx2/bf16_tile.h"
+#include "kernels/avx2/transpose_pack.h"
 #include "kernels/avx2/vec.h"
 #include "kernels/family_flags.h"
 #include "kernels/kernel.h"
@@ -50,10 +54,10 @@ constexpr GemmKernel<Ty> with_thread_grain(GemmKernel<Ty> k) {
   return k;
 }
 
-constexpr GemmKernel<Sgemm> sgemm = with_thread_grain<Sgemm>(shallow::with_shallow<Sgemm, F32>(
-    with_skinny<Sgemm, F32>(simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes>))));
-constexpr GemmKernel<Dgemm> dgemm = with_thread_grain<Dgemm>(
-    with_skinny<Dgemm, F64>(simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes>)));
+constexpr GemmKernel<Sgemm> sgemm = with_thread_grain<Sgemm>(shallow::with_shallow<Sgemm, F32>(with_skinny<Sgemm, F32>(
+    simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes, transpose_rows<F32, float>>))));
+constexpr GemmKernel<Dgemm> dgemm = with_thread_grain<Dgemm>(with_skinny<Dgemm, F64>(
+    simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes, transpose_rows<F64, double>>)));
 // No f32-as-bf16 modes (HCOPS_FP32_MATH): without bf16 instructions they
 // would do the f32 kernel's FMAs plus the widening, slower and less exact.
 constexpr GemmKernel<Bf16Gemm> bf16_f32 =
