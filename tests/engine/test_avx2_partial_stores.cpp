@@ -15,8 +15,11 @@ extern "C" {
 #include <cmocka.h>  // 1.1 has no C++ guard of its own
 }
 
+#include <immintrin.h>  // and the C library's headers it pulls in: outside the target region
+
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 

@@ -1,12 +1,14 @@
 // Vector traits of the AVX2+FMA family, for f32 and f64: the vector and mask
 // types, lane count, and the loads, stores and arithmetic that simd_tile.h's
-// microkernel and the operators are written against. Compiled only into
-// translation units built with the family's -m flags.
+// microkernel and the operators are written against. Compiled only with
+// the family's -m flags (or, in tests/engine/test_avx2_partial_stores, its
+// target pragma).
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace hcops::kernels::avx2 {
 
@@ -34,9 +36,10 @@ struct F32 {
   // Lanes [0, n) of v to p, for m = lane_mask32(n): whole 4, 2 and 1-lane
   // stores. vmaskmovps to memory costs AMD's Zen 1-3 about 13 cycles a
   // store (Zen 3: 3.8-4.4 ns against 0.32 for a plain store, measured in a
-  // loop), and every partial block of a tile, a skinny product or an
-  // operator's row ends in such stores. Another mask (none is made here)
-  // still goes to vmaskmovps.
+  // loop), and every partial block of a tile or a skinny product and every
+  // f32 operator row's tail ends in such stores. Another mask (none is made
+  // here) still goes to vmaskmovps. The last lane is stored through memcpy,
+  // not _mm_store_ss (a plain float store), so p may hold another type.
   static void storeu(float *p, V v, Mask m) {
     int bits = _mm256_movemask_ps(_mm256_castsi256_ps(m));
     if (bits & (bits + 1)) return _mm256_maskstore_ps(p, m, v);  // not a prefix
@@ -54,7 +57,10 @@ struct F32 {
       p += 2;
       bits >>= 2;
     }
-    if (bits & 0x01) _mm_store_ss(p, part);
+    if (bits & 0x01) {
+      const float last = _mm_cvtss_f32(part);
+      std::memcpy(p, &last, sizeof last);
+    }
   }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
@@ -162,7 +168,10 @@ struct F64 {
       p += 2;
       bits >>= 2;
     }
-    if (bits & 0x1) _mm_store_sd(p, part);
+    if (bits & 0x1) {
+      const double last = _mm_cvtsd_f64(part);
+      std::memcpy(p, &last, sizeof last);
+    }
   }
   static V set1(double x) { return _mm256_set1_pd(x); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
