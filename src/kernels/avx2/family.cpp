@@ -14,6 +14,7 @@
 
 #include "kernels/avx2/bf16_tile.h"
 #include "kernels/avx2/transpose_pack.h"
+#include "kernels/transpose_rows.h"
 #include "kernels/avx2/vec.h"
 #include "kernels/family_flags.h"
 #include "kernels/kernel.h"
@@ -54,10 +55,11 @@ constexpr GemmKernel<Ty> with_thread_grain(GemmKernel<Ty> k) {
   return k;
 }
 
-constexpr GemmKernel<Sgemm> sgemm = with_thread_grain<Sgemm>(shallow::with_shallow<Sgemm, F32>(with_skinny<Sgemm, F32>(
-    simd_gemm_kernel<Sgemm, F32, kNr>(&pack_a<float, 2 * F32::lanes, transpose_rows<F32, float>>))));
-constexpr GemmKernel<Dgemm> dgemm = with_thread_grain<Dgemm>(with_skinny<Dgemm, F64>(
-    simd_gemm_kernel<Dgemm, F64, kNr>(&pack_a<double, 2 * F64::lanes, transpose_rows<F64, double>>)));
+constexpr GemmKernel<Sgemm> sgemm = with_thread_grain<Sgemm>(
+    shallow::with_shallow<Sgemm, F32>(with_skinny<Sgemm, F32>(simd_gemm_kernel<Sgemm, F32, kNr>(
+        &pack_a<float, 2 * F32::lanes, transposing::transpose_rows<F32, float, transpose_square>>))));
+constexpr GemmKernel<Dgemm> dgemm = with_thread_grain<Dgemm>(with_skinny<Dgemm, F64>(simd_gemm_kernel<Dgemm, F64, kNr>(
+    &pack_a<double, 2 * F64::lanes, transposing::transpose_rows<F64, double, transpose_square>>)));
 // No f32-as-bf16 modes (HCOPS_FP32_MATH): without bf16 instructions they
 // would do the f32 kernel's FMAs plus the widening, slower and less exact.
 constexpr GemmKernel<Bf16Gemm> bf16_f32 =
