@@ -42,9 +42,9 @@ void ukernel(long kc, T alpha, const T *__restrict a, const T *__restrict b, T b
     const V a1 = *reinterpret_cast<const V *>(a + VL);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      const T bj = b[j];
-      acc0[j] += a0 * bj;
-      acc1[j] += a1 * bj;
+      const V bj = Vec<T>::set1(b[j]);
+      acc0[j] = Vec<T>::fmadd(a0, bj, acc0[j]);
+      acc1[j] = Vec<T>::fmadd(a1, bj, acc1[j]);
     }
   }
 
@@ -69,7 +69,10 @@ void edge(long kc, T alpha, const T *a, const T *b, T beta, T *c, long ldc, int 
   alignas(64) T tile[MR * Shape<T>::nr];
   ukernel<T>(kc, alpha, a, b, T(0), tile, MR);
   for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) c[i + j * ldc] = tile[i + j * MR] + (beta == T(0) ? T(0) : beta * c[i + j * ldc]);
+    for (int i = 0; i < m; ++i) {  // as the full tile: alpha * acc, then + beta * C (not + 0: -0 stays -0)
+      T &cij = c[i + j * ldc];
+      cij = beta == T(0) ? tile[i + j * MR] : tile[i + j * MR] + beta * cij;
+    }
 }
 
 template <typename Ty, typename T = typename Ty::c_type>

@@ -88,9 +88,10 @@ inline void store_column(T *c, const F32::V &acc0, const F32::V &acc1, float alp
       *c1 = alpha * acc1 + beta * *c1;
     }
   } else {
-    for (int i = 0; i < VL; ++i) {
-      c[i] = bf16(alpha * acc0[i] + (beta == 0.0f ? 0.0f : beta * float(c[i])));
-      c[i + VL] = bf16(alpha * acc1[i] + (beta == 0.0f ? 0.0f : beta * float(c[i + VL])));
+    for (int i = 0; i < VL; ++i) {  // not + 0 when beta = 0: -0 stays -0, as in f32
+      const float s0 = alpha * acc0[i], s1 = alpha * acc1[i];
+      c[i] = bf16(beta == 0.0f ? s0 : s0 + beta * float(c[i]));
+      c[i + VL] = bf16(beta == 0.0f ? s1 : s1 + beta * float(c[i + VL]));
     }
   }
 }
@@ -114,7 +115,7 @@ void pair_edge(long kc, float alpha, const bf16 *a, const bf16 *b, float beta, T
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
       T &cij = c[i + j * ldc];
-      cij = T(tile[i + j * kPairMr] + (beta == 0.0f ? 0.0f : beta * float(cij)));
+      cij = T(beta == 0.0f ? tile[i + j * kPairMr] : tile[i + j * kPairMr] + beta * float(cij));  // -0 stays -0
     }
 }
 

@@ -38,11 +38,29 @@ struct Vec {
     for (int i = 0; i < lanes; ++i) v[i] = x;
     return v;
   }
-  static V fmadd(V a, V b, V c) { return a * b + c; }
+  // a * b + c, fused where the baseline ISA has FMA (AArch64: one FMLA,
+  // GCC vectorizes the lanes' fma), two roundings on SSE2, the same in
+  // every kernel and operator. The family is built with -ffp-contract=off
+  // (kernels/generic/family.am, ops/ops.am), so only what is written as
+  // fmadd or fma is fused: left to the compiler, a * b + c was fused in some
+  // instantiations of an expression and not in others, and C's update of
+  // a full tile rounded differently from an edge tile's on AArch64.
+  static V fmadd(V a, V b, V c) {
+#if defined(__FP_FAST_FMA) && defined(__FP_FAST_FMAF)
+    return fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+  }
   // a * b + c rounded once (IEEE fma), for results that must equal an FMA
-  // machine's bit for bit (ops/adam_impl.h); libm's fma per lane, slow.
+  // machine's bit for bit (ops/adam_impl.h); libm's fma per lane where the
+  // ISA has none, slow. fmaf for f32: fma on floats widened to double
+  // rounds twice (to double, then to float) and can miss by an ulp.
   static V fma(V a, V b, V c) {
-    for (int i = 0; i < lanes; ++i) a[i] = __builtin_fma(a[i], b[i], c[i]);
+    for (int i = 0; i < lanes; ++i) {
+      if constexpr (sizeof(T) == 4) a[i] = __builtin_fmaf(a[i], b[i], c[i]);
+      else a[i] = __builtin_fma(a[i], b[i], c[i]);
+    }
     return a;
   }
   static V mul(V a, V b) { return a * b; }
