@@ -10,6 +10,7 @@ extern "C" {
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -150,6 +151,66 @@ void test_odd_shapes_cover(void **) {
       check_cover(hcops::plan_gemm(topo, s[0], s[1], s[2], threads, {16, 12}), s[0], s[1], 16, 12);
 }
 
+// A plan of one domain (a machine of one NUMA node, or one thread on any
+// machine), which plan_gemm makes on a path of its own: one part of all of
+// C on that domain's node, as many threads as the work is worth, on the
+// grid of least perimeter (a tie to more rows), stated here independently.
+void check_one_domain(const hcops::Topology &topo, long m, long n, long k, int threads, const hcops::PlanLimits &lim) {
+  const hcops::PartitionPlan plan = hcops::plan_gemm(topo, m, n, k, threads, lim);
+  const long mt = (m + lim.mr - 1) / lim.mr, nt = (n + lim.nr - 1) / lim.nr;
+  if (mt * nt == 0) {
+    assert_int_equal(plan.threads, 0);
+    assert_int_equal(plan.parts.size(), 0);
+    return;
+  }
+  const long worth = static_cast<long>(2 * m * n * k / lim.min_flops_per_thread);
+  const int t = static_cast<int>(std::max(1L, std::min({worth, mt * nt, long(threads)})));
+  assert_int_equal(plan.threads, t);
+  assert_int_equal(plan.parts.size(), 1);
+  const hcops::DomainPart &p = plan.parts[0];
+  assert_int_equal(p.domain, 0);
+  assert_int_equal(p.mem_node, topo.domains[0].mem_node);
+  assert_true(p.m0 == 0 && p.m1 == m && p.n0 == 0 && p.n1 == n);
+  assert_int_equal(p.first_thread, 0);
+  assert_int_equal(p.threads, t);
+  int gm = t, gn = 1;
+  long best = -1;
+  for (int g = 1; g <= t; ++g)
+    if (t % g == 0 && g <= mt && t / g <= nt && (best < 0 || m * (t / g) + n * g <= best)) {
+      best = m * (t / g) + n * g;
+      gm = g;
+      gn = t / g;
+    }
+  assert_int_equal(p.grid_m, gm);
+  assert_int_equal(p.grid_n, gn);
+  check_cover(plan, m, n, lim.mr, lim.nr);
+}
+
+void test_one_domain(void **) {
+  const long shapes[][3] = {{0, 5, 5},        {5, 0, 5},          {1, 1, 1},       {17, 17, 17},
+                            {100, 3, 50},     {3, 100, 50},       {576, 576, 576}, {2304, 8, 384},
+                            {1000, 999, 300}, {4608, 2048, 1152}, {64, 4096, 64}};
+  const hcops::PlanLimits limits[] = {{32, 12, 2000000}, {16, 6, 2000000}, {8, 4, 1}};
+  // One NUMA node of 2 and of 64 cores (node 3: the part must name it).
+  for (int cores : {2, 64}) {
+    hcops::Topology topo;
+    topo.this_system = false;
+    topo.domains.resize(1);
+    topo.domains[0].mem_node = 3;
+    for (int c = 0; c < cores; ++c) topo.domains[0].cores.push_back(c);
+    for (const auto &s : shapes)
+      for (const hcops::PlanLimits &lim : limits)
+        for (int threads : {1, 2, 3, 4, 7, 64})
+          if (threads <= cores) check_one_domain(topo, s[0], s[1], s[2], threads, lim);
+  }
+  // One thread on the machines of several domains.
+  for (const char *xml : xml_files) {
+    hcops::Topology topo = load(xml);
+    for (const auto &s : shapes)
+      for (const hcops::PlanLimits &lim : limits) check_one_domain(topo, s[0], s[1], s[2], 1, lim);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -165,6 +226,7 @@ int main() {
       cmocka_unit_test(test_square_part_splits_rows),
       cmocka_unit_test(test_fewer_threads_than_domains),
       cmocka_unit_test(test_odd_shapes_cover),
+      cmocka_unit_test(test_one_domain),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -6,7 +6,6 @@
 
 #include <immintrin.h>
 
-
 // GCC 12 warns inside its own unpack/shuffle intrinsics (their
 // _mm512_undefined_* operand); nothing here is uninitialised.
 #pragma GCC diagnostic push
