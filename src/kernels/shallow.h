@@ -233,10 +233,16 @@ struct WidenedPanels {
   const B *b;
   long ldb;
   float alpha, beta;
+  // Written by panel() and chunk() before any read. Not zeroed: brace
+  // initialization of the aggregate had value-initialized them, a memset
+  // of (256 + 128) K floats (24 KiB at K = 16) on every call.
   alignas(64) float abuf[K * kPanelRows];
   alignas(64) float bbuf[K * kCols];
   const float *col = abuf;
   long ld = kPanelRows;
+
+  WidenedPanels(Trans ta_, Trans tb_, const A *a_, long lda_, const B *b_, long ldb_, float alpha_, float beta_)
+      : ta(ta_), tb(tb_), a(a_), lda(lda_), b(b_), ldb(ldb_), alpha(alpha_), beta(beta_) {}
 
   void panel(long r0, long rows) {
     col = abuf;

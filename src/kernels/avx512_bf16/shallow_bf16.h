@@ -144,8 +144,13 @@ struct PairedPanels {
   const bf16 *b;
   long ldb;
   float alpha, beta;
+  // Written by panel() and chunk() before any read, not zeroed on every
+  // call (as shallow.h's WidenedPanels).
   alignas(64) uint32_t abuf[KP * kPanelRows];
   alignas(64) uint32_t bbuf[KP * kCols];
+
+  PairedPanels(Trans ta_, Trans tb_, const bf16 *a_, long lda_, const bf16 *b_, long ldb_, float alpha_, float beta_)
+      : ta(ta_), tb(tb_), a(a_), lda(lda_), b(b_), ldb(ldb_), alpha(alpha_), beta(beta_) {}
 
   void panel(long r0, long rows) { pair_a<K>(ta, a, lda, r0, rows, abuf); }
   void chunk(long j0, long nc) { pair_b<K>(tb, b, ldb, j0, nc, bbuf); }
