@@ -54,7 +54,15 @@ void copy_panel(T *__restrict dst, const T *__restrict src, long ld, long kc, lo
       for (int r = 0; r < W; ++r) dst[p * W + r] = src[r];
     return;
   }
-  copy_panel_width(dst, src, ld, kc, count, W);
+  // A partial panel (the last rows of op(A), the last columns of op(B)):
+  // each step's W values zeroed in whole vectors, then its count copied.
+  // Zeroing W - count values one at a time was a tenth of a 17^3 sgemm_.
+  for (long p = 0; p < kc; ++p, src += ld) {
+    T *d = dst + p * W;
+#pragma GCC unroll 64
+    for (int r = 0; r < W; ++r) d[r] = T(0);
+    for (long r = 0; r < count; ++r) d[r] = src[r];
+  }
 }
 
 // A family may supply a faster transposing copy for A, with interleave_rows'
