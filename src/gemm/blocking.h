@@ -64,6 +64,27 @@ Blocking blocking_for_product(const Topology &topo, const GemmKernel<Ty> &k, lon
   return blocking_with_kc(topo, k, (depth + 15) / 16 * 16);
 }
 
+// Packing memory of a product the engine runs as one block on the calling
+// thread (gemm.cpp's single_block_gemm): op(A)'s panels (64-byte aligned,
+// then op(B)'s), with op(B)'s only when it is packed, each with a tile of
+// slack, as the general path sizes its buffers; 0 when the product is not
+// one such block: more flops than one thread's worth (PlanLimits), or m, n
+// or k beyond one block of blk, or more than kSingleBlockMaxBytes.
+constexpr size_t kSingleBlockMaxBytes = 512 << 10;
+template <typename Ty>
+size_t single_block_a_bytes(const GemmKernel<Ty> &k, long m, long depth) {
+  return (sizeof(typename Ty::packed_a_type) * packed_depth(k, depth) * k.panel_scale * (m + k.mr) + 63) / 64 * 64;
+}
+template <typename Ty>
+size_t single_block_bytes(const GemmKernel<Ty> &k, const Blocking &blk, long m, long n, long depth, bool pack_b) {
+  if (__int128(2) * m * n * std::max(depth, 1L) / std::max(k.min_flops_per_thread, 1L) > 1) return 0;
+  if (m > blk.mc || n > blk.nc || depth > blk.kc) return 0;
+  const size_t b =
+      pack_b ? sizeof(typename Ty::packed_b_type) * packed_depth(k, depth) * k.panel_scale * (n + k.nr) : 0;
+  const size_t bytes = single_block_a_bytes(k, m, depth) + b;
+  return bytes <= kSingleBlockMaxBytes ? bytes : 0;
+}
+
 // Equal blocks no larger than `block`, rounded up to `align`: k = 400 with
 // kc = 336 becomes 2 x 200 rather than 336 + 64.
 inline long balanced_block(long len, long block, long align) {

@@ -150,6 +150,8 @@ std::string engine_info(long m, long n, long k) {
     s += format("sgemm %ld x %ld x %ld: ", m, n, k) + plan.describe();
     if (c.kernel && c.kernel->skinny && skinny_allowed() && n <= kSkinnyMaxN)
       s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";
+    if (c.kernel && single_block_bytes(*c.kernel, blocking_for_product(topo, *c.kernel, k), m, n, k, true))
+      s += "  (one block: packed and computed by the calling thread, without the team)\n";
   }
   s += "environment: " + env_summary() + "\n";
   return s;

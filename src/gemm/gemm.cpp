@@ -734,6 +734,59 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
   else return gemm_as_typed(g);
 }
 
+// Packing memory of single_block_gemm, one per calling thread, kept
+// between its calls (unmapped at the thread's exit): at most
+// kSingleBlockMaxBytes. Memory that cannot be had leaves the product to
+// the general path, which says so.
+thread_local NumaBuffer t_single_block_panels;
+
+// A product the planner would give one thread (its flops worth no second
+// one) that is one block in each of m, n and k (blocking.h's
+// single_block_bytes): op(A) packed, op(B) read in place or packed, one
+// macro-kernel call, the same operations as execute()'s one task, without
+// its per-call work (the plan, the workspace's lease, the parts' work, the
+// team's counters and barrier), which was a third of a 17^3 sgemm_ on a
+// Zen 3.
+template <typename Ty>
+bool single_block_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
+  if (g.a_tag || g.a_held) return false;  // the packed-A cache and held panels: execute()
+  if (product_flops(g.m, g.n, g.k) / std::max(kern.min_flops_per_thread, 1L) > 1) return false;  // (cheap test first)
+  const Blocking blk = blocking_for_product(topology(), kern, g.k);
+  const bool direct_b = read_b_in_place(g, kern, blk);
+  const size_t bytes = single_block_bytes(kern, blk, g.m, g.n, g.k, !direct_b);
+  if (!bytes) return false;
+  auto *panels = static_cast<unsigned char *>(t_single_block_panels.ensure(bytes, -1));
+  if (!panels) return false;
+  using PackedA = typename Ty::packed_a_type;
+  using PackedB = typename Ty::packed_b_type;
+  auto *ap = reinterpret_cast<PackedA *>(panels);
+  auto *bp = direct_b ? nullptr : reinterpret_cast<PackedB *>(panels + single_block_a_bytes(kern, g.m, g.k));
+  if (bp) kern.pack_b(bp, g.b, g.ldb, g.tb, 0, g.k, 0, g.n);
+  if (const testing::UnitHook hook = g_unit_hook.load(std::memory_order_relaxed)) hook(0, 0);
+  kern.pack_a(ap, g.a, g.lda, g.ta, 0, g.m, 0, g.k);
+  MacroBlock<Ty> mb{};
+  mb.kc = packed_depth(kern, g.k);
+  mb.mc = g.m;
+  mb.j0 = 0;
+  mb.j1 = g.n;
+  mb.alpha = g.alpha;
+  mb.beta = g.beta;
+  mb.a = ap;
+  mb.b_packed = bp;
+  mb.b = g.b;
+  mb.rsb = g.tb == Trans::N ? 1 : g.ldb;
+  mb.csb = g.tb == Trans::N ? g.ldb : 1;
+  mb.c = g.c;
+  mb.ldc = g.ldc;
+  const bool fused = g.epilogue && kern.fuses_epilogue;
+  if (fused) mb.epilogue = g.epilogue;
+  kern.macro(kern, mb);
+  if (g.epilogue && !fused) apply_epilogue(g, 0, g.m, 0, g.n);
+  rep.b = direct_b ? "in-place" : "packed";
+  rep.one_block = true;
+  return true;
+}
+
 template <typename Ty>
 GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const char *family) {
   GemmReport rep;
@@ -745,7 +798,7 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   rep.family = family;
   rep.mr = kern.mr;
   rep.nr = kern.nr;
-  if (skinny_gemm(g, kern, rep) || shallow_gemm(g, kern, rep)) return rep;
+  if (skinny_gemm(g, kern, rep) || shallow_gemm(g, kern, rep) || single_block_gemm(g, kern, rep)) return rep;
   PartitionPlan plan =
       plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr, kern.min_flops_per_thread});
   bool direct_b = false;

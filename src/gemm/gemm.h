@@ -72,6 +72,8 @@ struct GemmReport {
                                   // (gemm/held_a.h); null when untagged or not packed
   bool c_streamed = false;        // C written non-temporally (shallow products whose C
                                   // outgrows the writers' L2: gemm.cpp's shallow_streams_c)
+  bool one_block = false;         // computed as one block by the calling thread, without
+                                  // the planner and the team (gemm.cpp's single_block_gemm)
 };
 
 // f32 (Sgemm) runs in the engine's HCOPS_FP32_MATH mode (gemm/fp32_math.h),
