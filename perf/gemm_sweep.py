@@ -28,7 +28,7 @@ import tempfile
 from benchlib import blas_peers
 from benchlib.build import program, require
 from benchlib.child import RunError
-from benchlib.report import error, not_installed, pyplot, save_plot, write_csv
+from benchlib.report import cpu_label, error, not_installed, pyplot, save_plot, write_csv
 from benchlib.rounds import rotated
 
 SQUARES = [64, 128, 256, 512, 1024, 2048]
@@ -158,6 +158,7 @@ def plot(path, rows, libs, configs, peak):
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     axes[-1, 0].set_xticks(range(len(names)), names, rotation=90, fontsize="small")
+    fig.suptitle(f"GEMM sweep on {cpu_label()}", fontsize="medium")
     save_plot(fig, path, dpi=100, bbox_inches="tight")
 
 
