@@ -67,7 +67,7 @@ Blocking blocking_for_product(const Topology &topo, const GemmKernel<Ty> &k, lon
 // Packing memory of a product the engine runs as one block on the calling
 // thread (gemm.cpp's single_block_gemm): op(A)'s panels (64-byte aligned,
 // then op(B)'s), with op(B)'s only when it is packed, each with a tile of
-// slack, as the general path sizes its buffers; 0 when the product is not
+// slack past its last panel; 0 when the product is not
 // one such block: more flops than one thread's worth (PlanLimits), or m, n
 // or k beyond one block of blk, or more than kSingleBlockMaxBytes.
 constexpr size_t kSingleBlockMaxBytes = 512 << 10;

@@ -150,8 +150,19 @@ std::string engine_info(long m, long n, long k) {
     s += format("sgemm %ld x %ld x %ld: ", m, n, k) + plan.describe();
     if (c.kernel && c.kernel->skinny && skinny_allowed() && n <= kSkinnyMaxN)
       s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";
-    if (c.kernel && single_block_bytes(*c.kernel, blocking_for_product(topo, *c.kernel, k), m, n, k, true))
-      s += "  (one block: packed and computed by the calling thread, without the team)\n";
+    // As gemm.cpp's gemm_with: the shallow kernel (always) and the skinny
+    // one (where it gives every thread rows) first.
+    const bool skinny = c.kernel && skinny_allowed() && c.kernel->skinny && n <= kSkinnyMaxN;
+    const bool shallow = c.kernel && skinny_allowed() && c.kernel->shallow && k <= kShallowMaxK;
+    if (c.kernel && !shallow) {
+      const Blocking blk = blocking_for_product(topo, *c.kernel, k);
+      const char *when = skinny ? "where the skinny kernels do not take it, " : "";
+      if (single_block_bytes(*c.kernel, blk, m, n, k, true))
+        s += format("  (%sone block: packed and computed by the calling thread, without the team)\n", when);
+      else if (single_block_bytes(*c.kernel, blk, m, n, k, false))
+        s += format("  (%sone block where op(B) is read in place: computed by the calling thread, without the team)\n",
+                    when);
+    }
   }
   s += "environment: " + env_summary() + "\n";
   return s;

@@ -737,8 +737,18 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
 // Packing memory of single_block_gemm, one per calling thread, kept
 // between its calls (unmapped at the thread's exit): at most
 // kSingleBlockMaxBytes. Memory that cannot be had leaves the product to
-// the general path, which says so.
-thread_local NumaBuffer t_single_block_panels;
+// the general path, which says so; so does a product while the thread's
+// panels are in use (a GEMM from inside the unit hook or an epilogue) or
+// once they are gone (a BLAS call from an atexit handler or a static
+// destructor: glibc destroys thread_locals first). The two flags are plain
+// thread_locals, which outlive the buffer.
+thread_local bool t_single_block_busy = false;
+thread_local bool t_single_block_gone = false;
+struct SingleBlockPanels {
+  NumaBuffer buffer;
+  ~SingleBlockPanels() { t_single_block_gone = true; }
+};
+thread_local SingleBlockPanels t_single_block_panels;
 
 // A product the planner would give one thread (its flops worth no second
 // one) that is one block in each of m, n and k (blocking.h's
@@ -754,9 +764,13 @@ bool single_block_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmRe
   const Blocking blk = blocking_for_product(topology(), kern, g.k);
   const bool direct_b = read_b_in_place(g, kern, blk);
   const size_t bytes = single_block_bytes(kern, blk, g.m, g.n, g.k, !direct_b);
-  if (!bytes) return false;
-  auto *panels = static_cast<unsigned char *>(t_single_block_panels.ensure(bytes, -1));
+  if (!bytes || t_single_block_busy || t_single_block_gone) return false;
+  auto *panels = static_cast<unsigned char *>(t_single_block_panels.buffer.ensure(bytes, -1));
   if (!panels) return false;
+  t_single_block_busy = true;
+  struct Release {
+    ~Release() { t_single_block_busy = false; }
+  } release;
   using PackedA = typename Ty::packed_a_type;
   using PackedB = typename Ty::packed_b_type;
   auto *ap = reinterpret_cast<PackedA *>(panels);

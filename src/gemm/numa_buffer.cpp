@@ -63,6 +63,8 @@ void *NumaBuffer::ensure(std::size_t bytes, int node) {
 
 NumaBuffer::~NumaBuffer() {
   if (ptr_) munmap(ptr_, size_);
+  ptr_ = nullptr;  // an ensure() after this maps afresh rather than hand out the unmapped memory
+  size_ = 0;
 }
 
 long numa_requests(int node) {

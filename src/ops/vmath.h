@@ -61,9 +61,10 @@ HCOPS_VINLINE V<F> poly(V<F> x, const float (&c)[N]) {
 
 // The rounding error of x2 = fl(x * x): x * x - x2 exactly (for |x| <
 // 1e19). One fused multiply-subtract where the family has one (x86 FMA,
-// SVE); Dekker's split product where fmadd is a * b + c (the generic
-// family's translation unit is built without contraction, so nothing gets
-// fused there, on AArch64 either).
+// SVE); elsewhere Dekker's split product, exact whether or not fmadd
+// fuses (the generic family's translation unit is built without
+// contraction: its fmadd is a * b + c on SSE2 and one FMLA on AArch64,
+// kernels/generic/vec.h, and nothing else is fused).
 template <class F>
 HCOPS_VINLINE V<F> square_error(V<F> x, V<F> x2) {
 #if defined(__FMA__) || defined(__ARM_FEATURE_SVE)

@@ -491,8 +491,8 @@ void test_empty(void **) {
 }
 
 // The forward's lean exp (vmath::exp_nonpositive), on the generic traits
-// (the same source every family compiles; generic has no fused multiply-add,
-// so its error is the largest): within 1.5 ulp of exp on every 331st float
+// (the same source every family compiles; generic on x86-64 has no fused
+// multiply-add, so its error is the largest): within 1.5 ulp of exp on every 331st float
 // of [-87.3, 0]; below 2^-126 the denormal exp(x) rounds to, within one
 // denormal step (2^-149), on every 7th float of [-110, -87.3], as PyTorch's
 // softmax keeps them; 0 below -104 and at -Inf; NaN kept.
