@@ -99,7 +99,8 @@ void check_product(hcops::Trans ta, hcops::Trans tb, long m, long n, long k, con
     }
 }
 
-// Runs first: packing buffers are reused, so the fallback shows only on a
+// Runs first: packing buffers (the workspaces', and the calling thread's
+// for products of one block) are reused, so the fallback shows only on a
 // call that needs more packing memory than any before it.
 void test_bf16_unpacked_without_packing_memory(void **) {
   check_product<hcops::Bf16Gemm>(hcops::Trans::N, hcops::Trans::N, 2, 2, 1);  // the engine set up, small buffers

@@ -22,8 +22,11 @@ try:
 except ImportError:  # a venv without numpy: the dispatcher route only
     np = None
     print("numpy none")
+# Products of 1024 rows, 10 MFLOP: more than one thread's worth, so that
+# the engine plans them and takes a workspace (smaller ones run as one
+# block on the calling thread, without).
 if np is not None:
-    a = np.arange(96 * 80, dtype=np.float32).reshape(96, 80) / 1000
+    a = np.arange(1024 * 80, dtype=np.float32).reshape(1024, 80) / 10000
     b = np.ones((80, 64), dtype=np.float32)
     c = a @ b
     assert abs(float(c[5, 7]) - float(a[5].sum())) < 1e-3, "numpy's product is wrong"
@@ -42,7 +45,7 @@ if torch is not None:
     # CPUs; see tests/torch/test_dnnl_torch.py). Run twice: the engine reuses
     # its one workspace.
     lin = torch.nn.Linear(80, 64).to(torch.bfloat16)
-    x = torch.randn(96, 80).to(torch.bfloat16)
+    x = torch.randn(1024, 80).to(torch.bfloat16)
     for _ in range(2):
         y = lin(x)
     ref = x.float() @ lin.weight.float().t() + lin.bias.float()
@@ -54,7 +57,7 @@ if torch is not None:
         # The dispatcher's products on libhcops_torch, f32 and bf16, twice:
         # the engine behind them is the one numpy's went to.
         for dt in (torch.float32, torch.bfloat16):
-            p = torch.randn(96, 80).to(dt)
+            p = torch.randn(1024, 80).to(dt)
             q = torch.randn(80, 64).to(dt)
             for _ in range(2):
                 r = torch.mm(p, q)
