@@ -71,14 +71,19 @@ Blocking blocking_for_product(const Topology &topo, const GemmKernel<Ty> &k, lon
 // one such block: more flops than one thread's worth (PlanLimits), or m, n
 // or k beyond one block of blk, or more than kSingleBlockMaxBytes.
 constexpr size_t kSingleBlockMaxBytes = 512 << 10;
+// The planner's one-thread rule (partition.cpp): 2 m n k flops worth at most
+// one thread of the kernel's min_flops_per_thread.
+template <typename Ty>
+bool one_thread_product(const GemmKernel<Ty> &k, long m, long n, long depth) {
+  return __int128(2) * m * n * std::max(depth, 1L) / std::max(k.min_flops_per_thread, 1L) <= 1;
+}
 template <typename Ty>
 size_t single_block_a_bytes(const GemmKernel<Ty> &k, long m, long depth) {
   return (sizeof(typename Ty::packed_a_type) * packed_depth(k, depth) * k.panel_scale * (m + k.mr) + 63) / 64 * 64;
 }
 template <typename Ty>
 size_t single_block_bytes(const GemmKernel<Ty> &k, const Blocking &blk, long m, long n, long depth, bool pack_b) {
-  if (__int128(2) * m * n * std::max(depth, 1L) / std::max(k.min_flops_per_thread, 1L) > 1) return 0;
-  if (m > blk.mc || n > blk.nc || depth > blk.kc) return 0;
+  if (!one_thread_product(k, m, n, depth) || m > blk.mc || n > blk.nc || depth > blk.kc) return 0;
   const size_t b =
       pack_b ? sizeof(typename Ty::packed_b_type) * packed_depth(k, depth) * k.panel_scale * (n + k.nr) : 0;
   const size_t bytes = single_block_a_bytes(k, m, depth) + b;

@@ -148,12 +148,12 @@ std::string engine_info(long m, long n, long k) {
         plan_gemm(topo, m, n, k, max_threads(),
                   c.kernel ? PlanLimits{c.kernel->mr, c.kernel->nr, c.kernel->min_flops_per_thread} : PlanLimits{});
     s += format("sgemm %ld x %ld x %ld: ", m, n, k) + plan.describe();
-    if (c.kernel && c.kernel->skinny && skinny_allowed() && n <= kSkinnyMaxN)
-      s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";
-    // As gemm.cpp's gemm_with: the shallow kernel (always) and the skinny
-    // one (where it gives every thread rows) first.
+    // As gemm.cpp's gemm_with: the skinny kernel (where it gives every
+    // thread rows) and the shallow one (always) first, then one block.
     const bool skinny = c.kernel && skinny_allowed() && c.kernel->skinny && n <= kSkinnyMaxN;
     const bool shallow = c.kernel && skinny_allowed() && c.kernel->shallow && k <= kShallowMaxK;
+    if (skinny)
+      s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";
     if (c.kernel && !shallow) {
       const Blocking blk = blocking_for_product(topo, *c.kernel, k);
       const char *when = skinny ? "where the skinny kernels do not take it, " : "";

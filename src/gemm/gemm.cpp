@@ -200,6 +200,44 @@ struct PackedARows {
   long phase = -1, row_block = -1;
 };
 
+// One block of C: rows [ic, ic + mc) by columns jc + [j0, j1), over k
+// steps [pc, pc + kc), from op(A)'s packed panels `a` and op(B)'s packed
+// panel `b_packed` (its columns from jc; null: op(B) read in place), summed
+// into C (beta on the first k block, 1 on the others), and on the last k
+// block the epilogue, fused by a family that fuses it, else applied after.
+// run_part's units and single_block_gemm's one block, so that both compute
+// the same sums.
+template <typename Ty>
+void compute_block(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const typename Ty::packed_a_type *a,
+                   const typename Ty::packed_b_type *b_packed, long ic, long mc, long jc, long j0, long j1, long pc,
+                   long kc) {
+  // op(B)(p, j) in place is g.b[p * rsb + j * csb].
+  const long rsb = g.tb == Trans::N ? 1 : g.ldb, csb = g.tb == Trans::N ? g.ldb : 1;
+  const bool last_k = pc + kc >= g.k;
+  MacroBlock<Ty> blk{};
+  blk.kc = packed_depth(kern, kc);
+  blk.mc = mc;
+  blk.j0 = j0;
+  blk.j1 = j1;
+  blk.alpha = g.alpha;
+  blk.beta = pc == 0 ? g.beta : Acc<Ty>(1);
+  blk.a = a;
+  blk.b_packed = b_packed;
+  blk.b = g.b + pc * rsb + jc * csb;
+  blk.rsb = rsb;
+  blk.csb = csb;
+  blk.ldc = g.ldc;
+  blk.c = g.c + ic + jc * g.ldc;
+  blk.i_origin = ic;
+  blk.j_origin = jc;
+  // A family that fuses the epilogue gets it with the last k block.
+  const bool fused = last_k && g.epilogue && kern.fuses_epilogue;
+  if (fused) blk.epilogue = g.epilogue;
+  kern.macro(kern, blk);
+  // The block's final values, still in cache: the epilogue's turn.
+  if (last_k && g.epilogue && !fused) apply_epilogue(g, ic, mc, jc + j0, j1 - j0);
+}
+
 // Team thread `t` takes tasks of part `pi` until it has none left.
 template <typename Ty>
 void run_part(const Job<Ty> &job, size_t pi, int t, PackedARows &held) {
@@ -212,8 +250,6 @@ void run_part(const Job<Ty> &job, size_t pi, int t, PackedARows &held) {
   PackedB *bp = static_cast<PackedB *>(job.ws.b_panels[pi]->data());
   PackedA *ap = static_cast<PackedA *>(job.ws.a_blocks[t]->data());
   const int nr = job.kern.nr;
-  // op(B)(p, j) in place is g.b[p * rsb + j * csb].
-  const long rsb = g.tb == Trans::N ? 1 : g.ldb, csb = g.tb == Trans::N ? g.ldb : 1;
   const long per_phase = w.per_phase(), units = w.units(), total = w.tasks();
   for (;;) {
     const long task = prog.next.fetch_add(1, std::memory_order_relaxed);
@@ -237,36 +273,19 @@ void run_part(const Job<Ty> &job, size_t pi, int t, PackedARows &held) {
     if (const testing::UnitHook hook = g_unit_hook.load(std::memory_order_relaxed)) hook(t, static_cast<int>(pi));
     const long u = r - w.pack_tasks, ib = u / w.col_chunks, jb = u % w.col_chunks;
     const long ic = part.m0 + ib * w.mu;
-    MacroBlock<Ty> blk{};
-    blk.mc = std::min(w.mu, part.m1 - ic);
-    tile_range(nc, static_cast<int>(w.col_chunks), static_cast<int>(jb), nr, blk.j0, blk.j1);
-    if (blk.mc > 0 && blk.j1 > blk.j0) {
-      const bool last_k = pc + kc >= g.k;
-      blk.kc = kcp;
-      blk.alpha = g.alpha;
-      blk.beta = pc == 0 ? g.beta : Acc<Ty>(1);
-      blk.a = ap;
-      blk.b_packed = job.direct_b ? nullptr : bp;
-      blk.b = g.b + pc * rsb + jc * csb;
-      blk.rsb = rsb;
-      blk.csb = csb;
-      blk.ldc = g.ldc;
-      blk.c = g.c + ic + jc * g.ldc;
-      blk.i_origin = ic;
-      blk.j_origin = jc;
-      // A family that fuses the epilogue gets it with the last k block.
-      const bool fused = last_k && g.epilogue && job.kern.fuses_epilogue;
-      if (fused) blk.epilogue = g.epilogue;
+    const long mc = std::min(w.mu, part.m1 - ic);
+    long j0, j1;
+    tile_range(nc, static_cast<int>(w.col_chunks), static_cast<int>(jb), nr, j0, j1);
+    if (mc > 0 && j1 > j0) {
+      const PackedA *a = ap;
       if (job.a_cached) {
-        blk.a = job.a_cached + job.a_offsets[phase % w.nk] +
-                (ic / job.kern.mr) * job.kern.mr * panel_elements(job.kern, kc);
+        a = job.a_cached + job.a_offsets[phase % w.nk] +
+            (ic / job.kern.mr) * job.kern.mr * panel_elements(job.kern, kc);
       } else if (held.part != pi || held.phase != phase || held.row_block != ib) {
-        job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, blk.mc, pc, kc);
+        job.kern.pack_a(ap, g.a, g.lda, g.ta, ic, mc, pc, kc);
         held = {pi, phase, ib};
       }
-      job.kern.macro(job.kern, blk);
-      // The block's final values, still in cache: the epilogue's turn.
-      if (last_k && g.epilogue && !fused) apply_epilogue(g, ic, blk.mc, jc + blk.j0, blk.j1 - blk.j0);
+      compute_block(g, job.kern, a, job.direct_b ? nullptr : bp, ic, mc, jc, j0, j1, pc, kc);
     }
     prog.done.add(1);
   }
@@ -760,7 +779,7 @@ thread_local SingleBlockPanels t_single_block_panels;
 template <typename Ty>
 bool single_block_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
   if (g.a_tag || g.a_held) return false;  // the packed-A cache and held panels: execute()
-  if (product_flops(g.m, g.n, g.k) / std::max(kern.min_flops_per_thread, 1L) > 1) return false;  // (cheap test first)
+  if (!one_thread_product(kern, g.m, g.n, g.k)) return false;  // before the blocking: every large product asks
   const Blocking blk = blocking_for_product(topology(), kern, g.k);
   const bool direct_b = read_b_in_place(g, kern, blk);
   const size_t bytes = single_block_bytes(kern, blk, g.m, g.n, g.k, !direct_b);
@@ -778,24 +797,7 @@ bool single_block_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmRe
   if (bp) kern.pack_b(bp, g.b, g.ldb, g.tb, 0, g.k, 0, g.n);
   if (const testing::UnitHook hook = g_unit_hook.load(std::memory_order_relaxed)) hook(0, 0);
   kern.pack_a(ap, g.a, g.lda, g.ta, 0, g.m, 0, g.k);
-  MacroBlock<Ty> mb{};
-  mb.kc = packed_depth(kern, g.k);
-  mb.mc = g.m;
-  mb.j0 = 0;
-  mb.j1 = g.n;
-  mb.alpha = g.alpha;
-  mb.beta = g.beta;
-  mb.a = ap;
-  mb.b_packed = bp;
-  mb.b = g.b;
-  mb.rsb = g.tb == Trans::N ? 1 : g.ldb;
-  mb.csb = g.tb == Trans::N ? g.ldb : 1;
-  mb.c = g.c;
-  mb.ldc = g.ldc;
-  const bool fused = g.epilogue && kern.fuses_epilogue;
-  if (fused) mb.epilogue = g.epilogue;
-  kern.macro(kern, mb);
-  if (g.epilogue && !fused) apply_epilogue(g, 0, g.m, 0, g.n);
+  compute_block(g, kern, ap, bp, 0, g.m, 0, 0, g.n, 0, g.k);
   rep.b = direct_b ? "in-place" : "packed";
   rep.one_block = true;
   return true;

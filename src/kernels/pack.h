@@ -32,14 +32,20 @@ void interleave_rows(T *dst, const T *src, long ld, long kc, long rows, int widt
     for (long q = 0; q < kc; ++q) dst[q * width + r] = T(0);
 }
 
-// dst[p * W + r] = src[p * ld + r] for r < count, zero for count <= r < W,
-// W known at run time.
+// dst[p * W + r] = src[p * ld + r] for r < count, zero for count <= r < W.
+// A partial panel's steps are zeroed whole, then their count copied:
+// zeroing W - count values one at a time from `count` was a tenth of a 17^3
+// sgemm_ (one padded panel of 1 row); from 0 the zeroing is whole vectors
+// (a memset where W is known only at run time). A full panel is a copy.
 template <typename T>
-void copy_panel_width(T *__restrict dst, const T *__restrict src, long ld, long kc, long count, int W) {
+inline void copy_panel_width(T *__restrict dst, const T *__restrict src, long ld, long kc, long count, int W) {
+  const bool partial = count < W;
   for (long p = 0; p < kc; ++p, src += ld) {
     T *d = dst + p * W;
+    if (partial)
+#pragma GCC unroll 64
+      for (int r = 0; r < W; ++r) d[r] = T(0);
     for (long r = 0; r < count; ++r) d[r] = src[r];
-    for (long r = count; r < W; ++r) d[r] = T(0);
   }
 }
 
@@ -54,15 +60,7 @@ void copy_panel(T *__restrict dst, const T *__restrict src, long ld, long kc, lo
       for (int r = 0; r < W; ++r) dst[p * W + r] = src[r];
     return;
   }
-  // A partial panel (the last rows of op(A), the last columns of op(B)):
-  // each step's W values zeroed in whole vectors, then its count copied.
-  // Zeroing W - count values one at a time was a tenth of a 17^3 sgemm_.
-  for (long p = 0; p < kc; ++p, src += ld) {
-    T *d = dst + p * W;
-#pragma GCC unroll 64
-    for (int r = 0; r < W; ++r) d[r] = T(0);
-    for (long r = 0; r < count; ++r) d[r] = src[r];
-  }
+  copy_panel_width(dst, src, ld, kc, count, W);  // a partial panel: op(A)'s last rows, op(B)'s last columns
 }
 
 // A family may supply a faster transposing copy for A, with interleave_rows'
