@@ -72,10 +72,12 @@ Blocking blocking_for_product(const Topology &topo, const GemmKernel<Ty> &k, lon
 // or k beyond one block of blk, or more than kSingleBlockMaxBytes.
 constexpr size_t kSingleBlockMaxBytes = 512 << 10;
 // The planner's one-thread rule (partition.cpp): 2 m n k flops worth at most
-// one thread of the kernel's min_flops_per_thread.
+// one thread of the kernel's min_flops_per_thread (2 m n k / min <= 1 in
+// integers, that is m n k < min: without the 128-bit division, a library
+// call, on every small product's way).
 template <typename Ty>
 bool one_thread_product(const GemmKernel<Ty> &k, long m, long n, long depth) {
-  return __int128(2) * m * n * std::max(depth, 1L) / std::max(k.min_flops_per_thread, 1L) <= 1;
+  return __int128(m) * n * std::max(depth, 1L) < std::max(k.min_flops_per_thread, 1L);
 }
 template <typename Ty>
 size_t single_block_a_bytes(const GemmKernel<Ty> &k, long m, long depth) {

@@ -149,19 +149,31 @@ std::string engine_info(long m, long n, long k) {
                   c.kernel ? PlanLimits{c.kernel->mr, c.kernel->nr, c.kernel->min_flops_per_thread} : PlanLimits{});
     s += format("sgemm %ld x %ld x %ld: ", m, n, k) + plan.describe();
     // As gemm.cpp's gemm_with: the skinny kernel (where it gives every
-    // thread rows) and the shallow one (always) first, then one block.
+    // thread rows) and the shallow one first, then one block; where one
+    // block holds a thin product, the family's measured choice among them
+    // (thin_decision; said here for op(A) = A, op(B) = B).
     const bool skinny = c.kernel && skinny_allowed() && c.kernel->skinny && n <= kSkinnyMaxN;
     const bool shallow = c.kernel && skinny_allowed() && c.kernel->shallow && k <= kShallowMaxK;
-    if (skinny)
-      s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";
-    if (c.kernel && !shallow) {
-      const Blocking blk = blocking_for_product(topo, *c.kernel, k);
-      const char *when = skinny ? "where the skinny kernels do not take it, " : "";
-      if (single_block_bytes(*c.kernel, blk, m, n, k, true))
-        s += format("  (%sone block: packed and computed by the calling thread, without the team)\n", when);
-      else if (single_block_bytes(*c.kernel, blk, m, n, k, false))
-        s += format("  (%sone block where op(B) is read in place: computed by the calling thread, without the team)\n",
-                    when);
+    const Blocking blk = c.kernel ? blocking_for_product(topo, *c.kernel, k) : Blocking{};
+    const bool held = c.kernel && single_block_bytes(*c.kernel, blk, m, n, k, false);
+    if (held && (skinny || shallow) && c.kernel->thin_choice && thin_choice_allowed()) {
+      static const char *const names[] = {"the skinny kernel", "the shallow kernel", "one block"};
+      const ThinPath p = c.kernel->thin_choice(Trans::N, Trans::N, m, n, k, skinny, shallow);
+      s += format(
+          "  (NN: %s, by the %s family's measured costs for thin products one block holds; "
+          "HCOPS_SKINNY=always gives the thin kernels all they apply to)\n",
+          names[static_cast<int>(p)], c.family->name);
+    } else {
+      if (skinny)
+        s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";
+      if (c.kernel && !shallow) {
+        const char *when = skinny ? "where the skinny kernels do not take it, " : "";
+        if (single_block_bytes(*c.kernel, blk, m, n, k, true))
+          s += format("  (%sone block: packed and computed by the calling thread, without the team)\n", when);
+        else if (held)
+          s += format(
+              "  (%sone block where op(B) is read in place: computed by the calling thread, without the team)\n", when);
+      }
     }
   }
   s += "environment: " + env_summary() + "\n";

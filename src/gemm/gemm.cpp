@@ -482,6 +482,44 @@ Outcome execute(const GemmArgs<Ty> &g, const PartitionPlan &plan, const GemmKern
   return Outcome::done;
 }
 
+// Packing memory of single_block_gemm, one per calling thread, kept
+// between its calls (unmapped at the thread's exit): at most
+// kSingleBlockMaxBytes. Memory that cannot be had leaves the product to
+// the general path, which says so; so does a product while the thread's
+// panels are in use (a GEMM from inside the unit hook or an epilogue) or
+// once they are gone (a BLAS call from an atexit handler or a static
+// destructor: glibc destroys thread_locals first). The two flags are plain
+// thread_locals, which outlive the buffer.
+thread_local bool t_single_block_busy = false;
+thread_local bool t_single_block_gone = false;
+struct SingleBlockPanels {
+  NumaBuffer buffer;
+  ~SingleBlockPanels() { t_single_block_gone = true; }
+};
+thread_local SingleBlockPanels t_single_block_panels;
+
+// How one block holds a product: its blocking, whether op(B) is read in
+// place, and the panels' bytes; bytes 0 when one block does not hold it
+// (more than one thread's flops, more than one block in m, n or k, or more
+// than kSingleBlockMaxBytes: blocking.h's single_block_bytes).
+// single_block_gemm also leaves the packed-A cache's and held panels'
+// products to execute(), and those made while the thread's panels are in
+// use or gone to the general path: both pack op(A) as one block does.
+struct SingleBlockFit {
+  Blocking blk{};
+  bool direct_b = false;
+  size_t bytes = 0;
+};
+template <typename Ty>
+SingleBlockFit single_block_fit(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
+  SingleBlockFit fit;
+  if (!one_thread_product(kern, g.m, g.n, g.k)) return fit;  // before the blocking: every large product asks
+  fit.blk = blocking_for_product(topology(), kern, g.k);
+  fit.direct_b = read_b_in_place(g, kern, fit.blk);
+  fit.bytes = single_block_bytes(kern, fit.blk, g.m, g.n, g.k, !fit.direct_b);
+  return fit;
+}
+
 // Rows of C a piece of a skinny product starts on: a multiple of every
 // skinny kernel's row block (3 vectors of 16, 8 or 4 with ta = N; 4 or 3
 // rows with T).
@@ -506,7 +544,7 @@ constexpr long kSkinnyNPieceRows = 512;
 // per k block on the packed path. The team actually started (`threads`) is
 // at most the caller's count, so the rows still suffice for it.
 template <typename Ty>
-bool skinny_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, int *threads = nullptr) {
+bool skinny_kernel_takes(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, int *threads = nullptr) {
   if (!kern.skinny || g.n > kSkinnyMaxN || !skinny_allowed()) return false;
   const long a_bytes = long(sizeof(typename Ty::a_type)) * g.m * g.k;
   const auto wanted = [&](int most) {
@@ -515,16 +553,67 @@ bool skinny_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, int *thre
   if (threads) *threads = wanted(max_threads());
   return ceil_div(g.m, kSkinnyRowGrain) >= wanted(allowed_threads());
 }
-
-// A product skinny_applies to, on the family's skinny kernel: C's rows
-// shared dynamically in pieces, each piece's epilogue as soon as its rows
-// are final. op(B) strided in k is copied first (n x k elements); false
-// when there is no memory for that copy.
 template <typename Ty>
-bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
+bool shallow_kernel_takes(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern);
+
+// How a product is computed among the thin kernels and one block, decided
+// once per call: the skinny kernel, then the shallow one, take what they
+// apply to, except where one block also holds the product, HCOPS_SKINNY
+// is auto and the family chooses by its measured costs
+// (GemmKernel::thin_choice). `one_block` means neither thin kernel:
+// single_block_gemm, or the general path where it does not take the
+// product (more than one block; the packed-A cache's and held panels'
+// products, which one block holds all the same: the family's choice is
+// between packing op(A) and the thin kernels, and must not change with a
+// cache or held panels).
+struct ThinDecision {
+  ThinPath path = ThinPath::one_block;
+  bool shallow_takes = false;  // the shallow kernel would take it (skinny_gemm's fallback)
+  int skinny_threads = 1;      // the skinny kernel's team
+  bool fit_known = false;      // `fit` is single_block_fit's answer
+  SingleBlockFit fit;
+};
+//
+// The family's choice is asked first, from the shape alone (a few ns): only
+// a path other than the thin kernels' own order needs to know whether one
+// block holds the product (the blocking's divisions), and only the skinny
+// kernel needs its team (the thread counts' OpenMP calls). Each was a
+// tenth of a 0.2 us product's time (Zen 3).
+template <typename Ty>
+ThinDecision thin_decision(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
+  ThinDecision d;
+  const bool skinny_shape = kern.skinny && g.n <= kSkinnyMaxN && skinny_allowed();
+  d.shallow_takes = shallow_kernel_takes(g, kern);
+  if (!skinny_shape && !d.shallow_takes) return d;
+  if (kern.thin_choice && thin_choice_allowed()) {
+    const ThinPath choice = kern.thin_choice(g.ta, g.tb, g.m, g.n, g.k, skinny_shape, d.shallow_takes);
+    if (choice != (skinny_shape ? ThinPath::skinny : ThinPath::shallow)) {
+      d.fit = single_block_fit(g, kern);
+      d.fit_known = true;
+      if (d.fit.bytes) {
+        d.path = choice;
+        return d;
+      }
+    }
+  }
+  if (skinny_shape && skinny_kernel_takes(g, kern, &d.skinny_threads)) d.path = ThinPath::skinny;
+  else if (d.shallow_takes) d.path = ThinPath::shallow;
+  return d;
+}
+
+// Whether a product goes to the skinny kernel (thin_decision).
+template <typename Ty>
+bool skinny_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
+  return thin_decision(g, kern).path == ThinPath::skinny;
+}
+
+// A product skinny_applies to, on the family's skinny kernel and `wanted`
+// threads at most: C's rows shared dynamically in pieces, each piece's
+// epilogue as soon as its rows are final. op(B) strided in k is copied
+// first (n x k elements); false when there is no memory for that copy.
+template <typename Ty>
+bool skinny_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, int wanted, GemmReport &rep) {
   using B = typename Ty::b_type;
-  int wanted = 1;
-  if (!skinny_applies(g, kern, &wanted)) return false;
   const B *b = g.b;
   long csb = g.ldb;
   std::unique_ptr<B[]> contiguous;
@@ -565,8 +654,13 @@ constexpr long kShallowBytesPerThread = 64 << 10;
 // k <= kShallowMaxK, such a kernel, and HCOPS_SKINNY not never (the same
 // switch: both are the unpacked paths for thin products).
 template <typename Ty>
-bool shallow_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
+bool shallow_kernel_takes(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
   return kern.shallow && g.k >= 1 && g.k <= kShallowMaxK && skinny_allowed();
+}
+// Whether a product goes to the shallow kernel (thin_decision).
+template <typename Ty>
+bool shallow_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
+  return thin_decision(g, kern).path == ThinPath::shallow;
 }
 
 // Whether a shallow product writes C non-temporally (kernels/shallow.h):
@@ -591,7 +685,6 @@ inline bool shallow_streams_c(const void *c, long ldc_bytes, long c_bytes, int t
 // piece's epilogue as soon as it is written.
 template <typename Ty>
 bool shallow_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
-  if (!shallow_applies(g, kern)) return false;
   const long c_bytes = long(sizeof(typename Ty::c_type)) * g.m * g.n;
   const int wanted = static_cast<int>(std::clamp<long>(c_bytes / kShallowBytesPerThread, 1, max_threads()));
   const bool stream = shallow_streams_c(g.c, long(sizeof(typename Ty::c_type)) * g.ldc, c_bytes, wanted,
@@ -753,22 +846,6 @@ GemmReport gemm(const GemmArgs<Ty> &g) {
   else return gemm_as_typed(g);
 }
 
-// Packing memory of single_block_gemm, one per calling thread, kept
-// between its calls (unmapped at the thread's exit): at most
-// kSingleBlockMaxBytes. Memory that cannot be had leaves the product to
-// the general path, which says so; so does a product while the thread's
-// panels are in use (a GEMM from inside the unit hook or an epilogue) or
-// once they are gone (a BLAS call from an atexit handler or a static
-// destructor: glibc destroys thread_locals first). The two flags are plain
-// thread_locals, which outlive the buffer.
-thread_local bool t_single_block_busy = false;
-thread_local bool t_single_block_gone = false;
-struct SingleBlockPanels {
-  NumaBuffer buffer;
-  ~SingleBlockPanels() { t_single_block_gone = true; }
-};
-thread_local SingleBlockPanels t_single_block_panels;
-
 // A product the planner would give one thread (its flops worth no second
 // one) that is one block in each of m, n and k (blocking.h's
 // single_block_bytes): op(A) packed, op(B) read in place or packed, one
@@ -777,14 +854,12 @@ thread_local SingleBlockPanels t_single_block_panels;
 // team's counters and barrier), which was a third of a 17^3 sgemm_ on a
 // Zen 3.
 template <typename Ty>
-bool single_block_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, GemmReport &rep) {
-  if (g.a_tag || g.a_held) return false;  // the packed-A cache and held panels: execute()
-  if (!one_thread_product(kern, g.m, g.n, g.k)) return false;  // before the blocking: every large product asks
-  const Blocking blk = blocking_for_product(topology(), kern, g.k);
-  const bool direct_b = read_b_in_place(g, kern, blk);
-  const size_t bytes = single_block_bytes(kern, blk, g.m, g.n, g.k, !direct_b);
-  if (!bytes || t_single_block_busy || t_single_block_gone) return false;
-  auto *panels = static_cast<unsigned char *>(t_single_block_panels.buffer.ensure(bytes, -1));
+bool single_block_gemm(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ThinDecision &thin, GemmReport &rep) {
+  if (g.a_tag || g.a_held || t_single_block_busy || t_single_block_gone) return false;  // see single_block_fit
+  const SingleBlockFit fit = thin.fit_known ? thin.fit : single_block_fit(g, kern);
+  if (!fit.bytes) return false;
+  const bool direct_b = fit.direct_b;
+  auto *panels = static_cast<unsigned char *>(t_single_block_panels.buffer.ensure(fit.bytes, -1));
   if (!panels) return false;
   t_single_block_busy = true;
   struct Release {
@@ -814,7 +889,12 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
   rep.family = family;
   rep.mr = kern.mr;
   rep.nr = kern.nr;
-  if (skinny_gemm(g, kern, rep) || shallow_gemm(g, kern, rep) || single_block_gemm(g, kern, rep)) return rep;
+  const ThinDecision thin = thin_decision(g, kern);
+  // The skinny kernel declines when it has no memory for a copy of op(B):
+  // the shallow one, where it applies, then one block or the general path.
+  if (thin.path == ThinPath::skinny && skinny_gemm(g, kern, thin.skinny_threads, rep)) return rep;
+  if (thin.path != ThinPath::one_block && thin.shallow_takes && shallow_gemm(g, kern, rep)) return rep;
+  if (single_block_gemm(g, kern, thin, rep)) return rep;
   PartitionPlan plan =
       plan_gemm(topology(), g.m, g.n, g.k, max_threads(), PlanLimits{kern.mr, kern.nr, kern.min_flops_per_thread});
   bool direct_b = false;

@@ -16,12 +16,17 @@ bool b_in_place_pays(Trans tb, long m, long mc, size_t span_bytes, size_t l2_byt
   return tb == Trans::N || (m <= 2 * mc && span_bytes <= l2_bytes / 2);
 }
 
-bool skinny_allowed() {
-  static const bool allowed = [] {
-    static const char *const choices[] = {"auto", "never", nullptr};
-    return env_choice("HCOPS_SKINNY", choices, 0) == 0;
+namespace {
+int skinny_choice() {
+  static const int choice = [] {
+    static const char *const choices[] = {"auto", "always", "never", nullptr};
+    return env_choice("HCOPS_SKINNY", choices, 0);
   }();
-  return allowed;
+  return choice;
 }
+}  // namespace
+
+bool skinny_allowed() { return skinny_choice() != 2; }
+bool thin_choice_allowed() { return skinny_choice() == 0; }
 
 }  // namespace hcops

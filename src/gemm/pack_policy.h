@@ -1,7 +1,8 @@
 // Whether a GEMM packs op(B) into panels or lets the microkernel read it in
 // place. HCOPS_PACK_B=auto|always|never (auto by default) overrides the choice,
 // so the tests can run both paths on every shape. Likewise HCOPS_SKINNY=auto|
-// never for the skinny kernels (kernels/skinny.h), which pack neither operand.
+// always|never for the skinny and shallow kernels (kernels/skinny.h,
+// shallow.h), which pack neither operand.
 #pragma once
 
 #include <cstddef>
@@ -27,5 +28,10 @@ bool b_in_place_pays(Trans tb, long m, long mc, size_t span_bytes, size_t l2_byt
 
 // HCOPS_SKINNY, read once: false for never.
 bool skinny_allowed();
+// HCOPS_SKINNY, read once: true for auto, where a family's measured costs
+// choose between its thin kernels and one block for the products one block
+// holds (kernel.h's GemmKernel::thin_choice); always gives the thin kernels
+// every product they apply to, as for larger ones.
+bool thin_choice_allowed();
 
 }  // namespace hcops

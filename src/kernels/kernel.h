@@ -73,6 +73,11 @@ using ShallowKernel = void (*)(Trans ta, Trans tb, long m, long n, long k, typen
                                typename Ty::acc_type beta, typename Ty::c_type *c, long ldc, bool stream);
 constexpr long kShallowMaxK = 16;
 
+// The paths a thin product (n <= kSkinnyMaxN or k <= kShallowMaxK) can take
+// where one block holds it (gemm.cpp's single_block_gemm): GemmKernel's
+// thin_choice picks one.
+enum class ThinPath { skinny, shallow, one_block };
+
 template <typename Ty>
 struct GemmKernel;
 
@@ -135,6 +140,16 @@ struct GemmKernel {
   // Products of at most kShallowMaxK steps of k, written four columns at a time
   // without packing; null: packed.
   ShallowKernel<Ty> shallow = nullptr;
+  // For a product one block holds (gemm/blocking.h's single_block_bytes,
+  // one thread's worth of flops) that the skinny kernel (`skinny`: n <=
+  // kSkinnyMaxN) or the shallow one (`shallow`: k <= kShallowMaxK) also
+  // takes: which of them, or the one block, is fastest, by the family's own
+  // measurements. Such products take a few hundred ns, and which wins turns
+  // on the tiles' padding, the skinny kernel's copy of a strided op(B) and
+  // its sums across lanes, more than on streaming A. Null: the skinny
+  // kernel, then the shallow one, take every product they apply to, as they
+  // do products larger than one block.
+  ThinPath (*thin_choice)(Trans ta, Trans tb, long m, long n, long k, bool skinny, bool shallow) = nullptr;
   // The planner gives a product one thread per this many flops (at most):
   // below it a thread's start and the team's waits cost more than its share
   // of the work. A family that computes much faster per thread (AMX) sets

@@ -283,9 +283,16 @@ static void large_shapes(void **s) {
 }
 
 int main(void) {
+  /* The thin kernels take every product they apply to (HCOPS_SKINNY=always,
+   * unless the caller sets it: test_gemm_isa.sh also runs never), so that a
+   * column alone and its product take one path (skinny_column_alone): under
+   * auto a family's measured choice among the thin kernels and one block
+   * (kernel.h's thin_choice) may put them on different ones, each checked
+   * here under always or never and the choice itself by test_thin_choice. */
+  setenv("HCOPS_SKINNY", "always", 0);
   const char *threads = getenv("HCOPS_NUM_THREADS");
-  printf("# test_gemm: seed 0x%llx, HCOPS_NUM_THREADS=%s, reference %s\n", (unsigned long long)bt_seed(),
-         threads ? threads : "<unset>", bt_ref_path());
+  printf("# test_gemm: seed 0x%llx, HCOPS_NUM_THREADS=%s, HCOPS_SKINNY=%s, reference %s\n",
+         (unsigned long long)bt_seed(), threads ? threads : "<unset>", getenv("HCOPS_SKINNY"), bt_ref_path());
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(small_shapes, reset),           cmocka_unit_test_setup(sgemm_f77_random, reset),
       cmocka_unit_test_setup(dgemm_f77_random, reset),       cmocka_unit_test_setup(sgemm_cblas_col_random, reset),

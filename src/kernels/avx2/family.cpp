@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "kernels/avx2/bf16_tile.h"
+#include "kernels/avx2/thin_choice.h"
 #include "kernels/avx2/transpose_pack.h"
 #include "kernels/transpose_rows.h"
 #include "kernels/avx2/vec.h"
@@ -55,11 +56,24 @@ constexpr GemmKernel<Ty> with_thread_grain(GemmKernel<Ty> k) {
   return k;
 }
 
-constexpr GemmKernel<Sgemm> sgemm = with_thread_grain<Sgemm>(
+// Thin products one block holds choose their path by this family's
+// measured costs (thin_choice.h). The bf16 kernels, not measured, keep the
+// thin kernels for every product those take.
+template <typename Ty, const ThinCosts &C>
+constexpr GemmKernel<Ty> with_thin_choice(GemmKernel<Ty> k) {
+  k.thin_choice = &thin_choice<C>;
+  return k;
+}
+
+constexpr GemmKernel<Sgemm> sgemm = with_thin_choice<Sgemm, kThinCostsF32>(with_thread_grain<Sgemm>(
     shallow::with_shallow<Sgemm, F32>(with_skinny<Sgemm, F32>(simd_gemm_kernel<Sgemm, F32, kNr>(
-        &pack_a<float, 2 * F32::lanes, transposing::transpose_rows<F32, float, transpose_square>>))));
-constexpr GemmKernel<Dgemm> dgemm = with_thread_grain<Dgemm>(with_skinny<Dgemm, F64>(simd_gemm_kernel<Dgemm, F64, kNr>(
-    &pack_a<double, 2 * F64::lanes, transposing::transpose_rows<F64, double, transpose_square>>)));
+        &pack_a<float, 2 * F32::lanes, transposing::transpose_rows<F32, float, transpose_square>>)))));
+constexpr GemmKernel<Dgemm> dgemm = with_thin_choice<Dgemm, kThinCostsF64>(
+    with_thread_grain<Dgemm>(with_skinny<Dgemm, F64>(simd_gemm_kernel<Dgemm, F64, kNr>(
+        &pack_a<double, 2 * F64::lanes, transposing::transpose_rows<F64, double, transpose_square>>))));
+static_assert(kThinCostsF32.lanes == F32::lanes && kThinCostsF32.mr == sgemm.mr && kThinCostsF32.nr == sgemm.nr &&
+                  kThinCostsF64.lanes == F64::lanes && kThinCostsF64.mr == dgemm.mr && kThinCostsF64.nr == dgemm.nr,
+              "thin_choice.h's costs are of these tiles");
 // No f32-as-bf16 modes (HCOPS_FP32_MATH): without bf16 instructions they
 // would do the f32 kernel's FMAs plus the widening, slower and less exact.
 constexpr GemmKernel<Bf16Gemm> bf16_f32 =

@@ -1,0 +1,79 @@
+// The avx2 family's choice for thin products that one block holds
+// (kernel.h's GemmKernel::thin_choice): the skinny kernel, the shallow one
+// or one packed block, whichever a model of each path's time, fitted to
+// this family's measured times, puts first.
+//
+// Each path's time is a sum of what its loops do, each term with a cost in
+// ns fitted (least squares on the relative error, no negative costs) to
+// single-thread times of every path on a grid of products (m 4-128, n
+// 1-16, k 1-256, the four transposes; min of 5 rounds of back-to-back
+// calls, operands in cache) on a 2-core AMD Zen 3 guest (2026-12-05):
+// - one block: a call, the tile's FMAs over the padded block (m rounded
+//   up to mr, n to nr: a 2-column product computes 6), and op(A)^T's
+//   transposing pack;
+// - skinny with op(A) = A: a call, its blocks' FMAs (rows in blocks of 3
+//   vectors, masked, not padded in n), and each block's sums kept in L1
+//   per k chunk and written to C;
+// - skinny with op(A) = A^T: a call, the dot products' FMAs (3 rows by 4
+//   columns, k in vectors) and every element's sum across lanes;
+// - skinny with op(B) = B^T: the driver's copy of op(B), one element at a
+//   time.
+// The model picks the faster path on 97.5 % (f32) and 97.6 % (f64) of the
+// grid's total time at its best, where the skinny kernel on every product
+// it takes was 68.5 % and 78.9 % (perf/thin_paths.py checks it on shapes
+// the fit did not see).
+//
+// The shallow kernel (k <= 16, f32 only) is slower than one block here
+// from k = 2 up (one block 1.2-3x faster at k = 8-16: its C is at most one
+// thread's worth, in cache, where the kernel was built to stream a large
+// C); at k = 1 it was 0.7-0.9x one block's time from 8 rows up.
+#pragma once
+
+#include "kernels/kernel.h"
+
+namespace hcops::kernels::avx2 {
+
+struct ThinCosts {
+  long lanes, mr, nr;  // a vector of the type, and the microkernel's tile
+  // One block: per call; per tile FMA (a vector); per element of op(A)
+  // packed through transposes (ta = T).
+  double block_call, block_fma, block_pack_t;
+  // Skinny: per call; per FMA (a vector) with op(A) = A and with A^T; per
+  // element of op(B) copied (tb = T); per element of C summed across lanes
+  // (A^T); per vector of a block's sums (A).
+  double skinny_call, skinny_fma_n, skinny_fma_t, skinny_copy_b, skinny_sum_t, skinny_sums_n;
+  long shallow_max_k;  // the deepest product the shallow kernel takes
+};
+
+// f32: 8 lanes, 16 x 6 tiles; f64: 4 lanes, 8 x 6 (no shallow kernel).
+inline constexpr ThinCosts kThinCostsF32{8, 16, 6, 177.2, 0.179, 0.102, 113.7, 0.195, 0.151, 0.642, 1.235, 2.44, 1};
+inline constexpr ThinCosts kThinCostsF64{4, 8, 6, 105.4, 0.200, 0.166, 70.4, 0.248, 0.161, 0.546, 0.742, 1.664, 0};
+
+constexpr long round_up(long x, long to) { return (x + to - 1) / to * to; }
+
+constexpr double one_block_ns(const ThinCosts &c, Trans ta, long m, long n, long k) {
+  const double fmas = double(round_up(m, c.mr)) * double(round_up(n, c.nr)) * double(k) / double(c.lanes);
+  return c.block_call + c.block_fma * fmas + (ta == Trans::T ? c.block_pack_t * double(m) * double(k) : 0.0);
+}
+
+constexpr double skinny_ns(const ThinCosts &c, Trans ta, Trans tb, long m, long n, long k) {
+  double t = c.skinny_call + (tb == Trans::T ? c.skinny_copy_b * double(n) * double(k) : 0.0);
+  if (ta == Trans::N) {
+    const double sums = double(round_up(m, 3 * c.lanes)) * double(n) / double(c.lanes);
+    t += c.skinny_fma_n * sums * double(k) + c.skinny_sums_n * sums;
+  } else {
+    t += c.skinny_fma_t * double(round_up(m, 3)) * double(round_up(n, 4)) * double(round_up(k, c.lanes)) /
+             double(c.lanes) +
+         c.skinny_sum_t * double(m) * double(n);
+  }
+  return t;
+}
+
+template <const ThinCosts &C>
+ThinPath thin_choice(Trans ta, Trans tb, long m, long n, long k, bool skinny, bool shallow) {
+  if (skinny && skinny_ns(C, ta, tb, m, n, k) < one_block_ns(C, ta, m, n, k)) return ThinPath::skinny;
+  if (shallow && k <= C.shallow_max_k) return ThinPath::shallow;
+  return ThinPath::one_block;
+}
+
+}  // namespace hcops::kernels::avx2
