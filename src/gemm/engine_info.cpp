@@ -153,9 +153,12 @@ std::string engine_info(long m, long n, long k) {
     // block holds a thin product, the family's measured choice among them
     // (thin_decision; said here for op(A) = A, op(B) = B).
     const bool skinny = c.kernel && skinny_allowed() && c.kernel->skinny && n <= kSkinnyMaxN;
-    const bool shallow = c.kernel && skinny_allowed() && c.kernel->shallow && k <= kShallowMaxK;
+    const bool shallow = c.kernel && skinny_allowed() && c.kernel->shallow && k >= 1 && k <= kShallowMaxK;
     const Blocking blk = c.kernel ? blocking_for_product(topo, *c.kernel, k) : Blocking{};
-    const bool held = c.kernel && single_block_bytes(*c.kernel, blk, m, n, k, false);
+    // NN reads op(B) in place where the kernel can (gemm.cpp's read_b_in_place).
+    const bool nn_packs_b =
+        c.kernel && (!c.kernel->full_direct || c.kernel->k_align != 1 || b_packing() == BPacking::always);
+    const bool held = c.kernel && single_block_bytes(*c.kernel, blk, m, n, k, nn_packs_b);
     if (held && (skinny || shallow) && c.kernel->thin_choice && thin_choice_allowed()) {
       static const char *const names[] = {"the skinny kernel", "the shallow kernel", "one block"};
       const ThinPath p = c.kernel->thin_choice(Trans::N, Trans::N, m, n, k, skinny, shallow);
@@ -170,7 +173,7 @@ std::string engine_info(long m, long n, long k) {
         const char *when = skinny ? "where the skinny kernels do not take it, " : "";
         if (single_block_bytes(*c.kernel, blk, m, n, k, true))
           s += format("  (%sone block: packed and computed by the calling thread, without the team)\n", when);
-        else if (held)
+        else if (single_block_bytes(*c.kernel, blk, m, n, k, false))
           s += format(
               "  (%sone block where op(B) is read in place: computed by the calling thread, without the team)\n", when);
       }

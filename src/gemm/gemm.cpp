@@ -531,8 +531,9 @@ constexpr long kSkinnyBytesPerThread = 128 << 10;
 // there are rows enough (share_range's pieces per thread fewer).
 constexpr long kSkinnyNPieceRows = 512;
 
-// Whether a product goes to the family's skinny kernel (kernels/skinny.h):
-// at most kSkinnyMaxN columns, such a kernel, HCOPS_SKINNY not never, and
+// Whether the family's skinny kernel (kernels/skinny.h) can take a product
+// (thin_decision says whether it does): at most kSkinnyMaxN columns, such a
+// kernel, HCOPS_SKINNY not never, and
 // at least as many row blocks as the threads A's size asks for (those are
 // what the kernels share: too few rows for the team, a long k such as 64 x
 // 16 x 10^6, go to the packed path, which splits the columns too).
@@ -587,7 +588,8 @@ ThinDecision thin_decision(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
   if (!skinny_shape && !d.shallow_takes) return d;
   if (kern.thin_choice && thin_choice_allowed()) {
     const ThinPath choice = kern.thin_choice(g.ta, g.tb, g.m, g.n, g.k, skinny_shape, d.shallow_takes);
-    if (choice != (skinny_shape ? ThinPath::skinny : ThinPath::shallow)) {
+    const bool takes = choice == ThinPath::one_block || (choice == ThinPath::skinny ? skinny_shape : d.shallow_takes);
+    if (takes && choice != (skinny_shape ? ThinPath::skinny : ThinPath::shallow)) {  // else the kernels' order
       d.fit = single_block_fit(g, kern);
       d.fit_known = true;
       if (d.fit.bytes) {
@@ -601,13 +603,7 @@ ThinDecision thin_decision(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
   return d;
 }
 
-// Whether a product goes to the skinny kernel (thin_decision).
-template <typename Ty>
-bool skinny_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
-  return thin_decision(g, kern).path == ThinPath::skinny;
-}
-
-// A product skinny_applies to, on the family's skinny kernel and `wanted`
+// A product thin_decision gives the family's skinny kernel, on `wanted`
 // threads at most: C's rows shared dynamically in pieces, each piece's
 // epilogue as soon as its rows are final. op(B) strided in k is copied
 // first (n x k elements); false when there is no memory for that copy.
@@ -650,19 +646,14 @@ constexpr long kShallowRowGrain = 32;
 // threads (a shallow product is bound by writing C).
 constexpr long kShallowBytesPerThread = 64 << 10;
 
-// Whether a product goes to the family's shallow kernel (kernels/shallow.h):
-// k <= kShallowMaxK, such a kernel, and HCOPS_SKINNY not never (the same
-// switch: both are the unpacked paths for thin products).
+// Whether the family's shallow kernel (kernels/shallow.h) can take a
+// product (thin_decision says whether it does): k <= kShallowMaxK, such a
+// kernel, and HCOPS_SKINNY not never (the same switch: both are the
+// unpacked paths for thin products).
 template <typename Ty>
 bool shallow_kernel_takes(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
   return kern.shallow && g.k >= 1 && g.k <= kShallowMaxK && skinny_allowed();
 }
-// Whether a product goes to the shallow kernel (thin_decision).
-template <typename Ty>
-bool shallow_applies(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
-  return thin_decision(g, kern).path == ThinPath::shallow;
-}
-
 // Whether a shallow product writes C non-temporally (kernels/shallow.h):
 // when C is only written (beta = 0, no epilogue to read it back) and is
 // larger than the L2 caches of the threads writing it (one per thread: an
@@ -679,7 +670,7 @@ inline bool shallow_streams_c(const void *c, long ldc_bytes, long c_bytes, int t
   return beta_zero && !epilogue && lines && c_bytes > long(threads) * long(topology().l2);
 }
 
-// A product shallow_applies to, on the family's shallow kernel: C shared
+// A product thin_decision gives the family's shallow kernel: C shared
 // dynamically in pieces along its longer side (rows in multiples of 32, a
 // multiple of every family's blocks; columns in multiples of 4), each
 // piece's epilogue as soon as it is written.
@@ -743,7 +734,7 @@ bool gemm_through_wide_c(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, Gemm
     using Wide = WideC<Ty>;
     const ChosenKernel<Wide> &wide = chosen_kernel<Wide>();
     if (!wide.kernel || g.m == 0 || g.n == 0) return false;
-    const bool unpacked = skinny_applies(g, kern) || shallow_applies(g, kern);
+    const bool unpacked = thin_decision(g, kern).path != ThinPath::one_block;
     const bool one_k_block =
         g.alpha == Acc<Ty>(0) || unpacked || g.k <= blocking_for_product(topology(), kern, g.k).kc;
     const bool fused = kern.fuses_epilogue && !unpacked && g.alpha != Acc<Ty>(0) && g.k != 0;
@@ -916,7 +907,7 @@ template <typename Ty>
 bool hold_packed_a_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, HeldPackedA &held) {
   held.valid = false;
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.alpha == Acc<Ty>(0)) return false;
-  if (skinny_applies(g, kern) || shallow_applies(g, kern)) return false;  // neither packs op(A)
+  if (thin_decision(g, kern).path != ThinPath::one_block) return false;  // the thin kernels pack no op(A)
   const Blocking blk = blocking_for_product(topology(), kern, g.k);
   const long kc = whole_a_kc(g, kern, blk);
   const long total = whole_a_layout(g, kern, kc, held.offsets);

@@ -140,15 +140,19 @@ struct GemmKernel {
   // Products of at most kShallowMaxK steps of k, written four columns at a time
   // without packing; null: packed.
   ShallowKernel<Ty> shallow = nullptr;
-  // For a product one block holds (gemm/blocking.h's single_block_bytes,
-  // one thread's worth of flops) that the skinny kernel (`skinny`: n <=
-  // kSkinnyMaxN) or the shallow one (`shallow`: k <= kShallowMaxK) also
-  // takes: which of them, or the one block, is fastest, by the family's own
-  // measurements. Such products take a few hundred ns, and which wins turns
-  // on the tiles' padding, the skinny kernel's copy of a strided op(B) and
-  // its sums across lanes, more than on streaming A. Null: the skinny
-  // kernel, then the shallow one, take every product they apply to, as they
-  // do products larger than one block.
+  // For a thin product, which of the skinny kernel (`skinny`: it could
+  // take it, n <= kSkinnyMaxN), the shallow one (`shallow`: k <=
+  // kShallowMaxK) or one packed block is fastest, by the family's own
+  // measurements, from the shape alone. Asked for every thin product
+  // (before the driver knows whether one block holds it: that costs the
+  // blocking's divisions); the driver follows the answer only where one
+  // block does (gemm/blocking.h's single_block_bytes, one thread's worth of
+  // flops) and the answer is a path the product can take. Such products
+  // take a few hundred ns, and which wins turns on the tiles' padding, the
+  // skinny kernel's copy of a strided op(B) and its sums across lanes, more
+  // than on streaming A. Null: the skinny kernel, then the shallow one,
+  // take every product they apply to, as they do products larger than one
+  // block.
   ThinPath (*thin_choice)(Trans ta, Trans tb, long m, long n, long k, bool skinny, bool shallow) = nullptr;
   // The planner gives a product one thread per this many flops (at most):
   // below it a thread's start and the team's waits cost more than its share

@@ -51,27 +51,53 @@ inline constexpr ThinCosts kThinCostsF64{4, 8, 6, 105.4, 0.200, 0.166, 70.4, 0.2
 
 constexpr long round_up(long x, long to) { return (x + to - 1) / to * to; }
 
-constexpr double one_block_ns(const ThinCosts &c, Trans ta, long m, long n, long k) {
-  const double fmas = double(round_up(m, c.mr)) * double(round_up(n, c.nr)) * double(k) / double(c.lanes);
-  return c.block_call + c.block_fma * fmas + (ta == Trans::T ? c.block_pack_t * double(m) * double(k) : 0.0);
+// The costs in integer units of 1/1024 ns per element (a vector's cost over
+// its lanes): the choice is asked on every thin product, some of 0.15 us,
+// and integer products cost it a few cycles where the same sums in double
+// (int-to-double conversions, dependent multiplies) cost 5 % of such a call.
+struct ThinUnits {
+  long block_call, block_fma, block_pack_t, skinny_call, skinny_fma_n, skinny_fma_t, skinny_copy_b, skinny_sum_t,
+      skinny_sums_n;
+  constexpr explicit ThinUnits(const ThinCosts &c)
+      : block_call(units(c.block_call)),
+        block_fma(units(c.block_fma / double(c.lanes))),
+        block_pack_t(units(c.block_pack_t)),
+        skinny_call(units(c.skinny_call)),
+        skinny_fma_n(units(c.skinny_fma_n / double(c.lanes))),
+        skinny_fma_t(units(c.skinny_fma_t / double(c.lanes))),
+        skinny_copy_b(units(c.skinny_copy_b)),
+        skinny_sum_t(units(c.skinny_sum_t)),
+        skinny_sums_n(units(c.skinny_sums_n / double(c.lanes))) {}
+  static constexpr long units(double ns) { return long(ns * 1024 + 0.5); }
+};
+
+template <const ThinCosts &C>
+constexpr long one_block_cost(Trans ta, long m, long n, long k) {
+  constexpr ThinUnits u(C);
+  return u.block_call + u.block_fma * round_up(m, C.mr) * round_up(n, C.nr) * k +
+         (ta == Trans::T ? u.block_pack_t * m * k : 0);
 }
 
-constexpr double skinny_ns(const ThinCosts &c, Trans ta, Trans tb, long m, long n, long k) {
-  double t = c.skinny_call + (tb == Trans::T ? c.skinny_copy_b * double(n) * double(k) : 0.0);
+template <const ThinCosts &C>
+constexpr long skinny_cost(Trans ta, Trans tb, long m, long n, long k) {
+  constexpr ThinUnits u(C);
+  long t = u.skinny_call + (tb == Trans::T ? u.skinny_copy_b * n * k : 0);
   if (ta == Trans::N) {
-    const double sums = double(round_up(m, 3 * c.lanes)) * double(n) / double(c.lanes);
-    t += c.skinny_fma_n * sums * double(k) + c.skinny_sums_n * sums;
+    const long sums = round_up(m, 3 * C.lanes) * n;  // elements of a block's sums
+    t += u.skinny_fma_n * sums * k + u.skinny_sums_n * sums;
   } else {
-    t += c.skinny_fma_t * double(round_up(m, 3)) * double(round_up(n, 4)) * double(round_up(k, c.lanes)) /
-             double(c.lanes) +
-         c.skinny_sum_t * double(m) * double(n);
+    t += u.skinny_fma_t * round_up(m, 3) * round_up(n, 4) * round_up(k, C.lanes) + u.skinny_sum_t * m * n;
   }
   return t;
 }
 
+// A thin product has n <= 16 or k <= 16: with m, n and k under 2^20 each
+// cost stays under 2^50 units; larger ones are never one block.
 template <const ThinCosts &C>
 ThinPath thin_choice(Trans ta, Trans tb, long m, long n, long k, bool skinny, bool shallow) {
-  if (skinny && skinny_ns(C, ta, tb, m, n, k) < one_block_ns(C, ta, m, n, k)) return ThinPath::skinny;
+  constexpr long kLarge = 1L << 20;
+  if (m >= kLarge || n >= kLarge || k >= kLarge) return skinny ? ThinPath::skinny : ThinPath::shallow;
+  if (skinny && skinny_cost<C>(ta, tb, m, n, k) < one_block_cost<C>(ta, m, n, k)) return ThinPath::skinny;
   if (shallow && k <= C.shallow_max_k) return ThinPath::shallow;
   return ThinPath::one_block;
 }
