@@ -531,31 +531,31 @@ constexpr long kSkinnyBytesPerThread = 128 << 10;
 // there are rows enough (share_range's pieces per thread fewer).
 constexpr long kSkinnyNPieceRows = 512;
 
-// Whether the family's skinny kernel (kernels/skinny.h) can take a product
-// (thin_decision says whether it does): at most kSkinnyMaxN columns, such a
-// kernel, HCOPS_SKINNY not never, and
-// at least as many row blocks as the threads A's size asks for (those are
-// what the kernels share: too few rows for the team, a long k such as 64 x
-// 16 x 10^6, go to the packed path, which splits the columns too).
+// The family's skinny kernel (kernels/skinny.h) can take a product of at
+// most kSkinnyMaxN columns (such a kernel, HCOPS_SKINNY not never:
+// thin_decision checks those) with at least as many row blocks as the
+// threads A's size asks for (those are what the kernels share: too few
+// rows for the team, a long k such as 64 x 16 x 10^6, go to the packed
+// path, which splits the columns too); the team in *threads.
 //
 // Decided on the caller's thread count (allowed_threads), not the team the
 // contention measurements give now (max_threads), which can change between
 // gemm_through_wide_c's question and skinny_gemm's: a bf16 C left without
 // its f32 copy must then be summed whole by the skinny kernel, not rounded
 // per k block on the packed path. The team actually started (`threads`) is
-// at most the caller's count, so the rows still suffice for it.
+// at most the caller's count, so the rows still suffice for it. (The
+// caller's count is read once: max_threads() is
+// contended_team(allowed_threads()).)
 template <typename Ty>
-bool skinny_kernel_takes(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, int *threads = nullptr) {
-  if (!kern.skinny || g.n > kSkinnyMaxN || !skinny_allowed()) return false;
+bool skinny_rows_suffice(const GemmArgs<Ty> &g, int *threads) {
   const long a_bytes = long(sizeof(typename Ty::a_type)) * g.m * g.k;
   const auto wanted = [&](int most) {
     return static_cast<int>(std::clamp<long>(a_bytes / kSkinnyBytesPerThread, 1, std::max(most, 1)));
   };
-  if (threads) *threads = wanted(max_threads());
-  return ceil_div(g.m, kSkinnyRowGrain) >= wanted(allowed_threads());
+  const int allowed = allowed_threads();
+  *threads = wanted(contended_team(allowed));
+  return ceil_div(g.m, kSkinnyRowGrain) >= wanted(allowed);
 }
-template <typename Ty>
-bool shallow_kernel_takes(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern);
 
 // How a product is computed among the thin kernels and one block, decided
 // once per call: the skinny kernel, then the shallow one, take what they
@@ -574,7 +574,6 @@ struct ThinDecision {
   bool fit_known = false;      // `fit` is single_block_fit's answer
   SingleBlockFit fit;
 };
-//
 // The family's choice is asked first, from the shape alone (a few ns): only
 // a path other than the thin kernels' own order needs to know whether one
 // block holds the product (the blocking's divisions), and only the skinny
@@ -583,10 +582,13 @@ struct ThinDecision {
 template <typename Ty>
 ThinDecision thin_decision(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
   ThinDecision d;
-  const bool skinny_shape = kern.skinny && g.n <= kSkinnyMaxN && skinny_allowed();
-  d.shallow_takes = shallow_kernel_takes(g, kern);
-  if (!skinny_shape && !d.shallow_takes) return d;
-  if (kern.thin_choice && thin_choice_allowed()) {
+  const bool shallow_k = g.k >= 1 && g.k <= kShallowMaxK;
+  if ((!kern.skinny || g.n > kSkinnyMaxN) && (!kern.shallow || !shallow_k)) return d;  // before HCOPS_SKINNY's call
+  const SkinnyMode mode = skinny_mode();
+  if (mode == SkinnyMode::never) return d;
+  const bool skinny_shape = kern.skinny && g.n <= kSkinnyMaxN;
+  d.shallow_takes = kern.shallow && shallow_k;
+  if (kern.thin_choice && mode == SkinnyMode::automatic) {
     const ThinPath choice = kern.thin_choice(g.ta, g.tb, g.m, g.n, g.k, skinny_shape, d.shallow_takes);
     const bool takes = choice == ThinPath::one_block || (choice == ThinPath::skinny ? skinny_shape : d.shallow_takes);
     if (takes && choice != (skinny_shape ? ThinPath::skinny : ThinPath::shallow)) {  // else the kernels' order
@@ -598,7 +600,7 @@ ThinDecision thin_decision(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
       }
     }
   }
-  if (skinny_shape && skinny_kernel_takes(g, kern, &d.skinny_threads)) d.path = ThinPath::skinny;
+  if (skinny_shape && skinny_rows_suffice(g, &d.skinny_threads)) d.path = ThinPath::skinny;
   else if (d.shallow_takes) d.path = ThinPath::shallow;
   return d;
 }
@@ -646,14 +648,6 @@ constexpr long kShallowRowGrain = 32;
 // threads (a shallow product is bound by writing C).
 constexpr long kShallowBytesPerThread = 64 << 10;
 
-// Whether the family's shallow kernel (kernels/shallow.h) can take a
-// product (thin_decision says whether it does): k <= kShallowMaxK, such a
-// kernel, and HCOPS_SKINNY not never (the same switch: both are the
-// unpacked paths for thin products).
-template <typename Ty>
-bool shallow_kernel_takes(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern) {
-  return kern.shallow && g.k >= 1 && g.k <= kShallowMaxK && skinny_allowed();
-}
 // Whether a shallow product writes C non-temporally (kernels/shallow.h):
 // when C is only written (beta = 0, no epilogue to read it back) and is
 // larger than the L2 caches of the threads writing it (one per thread: an

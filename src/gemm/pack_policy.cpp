@@ -16,17 +16,15 @@ bool b_in_place_pays(Trans tb, long m, long mc, size_t span_bytes, size_t l2_byt
   return tb == Trans::N || (m <= 2 * mc && span_bytes <= l2_bytes / 2);
 }
 
-namespace {
-int skinny_choice() {
-  static const int choice = [] {
+SkinnyMode skinny_mode() {
+  static const SkinnyMode mode = [] {
     static const char *const choices[] = {"auto", "always", "never", nullptr};
-    return env_choice("HCOPS_SKINNY", choices, 0);
+    return static_cast<SkinnyMode>(env_choice("HCOPS_SKINNY", choices, 0));
   }();
-  return choice;
+  return mode;
 }
-}  // namespace
 
-bool skinny_allowed() { return skinny_choice() != 2; }
-bool thin_choice_allowed() { return skinny_choice() == 0; }
+bool skinny_allowed() { return skinny_mode() != SkinnyMode::never; }
+bool thin_choice_allowed() { return skinny_mode() == SkinnyMode::automatic; }
 
 }  // namespace hcops

@@ -26,7 +26,10 @@ BPacking b_packing();
 // misses the TLB (384 x 1536 x 2048 NT: packing +12%).
 bool b_in_place_pays(Trans tb, long m, long mc, size_t span_bytes, size_t l2_bytes);
 
-// HCOPS_SKINNY, read once: false for never.
+// HCOPS_SKINNY, read once.
+enum class SkinnyMode { automatic, always, never };
+SkinnyMode skinny_mode();
+// False for never.
 bool skinny_allowed();
 // HCOPS_SKINNY, read once: true for auto, where a family's measured costs
 // choose between its thin kernels and one block for the products one block

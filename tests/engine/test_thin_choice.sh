@@ -7,7 +7,7 @@ set -u
 # kernel for at most two, which its rows (96 a thread) always give it, so
 # that "the skinny kernel takes it" holds for every one; on more threads a
 # tall product can be refused for want of rows (gemm.cpp's
-# skinny_kernel_takes).
+# skinny_rows_suffice).
 export HCOPS_NUM_THREADS=2
 status=0
 for mode in auto always never; do
