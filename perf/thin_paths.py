@@ -33,7 +33,10 @@ from benchlib.rounds import alternated
 
 FLAG = {"f32": "s", "f64": "d"}
 CALLS = 1000  # products a trace repeats: a pass of 0.1-5 ms, above the timer's microsecond
-MAX_FLOPS = 500_000  # one thread's worth on the families that choose (avx2: kMinFlopsPerThread)
+# Products of at most this many flops (2 m n k): the lower half of what one
+# block takes on the avx2 family (m n k under its kMinFlopsPerThread, 500
+# 000), where the paths differ most; the doc/perf CSVs were measured so.
+MAX_FLOPS = 500_000
 
 
 def shapes(precision, count, rng):

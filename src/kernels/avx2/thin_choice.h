@@ -6,8 +6,9 @@
 // Each path's time is a sum of what its loops do, each term with a cost in
 // ns fitted (least squares on the relative error, no negative costs) to
 // single-thread times of every path on a grid of products (m 4-128, n
-// 1-16, k 1-256, the four transposes; min of 5 rounds of back-to-back
-// calls, operands in cache) on a 2-core AMD Zen 3 guest (2026-12-05):
+// 1-16 with k 1-256 and n 17-120 with k 1-16, the four transposes; min of 5
+// rounds of back-to-back calls, operands in cache) on a 2-core AMD Zen 3
+// guest (2026-12-05):
 // - one block: a call, the tile's FMAs over the padded block (m rounded
 //   up to mr, n to nr: a 2-column product computes 6), and op(A)^T's
 //   transposing pack;
@@ -18,10 +19,11 @@
 //   columns, k in vectors) and every element's sum across lanes;
 // - skinny with op(B) = B^T: the driver's copy of op(B), one element at a
 //   time.
-// The model picks the faster path on 97.5 % (f32) and 97.6 % (f64) of the
-// grid's total time at its best, where the skinny kernel on every product
-// it takes was 68.5 % and 78.9 % (perf/thin_paths.py checks it on shapes
-// the fit did not see).
+// On the grid, the paths the model picks take 102.4 % (f32) and 102.5 %
+// (f64) of the best path's total time, where the skinny kernel on every
+// product it takes took 146 % and 127 % (perf/thin_paths.py checks it on
+// shapes the fit did not see: the user guide, "Thin products one block
+// holds").
 //
 // The shallow kernel (k <= 16, f32 only) is slower than one block here
 // from k = 2 up (one block 1.2-3x faster at k = 8-16: its C is at most one
@@ -51,7 +53,7 @@ inline constexpr ThinCosts kThinCostsF64{4, 8, 6, 105.4, 0.200, 0.166, 70.4, 0.2
 
 constexpr long round_up(long x, long to) { return (x + to - 1) / to * to; }
 
-// The costs in integer units of 1/1024 ns per element (a vector's cost over
+// The costs in integer units of 1/16384 ns per element (a vector's cost over
 // its lanes): the choice is asked on every thin product, some of 0.15 us,
 // and integer products cost it a few cycles where the same sums in double
 // (int-to-double conversions, dependent multiplies) cost 5 % of such a call.
@@ -68,7 +70,7 @@ struct ThinUnits {
         skinny_copy_b(units(c.skinny_copy_b)),
         skinny_sum_t(units(c.skinny_sum_t)),
         skinny_sums_n(units(c.skinny_sums_n / double(c.lanes))) {}
-  static constexpr long units(double ns) { return long(ns * 1024 + 0.5); }
+  static constexpr long units(double ns) { return long(ns * 16384 + 0.5); }
 };
 
 template <const ThinCosts &C>
@@ -91,8 +93,10 @@ constexpr long skinny_cost(Trans ta, Trans tb, long m, long n, long k) {
   return t;
 }
 
-// A thin product has n <= 16 or k <= 16: with m, n and k under 2^20 each
-// cost stays under 2^50 units; larger ones are never one block.
+// Asked with m, n and k under 2^20, the skinny kernel's cost only where n
+// <= 16 and one block's where n <= 16 or k <= 16, each cost stays under
+// 2^55 units (f64's one block at n = 16: 819 x 18 x 2^40 + 2714 x 2^40);
+// larger products are never one block.
 template <const ThinCosts &C>
 ThinPath thin_choice(Trans ta, Trans tb, long m, long n, long k, bool skinny, bool shallow) {
   constexpr long kLarge = 1L << 20;
