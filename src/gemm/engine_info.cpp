@@ -10,6 +10,7 @@
 #include "common/topology.h"
 #include "gemm/blocking.h"
 #include "gemm/fp32_math.h"
+#include "gemm/gemm_with.h"
 #include "gemm/pack_policy.h"
 #include "gemm/packed_a_cache.h"
 #include "gemm/partition.h"
@@ -151,21 +152,22 @@ std::string engine_info(long m, long n, long k) {
     // As gemm.cpp's gemm_with: the skinny kernel (where it gives every
     // thread rows) and the shallow one first, then one block; where one
     // block holds a thin product, the family's measured choice among them
-    // (thin_decision; said here for op(A) = A, op(B) = B).
+    // (the driver's own decision, thin_path_with; said for op(A) = A,
+    // op(B) = B).
     const bool skinny = c.kernel && skinny_allowed() && c.kernel->skinny && n <= kSkinnyMaxN;
     const bool shallow = c.kernel && skinny_allowed() && c.kernel->shallow && k >= 1 && k <= kShallowMaxK;
     const Blocking blk = c.kernel ? blocking_for_product(topo, *c.kernel, k) : Blocking{};
-    // NN reads op(B) in place where the kernel can (gemm.cpp's read_b_in_place).
-    const bool nn_packs_b =
-        c.kernel && (!c.kernel->full_direct || c.kernel->k_align != 1 || b_packing() == BPacking::always);
-    const bool held = c.kernel && single_block_bytes(*c.kernel, blk, m, n, k, nn_packs_b);
-    if (held && (skinny || shallow) && c.kernel->thin_choice && thin_choice_allowed()) {
+    bool held = false;
+    ThinPath path = ThinPath::one_block;
+    if ((skinny || shallow) && c.kernel->thin_choice && thin_choice_allowed())
+      path = thin_path_with<Sgemm>({Trans::N, Trans::N, m, n, k, 1.0f, nullptr, m, nullptr, k, 0.0f, nullptr, m},
+                                   *c.kernel, &held);
+    if (held) {
       static const char *const names[] = {"the skinny kernel", "the shallow kernel", "one block"};
-      const ThinPath p = c.kernel->thin_choice(Trans::N, Trans::N, m, n, k, skinny, shallow);
       s += format(
           "  (NN: %s, by the %s family's measured costs for thin products one block holds; "
           "HCOPS_SKINNY=always gives the thin kernels all they apply to)\n",
-          names[static_cast<int>(p)], c.family->name);
+          names[static_cast<int>(path)], c.family->name);
     } else {
       if (skinny)
         s += "  (n <= 16: the skinny kernels take it when its rows give every thread a piece; this plan otherwise)\n";

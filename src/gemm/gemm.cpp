@@ -898,6 +898,12 @@ GemmReport gemm_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, const ch
 }
 
 template <typename Ty>
+ThinPath thin_path_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, bool *one_block_holds) {
+  *one_block_holds = single_block_fit(g, kern).bytes > 0;
+  return thin_decision(g, kern).path;
+}
+
+template <typename Ty>
 bool hold_packed_a_with(const GemmArgs<Ty> &g, const GemmKernel<Ty> &kern, HeldPackedA &held) {
   held.valid = false;
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.alpha == Acc<Ty>(0)) return false;
@@ -926,10 +932,11 @@ bool hold_packed_a(const GemmArgs<Ty> &g, HeldPackedA &held) {
   return chosen.kernel && hold_packed_a_with(g, *chosen.kernel, held);
 }
 
-#define HCOPS_INSTANTIATE_GEMM(Ty, name)                                                                 \
+#define HCOPS_INSTANTIATE_GEMM(Ty, name)                                                         \
   template GemmReport gemm_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, const char *); \
+  template ThinPath thin_path_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, bool *);    \
   template GemmReport gemm<Ty>(const GemmArgs<Ty> &);                                            \
-  template bool hold_packed_a<Ty>(const GemmArgs<Ty> &, HeldPackedA &);                         \
+  template bool hold_packed_a<Ty>(const GemmArgs<Ty> &, HeldPackedA &);                          \
   template bool hold_packed_a_with<Ty>(const GemmArgs<Ty> &, const GemmKernel<Ty> &, HeldPackedA &);
 HCOPS_GEMM_DATATYPES(HCOPS_INSTANTIATE_GEMM)
 #undef HCOPS_INSTANTIATE_GEMM
